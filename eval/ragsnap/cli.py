@@ -1,0 +1,166 @@
+"""The ``ragsnap`` command line: one ``main(argv)`` behind every entry point.
+
+Subcommand handlers live in ``ragsnap.commands`` and are imported only when
+their subcommand runs, so ``ragsnap --help`` stays fast. Exit codes, for
+every command: 0 all good; 1 a case failed or a regression was found; 2 bad
+usage or bad input (the message names the file, the field and the fix). A
+traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import RagsnapError
+
+__all__ = ["build_parser", "main"]
+
+DEFAULT_CASES = Path("cases/golden-cases.json")
+DEFAULT_FIXTURES = Path("fixtures")
+DEFAULT_JSON_REPORT = Path("reports/current.json")
+DEFAULT_MARKDOWN_REPORT = Path("reports/current.md")
+DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
+DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file with diff tolerances (default: ragsnap.yaml when it exists, "
+        "else every tolerance is 0)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``ragsnap`` and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="ragsnap",
+        description="Retrieval regression harness for RAG knowledge bases.",
+        epilog="Exit codes: 0 all good, 1 a case failed or a regression was found, "
+        "2 bad usage or input.",
+    )
+    parser.add_argument("--version", action="version", version=f"ragsnap {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    score = sub.add_parser(
+        "score",
+        help="score saved fixtures against golden cases, optionally diff against a baseline",
+        description="Score fixtures/{caseId}.json against the golden cases offline (no "
+        "knowledge base, no network), write JSON and Markdown reports, and with "
+        "--compare-to diff them against a baseline report.",
+    )
+    score.add_argument(
+        "--cases",
+        type=Path,
+        default=DEFAULT_CASES,
+        metavar="FILE",
+        help=f"golden cases file (default: {DEFAULT_CASES})",
+    )
+    score.add_argument(
+        "--fixtures",
+        type=Path,
+        default=DEFAULT_FIXTURES,
+        metavar="DIR",
+        help=f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
+    )
+    score.add_argument(
+        "--json-report",
+        type=Path,
+        default=DEFAULT_JSON_REPORT,
+        metavar="FILE",
+        help=f"where to write the JSON report (default: {DEFAULT_JSON_REPORT})",
+    )
+    score.add_argument(
+        "--markdown-report",
+        type=Path,
+        default=DEFAULT_MARKDOWN_REPORT,
+        metavar="FILE",
+        help=f"where to write the Markdown report (default: {DEFAULT_MARKDOWN_REPORT})",
+    )
+    score.add_argument(
+        "--compare-to",
+        type=Path,
+        metavar="FILE",
+        help="baseline JSON report to diff against (default: no diff)",
+    )
+    score.add_argument(
+        "--diff-json-report",
+        type=Path,
+        metavar="FILE",
+        help=f"where to write the JSON diff (default with --compare-to: {DEFAULT_DIFF_JSON})",
+    )
+    score.add_argument(
+        "--diff-markdown-report",
+        type=Path,
+        metavar="FILE",
+        help="where to write the Markdown diff (default with --compare-to: "
+        f"{DEFAULT_DIFF_MARKDOWN})",
+    )
+    _add_config(score)
+    score.add_argument(
+        "--max-listed",
+        type=int,
+        default=20,
+        metavar="N",
+        help="list at most N failing or regressed cases on the terminal (default: 20)",
+    )
+    score.set_defaults(handler="score")
+
+    diff = sub.add_parser(
+        "diff",
+        help="diff two existing JSON score reports",
+        description="Compare a current JSON score report with a baseline report without "
+        "rescoring; exits 1 on any regression.",
+    )
+    diff.add_argument("baseline", type=Path, help="the baseline JSON report")
+    diff.add_argument("current", type=Path, help="the current JSON report")
+    diff.add_argument(
+        "--diff-json-report",
+        type=Path,
+        default=DEFAULT_DIFF_JSON,
+        metavar="FILE",
+        help=f"where to write the JSON diff (default: {DEFAULT_DIFF_JSON})",
+    )
+    diff.add_argument(
+        "--diff-markdown-report",
+        type=Path,
+        default=DEFAULT_DIFF_MARKDOWN,
+        metavar="FILE",
+        help=f"where to write the Markdown diff (default: {DEFAULT_DIFF_MARKDOWN})",
+    )
+    _add_config(diff)
+    diff.add_argument(
+        "--max-listed",
+        type=int,
+        default=20,
+        metavar="N",
+        help="list at most N regressed cases on the terminal (default: 20)",
+    )
+    diff.set_defaults(handler="diff")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ragsnap`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(f"ragsnap.commands.{args.handler}")
+    try:
+        code: int = module.run(args)
+    except RagsnapError as exc:
+        print(f"{exc.kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("Interrupted; nothing half-written was left behind.", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommand handlers, imported lazily by ``ragsnap.cli``."""

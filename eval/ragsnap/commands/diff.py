@@ -1,0 +1,30 @@
+"""``ragsnap diff BASELINE CURRENT``: diff two existing score reports."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import load_config
+from ..diff import diff_reports, render_diff_markdown
+from ..inputs import load_report
+from ..jsonio import check_distinct, write_outputs
+from ..summary import diff_lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the diff reports; return 1 when a regression was found."""
+    config = load_config(args.config)
+    baseline = load_report(args.baseline, "baseline")
+    current = load_report(args.current, "current report")
+    diff = diff_reports(baseline, current, config.tolerances, args.baseline.as_posix())
+    outputs = {
+        args.diff_json_report: diff,
+        args.diff_markdown_report: render_diff_markdown(diff),
+    }
+    check_distinct([*outputs], args.baseline)
+    check_distinct([*outputs], args.current)
+    write_outputs(outputs)
+    lines = diff_lines(diff, args.max_listed, args.diff_markdown_report)
+    lines.append("Reports: " + ", ".join(p.as_posix() for p in outputs))
+    print("\n".join(lines))
+    return 1 if diff["regressed"] else 0

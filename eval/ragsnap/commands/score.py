@@ -1,0 +1,72 @@
+"""``ragsnap score``: fixtures against golden cases, then an optional baseline diff.
+
+Everything is read and checked before anything is written: a bad baseline or
+a bad fixture leaves every existing report untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..cli import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN
+from ..config import load_config
+from ..diff import diff_reports, render_diff_markdown
+from ..errors import UsageError
+from ..inputs import load_cases, load_fixtures, load_report
+from ..jsonio import check_distinct, write_outputs
+from ..report import build_report, render_markdown
+from ..scoring import score_case
+from ..summary import diff_lines, score_lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score, report, diff; return 1 when a case failed or a regression was found."""
+    if args.compare_to is None and (args.diff_json_report or args.diff_markdown_report):
+        raise UsageError(
+            "--diff-json-report and --diff-markdown-report need --compare-to BASELINE; "
+            "add it or drop them"
+        )
+    config = load_config(args.config)
+    case_set = load_cases(args.cases)
+    fixture_set = load_fixtures(args.fixtures)
+    baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
+
+    fixtures = fixture_set.fixtures
+    results = [score_case(case, fixtures.get(case.id)) for case in case_set.cases]
+    case_ids = {case.id for case in case_set.cases}
+    orphans = [name for name in fixtures if name not in case_ids]
+    report = build_report(
+        results,
+        orphans,
+        {
+            "cases": args.cases.as_posix(),
+            "casesSha256": case_set.sha256,
+            "fixtures": args.fixtures.as_posix(),
+            "fixturesSha256": fixture_set.sha256,
+        },
+    )
+    outputs: list[tuple[Path, Any]] = [
+        (args.json_report, report),
+        (args.markdown_report, render_markdown(report)),
+    ]
+    diff = None
+    diff_markdown = args.diff_markdown_report or DEFAULT_DIFF_MARKDOWN
+    if baseline is not None:
+        diff = diff_reports(baseline, report, config.tolerances, args.compare_to.as_posix())
+        outputs += [
+            (args.diff_json_report or DEFAULT_DIFF_JSON, diff),
+            (diff_markdown, render_diff_markdown(diff)),
+        ]
+    check_distinct([path for path, _ in outputs], args.compare_to)
+    write_outputs(dict(outputs))
+
+    lines = score_lines(report, args.max_listed, args.markdown_report)
+    if diff is not None:
+        lines += diff_lines(diff, args.max_listed, diff_markdown)
+    lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
+    print("\n".join(lines))
+    failed = report["summary"]["failed"] > 0
+    regressed = diff is not None and diff["regressed"]
+    return 1 if failed or regressed else 0

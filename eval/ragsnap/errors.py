@@ -1,0 +1,71 @@
+"""The exceptions ragsnap raises on purpose.
+
+Every error a user can cause is one of these; anything else is a bug and
+surfaces as a traceback. The command line catches only ``RagsnapError``,
+prints ``Kind: message`` and exits with the error's ``exit_code``::
+
+    RagsnapError                  base class, exit code 2
+    ├── UsageError                a flag or argument combination that cannot work
+    ├── InputError                a file that cannot be read, parsed or validated;
+    │                             carries the file, the JSON pointer and the fix
+    ├── OutputError               a report that cannot be written safely
+    │                             (symlinked destination, unwritable folder)
+    └── MissingDependency         an optional extra is not installed; says which
+
+Every message ends with the next step the user should take.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "InputError",
+    "MissingDependency",
+    "OutputError",
+    "RagsnapError",
+    "UsageError",
+]
+
+
+class RagsnapError(Exception):
+    """Base class: an error the user can fix; the CLI exits with ``exit_code``."""
+
+    exit_code = 2
+
+    @property
+    def kind(self) -> str:
+        """The name printed before the message, e.g. ``InputError``."""
+        return type(self).__name__
+
+
+class UsageError(RagsnapError):
+    """Flags or arguments that cannot work together."""
+
+
+class InputError(RagsnapError):
+    """A file that cannot be read or does not satisfy its contract.
+
+    The message reads ``<file> at <pointer>: <problem>; <fix>``; ``pointer`` is
+    an RFC 6901 JSON pointer (``/cases/3/topK``) or a ``line N`` location, and is
+    left out when the problem concerns the whole file.
+    """
+
+    def __init__(self, path: Path | str, problem: str, fix: str, pointer: str | None = None):
+        self.path = str(path)
+        self.problem = problem
+        self.fix = fix
+        self.pointer = pointer
+        where = f"{self.path} at {pointer}" if pointer else self.path
+        super().__init__(f"{where}: {problem}; {fix}")
+
+
+class OutputError(RagsnapError):
+    """A report or fixture that cannot be written safely."""
+
+
+class MissingDependency(RagsnapError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, feature: str, extra: str):
+        super().__init__(f"{feature} is not available. To install: pip install 'ragsnap[{extra}]'")

@@ -1,0 +1,192 @@
+"""The one reader and the one writer for every file ragsnap touches.
+
+Reading: bytes must be UTF-8 (a leading byte-order mark is tolerated) and
+strict JSON (no NaN, no trailing commas); failures become ``InputError`` with
+the file, the line and column, and the fix.
+
+Writing: every output is rendered deterministically (sorted keys, two-space
+indent, UTF-8 without escaping, floats rounded to ``FLOAT_DIGITS`` places,
+trailing newline) so two runs on the same input are byte-identical, then
+written atomically: a temporary file in the destination folder, flushed and
+fsynced, renamed over the destination, and the folder fsynced. A symlinked
+destination is refused rather than followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import InputError, OutputError, UsageError
+
+__all__ = [
+    "FLOAT_DIGITS",
+    "check_distinct",
+    "dump_json",
+    "parse_json",
+    "read_bytes",
+    "read_json",
+    "round_floats",
+    "write_json",
+    "write_outputs",
+    "write_text",
+]
+
+FLOAT_DIGITS = 6
+_BOM = b"\xef\xbb\xbf"
+
+
+def read_bytes(path: Path, fix: str) -> bytes:
+    """Read a whole input file; ``fix`` says what to do when it is missing."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "file not found", fix) from None
+    except IsADirectoryError:
+        raise InputError(path, "is a folder, not a file", fix) from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+
+
+def parse_json(raw: bytes, path: Path) -> Any:
+    """Parse strict UTF-8 JSON, turning every failure into an ``InputError``."""
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            line = raw.count(b"\n", 0, uexc.start) + 1
+            raise InputError(
+                path,
+                f"is not UTF-8 (byte 0x{raw[uexc.start]:02x} on line {line})",
+                "re-save the file with UTF-8 encoding",
+            ) from None
+        raise InputError(
+            path,
+            f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            "fix the JSON syntax (a JSON linter shows the exact spot)",
+        ) from None
+
+
+def read_json(path: Path, fix: str) -> Any:
+    """Read and parse one JSON file; see ``read_bytes`` and ``parse_json``."""
+    return parse_json(read_bytes(path, fix), path)
+
+
+def round_floats(value: Any, digits: int = FLOAT_DIGITS) -> Any:
+    """Return ``value`` with every float rounded, recursing into dicts and lists."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, Mapping):
+        return {k: round_floats(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [round_floats(v, digits) for v in value]
+    return value
+
+
+def dump_json(value: Any) -> bytes:
+    """Render ``value`` as deterministic JSON bytes (see module docstring)."""
+    options = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+    return orjson.dumps(round_floats(value), option=options) + b"\n"
+
+
+def _refuse_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise OutputError(
+            f"{path}: is a symbolic link; ragsnap never writes through links. "
+            "Remove the link or pass a different output path"
+        )
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    _refuse_symlink(path)
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"{parent}: cannot create the folder ({exc.strerror}); choose a writable path"
+        ) from None
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(
+            f"{parent}: cannot write there ({exc.strerror}); choose a writable path"
+        ) from None
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o666 & ~umask)
+        _refuse_symlink(path)  # a link created while we wrote is refused too
+        tmp.replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - filesystems that refuse directory fsync
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write ``value`` to ``path`` as deterministic JSON, atomically."""
+    _write_atomic(path, dump_json(value))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as UTF-8 with a trailing newline, atomically."""
+    if not text.endswith("\n"):
+        text += "\n"
+    _write_atomic(path, text.encode("utf-8"))
+
+
+def check_distinct(paths: Sequence[Path], keep: Path | None = None) -> None:
+    """Refuse output paths that name the same file twice, or the input ``keep``."""
+    resolved = [p.resolve() for p in paths]
+    if len(set(resolved)) != len(resolved):
+        raise UsageError("two outputs would be written to the same file; give each its own path")
+    if keep is not None and keep.resolve() in resolved:
+        raise UsageError(f"an output would overwrite the input {keep}; choose other output paths")
+
+
+def write_outputs(outputs: Mapping[Path, bytes | str | Any]) -> None:
+    """Write several outputs, each atomically, after checking all destinations.
+
+    ``bytes`` are written as they are, ``str`` as text, anything else as JSON.
+    Every destination is checked for a symlink before the first write, so a
+    refused destination leaves all the others untouched.
+    """
+    for path in outputs:
+        _refuse_symlink(path)
+    for path, value in outputs.items():
+        if isinstance(value, bytes):
+            _write_atomic(path, value)
+        elif isinstance(value, str):
+            write_text(path, value)
+        else:
+            write_json(path, value)

@@ -1,0 +1,172 @@
+"""Frozen dataclasses for validated input: golden cases and fixtures.
+
+These are built only from documents that already passed their JSON Schema
+(see ``ragsnap.schema``), so nothing downstream re-checks them. Field names
+are snake_case here and camelCase in the files; ``from_json`` maps one to
+the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_MIN_HIT_LEVEL",
+    "DEFAULT_TOP_K",
+    "HIT_LEVELS",
+    "EvidenceBlock",
+    "Fixture",
+    "GoldenCase",
+    "HitLevel",
+    "LookupResult",
+    "hit_level_rank",
+]
+
+HitLevel = Literal["strong", "medium", "weak", "miss"]
+#: Hit levels from worst to best; the index is the level's rank.
+HIT_LEVELS: tuple[HitLevel, ...] = ("miss", "weak", "medium", "strong")
+DEFAULT_TOP_K = 5
+DEFAULT_MIN_HIT_LEVEL: HitLevel = "medium"
+
+
+def hit_level_rank(level: str) -> int:
+    """0 for miss up to 3 for strong."""
+    return HIT_LEVELS.index(level)  # type: ignore[arg-type,unused-ignore]
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(value) if value else ()
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenCase:
+    """One fixed retrieval query and what a correct lookup must return."""
+
+    id: str
+    query: str
+    language: str
+    category: str
+    split: str
+    kb_scope: str | None
+    top_k: int
+    no_answer: bool
+    min_hit_level: HitLevel
+    expected_sources: tuple[str, ...] = ()
+    expected_doc_ids: tuple[str, ...] = ()
+    expected_breadcrumbs: tuple[str, ...] = ()
+    expected_keywords: tuple[str, ...] = ()
+    expected_selected_attempt: str | None = None
+    expected_fallback_reason: str | None = None
+    expected_fallback_reasons: tuple[str, ...] | None = None
+    expected_evidence_status: str | None = None
+    expected_context_sources: tuple[str, ...] = ()
+    expected_rerank_top_source: str | None = None
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], defaults: dict[str, Any]) -> GoldenCase:
+        """Build from one validated case object and the file's ``defaults``."""
+        reasons = data.get("expectedFallbackReasons")
+        return cls(
+            id=data["id"],
+            query=data["query"],
+            language=data["language"],
+            category=data["category"],
+            split=data["split"],
+            kb_scope=data.get("kbScope", defaults.get("kbScope")),
+            top_k=data.get("topK", defaults.get("topK", DEFAULT_TOP_K)),
+            no_answer=data.get("noAnswer", False),
+            min_hit_level=data.get(
+                "minHitLevel", defaults.get("minHitLevel", DEFAULT_MIN_HIT_LEVEL)
+            ),
+            expected_sources=_strings(data.get("expectedSources")),
+            expected_doc_ids=_strings(data.get("expectedDocIds")),
+            expected_breadcrumbs=_strings(data.get("expectedBreadcrumbs")),
+            expected_keywords=_strings(data.get("expectedKeywords")),
+            expected_selected_attempt=data.get("expectedSelectedAttempt"),
+            expected_fallback_reason=data.get("expectedFallbackReason"),
+            expected_fallback_reasons=None if reasons is None else tuple(reasons),
+            expected_evidence_status=data.get("expectedEvidenceStatus"),
+            expected_context_sources=_strings(data.get("expectedContextSources")),
+            expected_rerank_top_source=data.get("expectedRerankTopSource"),
+            tags=_strings(data.get("tags")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceBlock:
+    """One ranked evidence block of a lookupResult."""
+
+    rank: int
+    chunk_id: str
+    doc_id: str | None
+    source: str
+    breadcrumb: str | None
+    text: str
+    score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LookupResult:
+    """The parts of a lookupResult that scoring and the diff read."""
+
+    evidence_blocks: tuple[EvidenceBlock, ...]
+    context_sources: tuple[str, ...]
+    context_chars: int
+    selected_attempt: str | None
+    fallback_reasons: tuple[str, ...]
+    evidence_status: str
+    rerank_applied: bool
+    rerank_top_source: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LookupResult:
+        """Build from a validated ``lookupResult`` object."""
+        trace = data["retrievalTrace"]
+        rerank = data["rerankTrace"]
+        after = rerank["after"]
+        pack = data["contextPack"]
+        return cls(
+            evidence_blocks=tuple(
+                EvidenceBlock(
+                    rank=b["rank"],
+                    chunk_id=b["chunkId"],
+                    doc_id=b.get("docId"),
+                    source=b["source"],
+                    breadcrumb=b.get("breadcrumb"),
+                    text=b["text"],
+                    score=b["score"],
+                )
+                for b in data["evidenceBlocks"]
+            ),
+            context_sources=tuple(pack["sources"]),
+            context_chars=len(pack["text"]),
+            selected_attempt=trace["selectedAttempt"],
+            fallback_reasons=tuple(trace["fallbackReasons"]),
+            evidence_status=trace["evidenceStatus"],
+            rerank_applied=rerank["applied"],
+            rerank_top_source=after[0]["source"] if rerank["applied"] and after else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Fixture:
+    """One saved lookup for one golden case."""
+
+    case_id: str
+    query: str
+    retrieved_at: str
+    backend: str
+    lookup: LookupResult
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fixture:
+        """Build from a validated fixture document."""
+        return cls(
+            case_id=data["caseId"],
+            query=data["query"],
+            retrieved_at=data["retrievedAt"],
+            backend=data["generator"]["backend"],
+            lookup=LookupResult.from_json(data["lookupResult"]),
+        )

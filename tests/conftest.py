@@ -1,0 +1,158 @@
+"""Shared test helpers: build golden cases and fixtures, run the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def make_case(case_id: str = "c1", **fields: Any) -> dict[str, Any]:
+    """A golden case dict with sensible defaults; ``fields`` override them."""
+    case: dict[str, Any] = {
+        "id": case_id,
+        "query": f"query for {case_id}",
+        "language": "en",
+        "category": "database",
+        "split": "dev",
+        "expectedSources": ["mysql-pool"],
+    }
+    case.update(fields)
+    return {k: v for k, v in case.items() if v is not None}
+
+
+def block(
+    rank: int,
+    source: str,
+    text: str = "some text",
+    breadcrumb: str | None = "Database > MySQL > Connection Pool",
+    score: float = 0.8,
+    doc_id: str | None = None,
+) -> dict[str, Any]:
+    """One evidence block dict."""
+    return {
+        "rank": rank,
+        "chunkId": f"{source}#{rank}",
+        "docId": doc_id or f"doc-{source}",
+        "source": source,
+        "title": source,
+        "breadcrumb": breadcrumb,
+        "text": text,
+        "score": score,
+        "scoreLabel": "high",
+    }
+
+
+def make_fixture(
+    case_id: str = "c1",
+    blocks: Iterable[dict[str, Any]] = (),
+    *,
+    query: str | None = None,
+    selected: str | None = "filtered",
+    fallback: Iterable[str] = (),
+    status: str | None = None,
+    rerank_top: str | None = None,
+    context_sources: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """A fixture dict around ``blocks``; the traces are derived from them."""
+    blocks = list(blocks)
+    sources = list(dict.fromkeys(b["source"] for b in blocks))
+    ranked = [{"chunkId": b["chunkId"], "source": b["source"], "score": b["score"]} for b in blocks]
+    if rerank_top is not None:
+        ranked.insert(0, {"chunkId": f"{rerank_top}#0", "source": rerank_top, "score": 1.0})
+    text = "\n\n".join(b["text"] for b in blocks)
+    return {
+        "schemaVersion": 1,
+        "caseId": case_id,
+        "query": query if query is not None else f"query for {case_id}",
+        "retrievedAt": "2026-11-29T00:00:00Z",
+        "generator": {
+            "backend": "hand-authored",
+            "embedder": None,
+            "pipelineVersion": "test/1",
+            "kbScope": "rag-eval",
+            "topK": 5,
+        },
+        "lookupResult": {
+            "evidenceBlocks": blocks,
+            "contextPack": {
+                "sources": list(context_sources) if context_sources is not None else sources,
+                "text": text,
+                "charCount": len(text),
+                "budgetChars": 2000,
+                "truncated": False,
+            },
+            "retrievalTrace": {
+                "attempts": [{"name": "filtered", "hitCount": len(blocks)}],
+                "selectedAttempt": selected,
+                "fallbackReasons": list(fallback),
+                "evidenceStatus": status or ("sufficient" if blocks else "none"),
+            },
+            "rerankTrace": {
+                "applied": bool(ranked),
+                "reranker": "heuristic-v1",
+                "before": ranked,
+                "after": ranked,
+            },
+        },
+    }
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class Project:
+    """A scratch eval project: cases file, fixtures folder, reports folder."""
+
+    root: Path
+
+    @property
+    def cases(self) -> Path:
+        return self.root / "cases" / "golden-cases.json"
+
+    @property
+    def fixtures(self) -> Path:
+        return self.root / "fixtures"
+
+    def write_cases(self, cases: list[dict[str, Any]], **top: Any) -> Path:
+        return write_json(self.cases, {"schemaVersion": 1, "cases": cases, **top})
+
+    def write_fixture(self, fixture: dict[str, Any], name: str | None = None) -> Path:
+        return write_json(self.fixtures / f"{name or fixture['caseId']}.json", fixture)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str, cwd: Path, script: str | None = None) -> Run:
+    """Run ``ragsnap`` (or a script under scripts/) as a real process in ``cwd``."""
+    command = (
+        [sys.executable, str(REPO / "scripts" / script), *args]
+        if script
+        else [sys.executable, "-m", "ragsnap", *args]
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "eval"), "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    return Run(proc.returncode, proc.stdout, proc.stderr)

@@ -1,0 +1,241 @@
+"""``ragsnap score`` driven as a user would: real processes, real files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+
+from conftest import REPO, Project, block, make_case, make_fixture, run_cli, write_json
+from ragsnap.schema import load_schema
+
+
+def seed_project(project: Project) -> None:
+    """Three passing cases: two answerable, one no-answer."""
+    project.write_cases(
+        [
+            make_case(
+                "pool-size",
+                expectedBreadcrumbs=["Database > MySQL"],
+                expectedKeywords=["maximum-pool-size"],
+                expectedRerankTopSource="mysql-pool",
+            ),
+            make_case("slow-log", category="observability", split="test", language="zh"),
+            make_case("no-answer", noAnswer=True, expectedSources=None),
+        ],
+        defaults={"kbScope": "rag-eval", "topK": 5},
+    )
+    project.write_fixture(
+        make_fixture(
+            "pool-size",
+            [block(1, "mysql-pool", text="Set maximum-pool-size to 20."), block(2, "decoy")],
+        )
+    )
+    project.write_fixture(make_fixture("slow-log", [block(1, "other"), block(2, "mysql-pool")]))
+    project.write_fixture(make_fixture("no-answer", [], selected="unfiltered"))
+
+
+def score(project: Project, *extra: str):  # type: ignore[no-untyped-def]
+    return run_cli("score", *extra, cwd=project.root)
+
+
+def test_clean_run_writes_reports_and_exits_0(project: Project) -> None:
+    seed_project(project)
+    run = score(project)
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0].startswith("3 cases: 3 passed, 0 failed (pass rate 100.0%)")
+    assert lines[-1] == "Reports: reports/current.json, reports/current.md"
+    report = json.loads((project.root / "reports/current.json").read_text())
+    jsonschema.validate(report, load_schema("report"))
+    assert report["summary"]["recallAtK"] == 1.0
+    assert report["groups"]["language"]["zh"]["cases"] == 1
+    md = (project.root / "reports/current.md").read_text()
+    assert md.startswith("# ragsnap retrieval report\n\n**3 of 3 cases passed**")
+
+
+def test_two_runs_are_byte_identical(project: Project) -> None:
+    seed_project(project)
+    outputs = []
+    for n in range(2):
+        run = score(
+            project,
+            "--json-report",
+            f"out{n}/r.json",
+            "--markdown-report",
+            f"out{n}/r.md",
+        )
+        assert run.code == 0, run.err
+        outputs.append(
+            (
+                (project.root / f"out{n}/r.json").read_bytes(),
+                (project.root / f"out{n}/r.md").read_bytes(),
+            )
+        )
+    assert outputs[0] == outputs[1]
+
+
+def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Project) -> None:
+    seed_project(project)
+    assert (
+        score(
+            project,
+            "--json-report",
+            "reports/baseline.json",
+            "--markdown-report",
+            "reports/baseline.md",
+        ).code
+        == 0
+    )
+    project.write_fixture(make_fixture("pool-size", [block(1, "decoy", text="no match")]))
+    run = score(project, "--compare-to", "reports/baseline.json")
+    assert run.code == 1
+    assert "Failed cases:\n  pool-size: hit level miss is below the minimum medium; " in run.out
+    assert "rerank top source 'decoy', expected 'mysql-pool'" in run.out
+    assert (
+        "Regressed against reports/baseline.json: 1 case(s) regressed, 0 improved, 0 changed, "
+        "0 added, 0 removed; 16 aggregate metric regression(s), 0 improvement(s)\n"
+        "Regressions:\n"
+        "  passRate: 100.0% -> 66.7%\n"
+        "  recallAtK: 100.0% -> 50.0%\n"
+        "  strongHitRate: 100.0% -> 50.0%\n"
+        "  missCount: 0 -> 1\n"
+        "  pool-size: passed yes -> no; hitLevel strong -> miss; firstExpectedRank 1 -> -\n"
+    ) in run.out
+    diff = json.loads((project.root / "reports/baseline-diff.json").read_text())
+    jsonschema.validate(diff, load_schema("diff-report"))
+    (case,) = [c for c in diff["cases"] if c["status"] == "regression"]
+    assert case["id"] == "pool-size"
+    assert {
+        "field": "hitLevel",
+        "baseline": "strong",
+        "current": "miss",
+        "status": "regression",
+    } in case["changes"]
+    md = (project.root / "reports/baseline-diff.md").read_text()
+    assert "## Case regressions (1)" in md and "pool-size" in md
+
+
+def test_clean_diff_exits_0(project: Project) -> None:
+    seed_project(project)
+    score(project, "--json-report", "base.json", "--markdown-report", "base.md")
+    run = score(
+        project,
+        "--compare-to",
+        "base.json",
+        "--diff-json-report",
+        "d.json",
+        "--diff-markdown-report",
+        "d.md",
+    )
+    assert run.code == 0, run.out + run.err
+    assert "No regressions against base.json: 0 case(s) regressed" in run.out
+    assert run.out.splitlines()[-1] == (
+        "Reports: reports/current.json, reports/current.md, d.json, d.md"
+    )
+
+
+def test_tolerances_from_config(project: Project) -> None:
+    seed_project(project)
+    score(project, "--json-report", "base.json", "--markdown-report", "base.md")
+    project.write_fixture(
+        make_fixture("slow-log", [block(1, "a"), block(2, "b"), block(3, "mysql-pool")])
+    )
+    assert score(project, "--compare-to", "base.json").code == 1
+    (project.root / "ragsnap.yaml").write_text("diff:\n  tolerances:\n    firstExpectedRank: 1\n")
+    run = score(project, "--compare-to", "base.json")
+    assert run.code == 0, run.out
+
+
+def test_invalid_case_file_exits_2_naming_file_and_field(project: Project) -> None:
+    seed_project(project)
+    cases = json.loads(project.cases.read_text())
+    cases["cases"][1]["expectedSorces"] = ["typo"]
+    write_json(project.cases, cases)
+    run = score(project)
+    assert run.code == 2
+    assert run.out == ""
+    assert run.err.strip() == (
+        "InputError: cases/golden-cases.json at /cases/1: unknown field 'expectedSorces'; "
+        "remove it or correct its spelling (allowed: category, expectedBreadcrumbs, "
+        "expectedContextSources, expectedDocIds, expectedEvidenceStatus, expectedFallbackReason, "
+        "expectedFallbackReasons, expectedKeywords, expectedRerankTopSource, "
+        "expectedSelectedAttempt, expectedSources, id, kbScope, language, minHitLevel, noAnswer, "
+        "notes, query, split, tags, topK)"
+    )
+    assert "Traceback" not in run.err
+    assert not (project.root / "reports").exists()
+
+
+def test_bad_inputs_never_traceback(project: Project) -> None:
+    seed_project(project)
+    (project.fixtures / "slow-log.json").write_bytes(b"\xff\xfe not json")
+    run = score(project)
+    assert (run.code, "Traceback" in run.err) == (2, False)
+    assert "fixtures/slow-log.json: is not UTF-8" in run.err
+    (project.fixtures / "slow-log.json").write_text('{"caseId": ')
+    run = score(project)
+    assert run.code == 2 and "is not valid JSON" in run.err
+    run = score(project, "--cases", "nope.json")
+    assert run.code == 2 and "nope.json: file not found; pass --cases" in run.err
+    run = score(project, "--diff-json-report", "x.json")
+    assert (
+        run.code == 2
+        and "UsageError: --diff-json-report and --diff-markdown-report need" in run.err
+    )
+    run = score(project, "--no-such-flag")
+    assert run.code == 2 and "unrecognized arguments" in run.err
+
+
+def test_bad_baseline_leaves_existing_reports_untouched(project: Project) -> None:
+    seed_project(project)
+    assert score(project).code == 0
+    before = (project.root / "reports/current.json").read_bytes()
+    write_json(project.root / "old.json", {"schemaVersion": 0, "kind": "ragsnap-score-report"})
+    project.write_fixture(make_fixture("slow-log", [block(1, "x")]))  # would change the report
+    run = score(project, "--compare-to", "old.json")
+    assert run.code == 2
+    assert "old.json at /schemaVersion: was written with report schema version 0" in run.err
+    assert (project.root / "reports/current.json").read_bytes() == before
+
+
+def test_missing_fixture_and_orphan(project: Project) -> None:
+    seed_project(project)
+    (project.fixtures / "slow-log.json").unlink()
+    project.write_fixture(make_fixture("leftover", [block(1, "x")]))
+    run = score(project)
+    assert run.code == 1
+    assert "  slow-log: fixture missing" in run.out
+    assert "Orphaned fixtures (no golden case): leftover; delete them or add their cases" in run.out
+    report = json.loads((project.root / "reports/current.json").read_text())
+    assert report["orphanedFixtures"] == ["leftover"]
+    assert report["summary"]["fixtureMissing"] == 1
+
+
+def test_symlinked_report_destination_is_refused(project: Project) -> None:
+    seed_project(project)
+    (project.root / "reports").mkdir()
+    target = project.root / "elsewhere.json"
+    target.write_text("precious")
+    (project.root / "reports/current.json").symlink_to(target)
+    run = score(project)
+    assert run.code == 2 and "is a symbolic link" in run.err
+    assert target.read_text() == "precious"
+    assert not (project.root / "reports/current.md").exists()
+
+
+def test_main_job_on_the_committed_example(tmp_path: Path) -> None:
+    """The README's main command, on a copy of the repository's own eval set."""
+    for name in ("cases", "fixtures", "reports"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    run = run_cli(
+        "--compare-to", "reports/baseline.json", cwd=tmp_path, script="eval_rag_retrieval.py"
+    )
+    assert run.code == 0, run.out + run.err
+    assert "0 failed" in run.out.splitlines()[0]
+    assert "No regressions against reports/baseline.json" in run.out
+    committed = json.loads((REPO / "reports/baseline.json").read_text())
+    current = json.loads((tmp_path / "reports/current.json").read_text())
+    assert current == committed, "reports/baseline.json is stale: regenerate it (see README)"

@@ -1,0 +1,124 @@
+"""Baseline diff classification (ragsnap.diff)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from conftest import block, make_case, make_fixture
+from ragsnap.diff import Tolerances, diff_reports
+from ragsnap.jsonio import round_floats
+from ragsnap.models import Fixture, GoldenCase
+from ragsnap.report import build_report
+from ragsnap.scoring import score_case
+
+INPUTS = {"cases": "c.json", "casesSha256": "0" * 64, "fixtures": "f", "fixturesSha256": "1" * 64}
+
+
+def report(fixtures: dict[str, list[dict[str, Any]] | None], **case_fields: Any) -> dict[str, Any]:
+    results = []
+    for case_id, blocks in fixtures.items():
+        c = GoldenCase.from_json(make_case(case_id, **case_fields), {})
+        f = (
+            None
+            if blocks is None
+            else Fixture.from_json(make_fixture(case_id, blocks, query=c.query))
+        )
+        results.append(score_case(c, f))
+    return build_report(results, [], INPUTS)
+
+
+def diff(before: dict[str, Any], after: dict[str, Any], **tol: Any) -> dict[str, Any]:
+    return diff_reports(before, after, Tolerances(**tol), "baseline.json")
+
+
+def test_identical_reports_have_no_changes() -> None:
+    r = report({"a": [block(1, "mysql-pool")], "b": [block(1, "x"), block(2, "mysql-pool")]})
+    d = diff(r, copy.deepcopy(r))
+    assert d["regressed"] is False
+    assert d["aggregates"] == [] and d["cases"] == []
+
+
+def test_rounded_baseline_equals_unrounded_current() -> None:
+    r = report({"a": [block(1, "mysql-pool")], "b": [block(1, "x")], "c": [block(1, "y")]})
+    assert r["summary"]["passRate"] == pytest.approx(1 / 3)
+    assert diff(round_floats(r), r)["aggregates"] == []
+
+
+def test_lost_document_is_a_case_and_aggregate_regression() -> None:
+    before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
+    after = report({"a": [block(1, "mysql-pool")], "b": [block(1, "other")]})
+    d = diff(before, after)
+    assert d["regressed"] is True
+    (case,) = d["cases"]
+    assert case["id"] == "b" and case["status"] == "regression"
+    fields = {c["field"]: (c["baseline"], c["current"], c["status"]) for c in case["changes"]}
+    assert fields["passed"] == (True, False, "regression")
+    assert fields["hitLevel"] == ("strong", "miss", "regression")
+    assert fields["firstExpectedRank"] == (1, None, "regression")
+    overall = {row["metric"]: row for row in d["aggregates"] if row["scope"] == "all"}
+    assert overall["passRate"]["delta"] == -0.5
+    assert overall["missCount"]["status"] == "regression"
+    assert {row["scope"] for row in d["aggregates"]} >= {"category=database", "split=dev"}
+
+
+def test_improvement_does_not_fail() -> None:
+    before = report({"a": [block(1, "x"), block(2, "mysql-pool")]})
+    after = report({"a": [block(1, "mysql-pool")]})
+    d = diff(before, after)
+    assert d["regressed"] is False
+    assert d["cases"][0]["status"] == "improvement"
+    assert d["cases"][0]["changes"] == [
+        {"field": "firstExpectedRank", "baseline": 2, "current": 1, "status": "improvement"},
+        {"field": "rerankTopSource", "baseline": "x", "current": "mysql-pool", "status": "changed"},
+    ]
+
+
+def test_rank_tolerance() -> None:
+    before = report({"a": [block(1, "mysql-pool")]})
+    after = report({"a": [block(1, "x"), block(2, "mysql-pool")]})
+    assert diff(before, after)["regressed"] is True
+    tolerant = diff(before, after, first_expected_rank=1)
+    assert tolerant["regressed"] is False
+    assert tolerant["cases"][0]["changes"][0]["status"] == "changed"
+
+
+def test_aggregate_tolerance() -> None:
+    cases = {f"c{i}": [block(1, "mysql-pool")] for i in range(10)}
+    before = report(cases)
+    after = report({**cases, "c9": [block(1, "x"), block(2, "mysql-pool")]}, expectedKeywords=None)
+    after["summary"]["strongHitRate"] = 0.95
+    rows = diff(before, after, strong_hit_rate=0.1)["aggregates"]
+    assert [r["status"] for r in rows if r["metric"] == "strongHitRate"] == ["changed"]
+    rows = diff(before, after)["aggregates"]
+    assert [r["status"] for r in rows if r["metric"] == "strongHitRate"] == ["regression"]
+
+
+def test_neutral_fields_change_without_regressing() -> None:
+    base = make_fixture("a", [block(1, "mysql-pool")])
+    moved = make_fixture(
+        "a", [block(1, "mysql-pool")], selected="unfiltered", fallback=["filtered-weak"]
+    )
+    c = GoldenCase.from_json(make_case("a", query="query for a"), {})
+    before = build_report([score_case(c, Fixture.from_json(base))], [], INPUTS)
+    after = build_report([score_case(c, Fixture.from_json(moved))], [], INPUTS)
+    d = diff(before, after)
+    assert d["regressed"] is False
+    assert d["cases"][0]["status"] == "changed"
+    assert [ch["field"] for ch in d["cases"][0]["changes"]] == [
+        "selectedAttempt",
+        "fallbackReasons",
+    ]
+
+
+def test_added_and_removed_cases_and_notes() -> None:
+    before = report({"a": [block(1, "mysql-pool")], "gone": [block(1, "mysql-pool")]})
+    after = report({"a": [block(1, "mysql-pool")], "new": [block(1, "mysql-pool")]})
+    after["inputs"] = {**INPUTS, "casesSha256": "2" * 64}
+    d = diff(before, after)
+    assert [(c["id"], c["status"]) for c in d["cases"]] == [("new", "added"), ("gone", "removed")]
+    assert d["counts"]["addedCases"] == 1 and d["counts"]["removedCases"] == 1
+    assert d["regressed"] is False
+    assert d["notes"] == ["the golden cases changed since the baseline was written"]

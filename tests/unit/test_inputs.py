@@ -1,0 +1,105 @@
+"""Schema validation and input checks (ragsnap.inputs, ragsnap.schema)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import Project, block, make_case, make_fixture, write_json
+from ragsnap.errors import InputError
+from ragsnap.inputs import load_cases, load_fixtures, load_report
+
+
+def error(call, *args) -> InputError:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError) as info:
+        call(*args)
+    return info.value
+
+
+def test_defaults_apply_unless_overridden(project: Project) -> None:
+    project.write_cases(
+        [make_case("a"), make_case("b", topK=3, kbScope="x", minHitLevel="strong")],
+        defaults={"kbScope": "rag-eval", "topK": 7},
+    )
+    a, b = load_cases(project.cases).cases
+    assert (a.kb_scope, a.top_k, a.min_hit_level) == ("rag-eval", 7, "medium")
+    assert (b.kb_scope, b.top_k, b.min_hit_level) == ("x", 3, "strong")
+
+
+@pytest.mark.parametrize(
+    ("case", "pointer", "text"),
+    [
+        (make_case("a", expectedSource=["x"]), "/cases/0", "unknown field 'expectedSource'"),
+        (make_case("a", split="train"), "/cases/0/split", "'train' is not allowed; use one of"),
+        (make_case("a", topK="5"), "/cases/0/topK", "expected integer"),
+        (make_case("a", topK=0), "/cases/0/topK", "minimum"),
+        (make_case("a", language=None), "/cases/0", "'language' is a required property"),
+        (make_case("a", expectedSources=["x", "x"]), "/cases/0/expectedSources", "duplicate"),
+        (make_case("a b"), "/cases/0/id", "does not match"),
+    ],
+)
+def test_schema_errors_name_file_pointer_and_fix(
+    project: Project, case: dict, pointer: str, text: str
+) -> None:
+    project.write_cases([case])
+    err = error(load_cases, project.cases)
+    assert err.path == str(project.cases)
+    assert err.pointer == pointer
+    assert text in str(err)
+
+
+def test_duplicate_ids_and_unscorable_cases(project: Project) -> None:
+    project.write_cases([make_case("a"), make_case("b"), make_case("a")])
+    err = error(load_cases, project.cases)
+    assert (err.pointer, err.problem) == (
+        "/cases/2/id",
+        "duplicate case id 'a' (first at /cases/0)",
+    )
+    project.write_cases([make_case("a", expectedSources=None)])
+    assert "cannot be scored" in str(error(load_cases, project.cases))
+    project.write_cases([make_case("a", noAnswer=True)])
+    err = error(load_cases, project.cases)
+    assert err.pointer == "/cases/0/expectedSources" and "noAnswer" in err.fix
+
+
+def test_fixture_checks(project: Project) -> None:
+    project.write_fixture(make_fixture("a", [block(1, "s")]), name="b")
+    err = error(load_fixtures, project.fixtures)
+    assert err.pointer == "/caseId" and "rename the file to a.json" in err.fix
+    (project.fixtures / "b.json").unlink()
+
+    project.write_fixture(make_fixture("a", [block(1, "s"), block(3, "t")]))
+    err = error(load_fixtures, project.fixtures)
+    assert err.pointer == "/lookupResult/evidenceBlocks/1/rank"
+
+    fixture = make_fixture("a", [block(1, "s")])
+    fixture["lookupResult"]["evidenceBlocks"][0]["extra"] = 1
+    project.write_fixture(fixture)
+    err = error(load_fixtures, project.fixtures)
+    assert err.pointer == "/lookupResult/evidenceBlocks/0" and "'extra'" in err.problem
+
+    fixture = make_fixture("a", [block(1, "s")])
+    del fixture["lookupResult"]["rerankTrace"]
+    project.write_fixture(fixture)
+    assert "'rerankTrace' is a required property" in str(error(load_fixtures, project.fixtures))
+
+
+def test_fixture_set_hash_changes_with_content(project: Project) -> None:
+    project.write_fixture(make_fixture("a", [block(1, "s")]))
+    first = load_fixtures(project.fixtures)
+    assert set(first.fixtures) == {"a"}
+    project.write_fixture(make_fixture("a", [block(1, "t")]))
+    assert load_fixtures(project.fixtures).sha256 != first.sha256
+    assert "fixtures folder not found" in str(error(load_fixtures, project.root / "nope"))
+
+
+def test_report_version_and_kind_are_checked(tmp_path: Path) -> None:
+    old = write_json(tmp_path / "old.json", {"schemaVersion": 0, "kind": "ragsnap-score-report"})
+    err = error(load_report, old, "baseline")
+    assert err.pointer == "/schemaVersion"
+    assert "version 0" in err.problem and "regenerate the baseline" in err.fix
+    other = write_json(tmp_path / "other.json", {"schemaVersion": 1, "kind": "ragsnap-diff-report"})
+    assert "not a ragsnap score report" in str(error(load_report, other, "baseline"))
+    listed = write_json(tmp_path / "list.json", [1])
+    assert "not a JSON object" in str(error(load_report, listed, "baseline"))

@@ -1,0 +1,80 @@
+"""The deterministic atomic writer and the strict reader (ragsnap.jsonio)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ragsnap.errors import InputError, OutputError, UsageError
+from ragsnap.jsonio import check_distinct, dump_json, read_json, write_json, write_outputs
+
+
+def test_dump_is_sorted_indented_unescaped_rounded_with_newline() -> None:
+    out = dump_json({"b": 1 / 3, "a": ["缓存", 2.0, None], "c": {"z": 1, "y": True}})
+    assert out.decode("utf-8") == (
+        '{\n  "a": [\n    "缓存",\n    2.0,\n    null\n  ],\n  "b": 0.333333,\n'
+        '  "c": {\n    "y": true,\n    "z": 1\n  }\n}\n'
+    )
+
+
+def test_write_json_replaces_atomically_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "report.json"
+    write_json(target, {"v": 1})
+    write_json(target, {"v": 2})
+    assert read_json(target, "fix") == {"v": 2}
+    assert [p.name for p in target.parent.iterdir()] == ["report.json"]
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_symlinked_destination_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("keep me")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    other = tmp_path / "other.md"
+    with pytest.raises(OutputError, match="symbolic link"):
+        write_outputs({other: "first", link: {"x": 1}})
+    assert real.read_text() == "keep me"
+    assert not other.exists()  # every destination is checked before the first write
+
+
+def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
+    target = tmp_path / "r.json"
+    write_json(target, {"old": True})
+    with pytest.raises(TypeError):
+        write_json(target, {"bad": object()})
+    assert read_json(target, "fix") == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_check_distinct(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="same file"):
+        check_distinct([tmp_path / "a", tmp_path / "x" / ".." / "a"])
+    with pytest.raises(UsageError, match="overwrite the input"):
+        check_distinct([tmp_path / "a"], keep=tmp_path / "a")
+
+
+def test_reader_errors_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{\n  "a": 1,\n}')
+    with pytest.raises(
+        InputError, match=r"bad.json: is not valid JSON \(trailing comma .*line 2, column 9\)"
+    ):
+        read_json(bad, "fix")
+    latin = tmp_path / "latin.json"
+    latin.write_bytes('{"a": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(InputError, match=r"is not UTF-8 \(byte 0xe9 on line 1\); re-save"):
+        read_json(latin, "fix")
+    with pytest.raises(InputError, match="file not found; do this"):
+        read_json(tmp_path / "missing.json", "do this")
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b'\xef\xbb\xbf{"a": 1}')
+    assert read_json(bom, "fix") == {"a": 1}

@@ -1,0 +1,180 @@
+"""Hit levels, coverage rules and pipeline expectations (ragsnap.scoring)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import block, make_case, make_fixture
+from ragsnap.models import Fixture, GoldenCase
+from ragsnap.scoring import FIXTURE_MISSING, breadcrumb_covers, hit_level, score_case
+
+
+def case(**fields: Any) -> GoldenCase:
+    return GoldenCase.from_json(make_case(**fields), {})
+
+
+def fixture(blocks: list[dict[str, Any]], **kw: Any) -> Fixture:
+    return Fixture.from_json(make_fixture("c1", blocks, **kw))
+
+
+@pytest.mark.parametrize(
+    ("found", "crumbs", "keywords", "any_kw", "level"),
+    [
+        (True, True, None, True, "strong"),
+        (True, None, True, True, "strong"),
+        (True, False, True, True, "strong"),  # either coverage suffices
+        (True, True, False, True, "strong"),
+        (True, False, False, True, "medium"),
+        (True, None, False, True, "medium"),
+        (True, None, None, False, "strong"),  # nothing to cover: finding is enough
+        (False, True, True, True, "weak"),
+        (False, None, False, True, "weak"),
+        (False, None, None, False, "miss"),
+        (False, False, False, False, "miss"),
+    ],
+)
+def test_hit_level_table(
+    found: bool, crumbs: bool | None, keywords: bool | None, any_kw: bool, level: str
+) -> None:
+    assert hit_level(found, crumbs, keywords, any_kw) == level
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "covers"),
+    [
+        ("Database > MySQL", "Database > MySQL > Connection Pool", True),
+        ("database>mysql>connection pool", "Database > MySQL > Connection Pool", True),
+        ("Database > MySQL", "Database > MySQLX > Pool", False),
+        ("Database > MySQL > Connection Pool > Extra", "Database > MySQL > Connection Pool", False),
+        ("MySQL", "Database > MySQL", False),  # a prefix, not a substring
+        ("Ｄａｔａｂａｓｅ", "Database > MySQL", True),  # NFKC: full-width letters
+        ("Database", None, False),
+    ],
+)
+def test_breadcrumb_segment_prefix(expected: str, actual: str | None, covers: bool) -> None:
+    assert breadcrumb_covers(expected, actual) is covers
+
+
+def test_strong_by_breadcrumb_even_when_keywords_incomplete() -> None:
+    c = case(expectedBreadcrumbs=["Database > MySQL"], expectedKeywords=["maximum-pool-size"])
+    r = score_case(c, fixture([block(1, "mysql-pool", text="nothing relevant")]))
+    assert (r.hit_level, r.breadcrumbs_covered, r.keywords_covered) == ("strong", 1, 0)
+    assert r.passed
+
+
+def test_medium_when_document_found_but_coverage_incomplete() -> None:
+    c = case(expectedBreadcrumbs=["Cache > Redis"], expectedKeywords=["eviction", "LRU"])
+    r = score_case(c, fixture([block(1, "mysql-pool", text="eviction policy")]))
+    assert (r.hit_level, r.keywords_covered) == ("medium", 1)
+    assert r.passed  # default minimum is medium
+
+
+def test_keywords_are_case_and_width_insensitive_across_blocks() -> None:
+    c = case(expectedKeywords=["HikariCP", "ERR-4031"])
+    blocks = [
+        block(1, "other", text="uses hikaricp"),
+        block(2, "mysql-pool", text="ＥＲＲ－４０３１"),
+    ]
+    r = score_case(c, fixture(blocks))
+    assert (r.hit_level, r.first_expected_rank, r.keywords_covered) == ("strong", 2, 2)
+
+
+def test_weak_when_only_keywords_found() -> None:
+    c = case(expectedKeywords=["maximum-pool-size"])
+    r = score_case(c, fixture([block(1, "decoy", text="set maximum-pool-size to 20")]))
+    assert r.hit_level == "weak"
+    assert not r.passed
+    assert r.reasons == ("hit level weak is below the minimum medium",)
+
+
+def test_miss_and_doc_id_matching() -> None:
+    c = case(expectedSources=None, expectedDocIds=["doc-42"])
+    assert score_case(c, fixture([block(1, "x")])).hit_level == "miss"
+    found = score_case(c, fixture([block(1, "x"), block(2, "y", doc_id="doc-42")]))
+    assert (found.hit_level, found.first_expected_rank, found.matched_sources) == (
+        "strong",
+        2,
+        ("y",),
+    )
+
+
+def test_only_top_k_blocks_count() -> None:
+    c = case(topK=2, expectedKeywords=["needle"])
+    blocks = [block(1, "a"), block(2, "b"), block(3, "mysql-pool", text="needle")]
+    r = score_case(c, fixture(blocks))
+    assert (r.hit_level, r.first_expected_rank) == ("miss", None)
+    assert r.evidence_count == 3
+
+
+def test_min_hit_level_strong_fails_medium() -> None:
+    c = case(minHitLevel="strong", expectedKeywords=["absent"])
+    r = score_case(c, fixture([block(1, "mysql-pool")]))
+    assert r.hit_level == "medium"
+    assert r.reasons == ("hit level medium is below the minimum strong",)
+
+
+def test_no_answer_passes_only_when_nothing_returned() -> None:
+    c = case(noAnswer=True, expectedSources=None)
+    empty = score_case(c, fixture([], selected="unfiltered", status="none"))
+    assert empty.passed and empty.hit_level is None
+    returned = score_case(c, fixture([block(1, "x"), block(2, "y")]))
+    assert returned.reasons == ("no-answer case returned 2 evidence block(s)",)
+
+
+def test_every_failing_expectation_is_listed_in_order() -> None:
+    c = case(
+        minHitLevel="strong",
+        expectedKeywords=["absent"],
+        expectedSelectedAttempt="filtered",
+        expectedFallbackReason="filtered-empty",
+        expectedFallbackReasons=["filtered-empty"],
+        expectedEvidenceStatus="sufficient",
+        expectedContextSources=["mysql-pool", "mysql-slow-log"],
+        expectedRerankTopSource="mysql-slow-log",
+    )
+    f = fixture(
+        [block(1, "mysql-pool")],
+        query="a different query",
+        selected="unfiltered",
+        fallback=["filtered-weak"],
+        status="partial",
+    )
+    assert score_case(c, f).reasons == (
+        "stale fixture: its query differs from the case's query",
+        "hit level medium is below the minimum strong",
+        "selected attempt 'unfiltered', expected 'filtered'",
+        "fallback reason 'filtered-empty' not among ['filtered-weak']",
+        "fallback reasons ['filtered-weak'], expected ['filtered-empty']",
+        "evidence status 'partial', expected 'sufficient'",
+        "context pack lacks expected source(s) ['mysql-slow-log']",
+        "rerank top source 'mysql-pool', expected 'mysql-slow-log'",
+    )
+
+
+def test_pipeline_expectations_that_hold() -> None:
+    c = case(
+        expectedSelectedAttempt="unfiltered",
+        expectedFallbackReason="filtered-empty",
+        expectedFallbackReasons=["filtered-empty"],
+        expectedEvidenceStatus="sufficient",
+        expectedContextSources=["mysql-pool"],
+        expectedRerankTopSource="mysql-pool",
+    )
+    f = fixture([block(1, "mysql-pool")], selected="unfiltered", fallback=["filtered-empty"])
+    assert score_case(c, f).passed
+
+
+def test_empty_expected_fallback_reasons_asserts_no_fallback() -> None:
+    c = case(expectedFallbackReasons=[])
+    assert score_case(c, fixture([block(1, "mysql-pool")])).passed
+    r = score_case(c, fixture([block(1, "mysql-pool")], fallback=["filtered-weak"]))
+    assert r.reasons == ("fallback reasons ['filtered-weak'], expected []",)
+
+
+def test_missing_fixture_is_a_failing_miss() -> None:
+    r = score_case(case(), None)
+    assert (r.passed, r.hit_level, r.reasons) == (False, "miss", (FIXTURE_MISSING,))
+    na = score_case(case(noAnswer=True, expectedSources=None), None)
+    assert (na.passed, na.hit_level) == (False, None)
