@@ -32,8 +32,9 @@ from typing import Any
 
 from .aggregates import HIGHER_IS_BETTER, LOWER_IS_BETTER
 from .jsonio import FLOAT_DIGITS
+from .markdown import cell, markdown_table
 from .models import hit_level_rank
-from .report import cell, percent
+from .report import percent
 
 __all__ = [
     "DIFF_KIND",
@@ -274,15 +275,14 @@ def _change_text(change: Mapping[str, Any]) -> str:
 
 def render_diff_markdown(diff: Mapping[str, Any]) -> str:
     """Render a diff report dict as Markdown."""
-    from tabulate import tabulate
-
     lines = ["# ragsnap baseline diff", "", f"**{verdict(diff)}.**"]
     if diff["notes"]:
         lines += ["", *[f"> Note: {note}." for note in diff["notes"]]]
     lines += ["", "## Aggregate changes", ""]
     if diff["aggregates"]:
         lines.append(
-            tabulate(
+            markdown_table(
+                ["scope", "metric", "baseline", "current", "status"],
                 [
                     [
                         row["scope"],
@@ -293,9 +293,6 @@ def render_diff_markdown(diff: Mapping[str, Any]) -> str:
                     ]
                     for row in diff["aggregates"]
                 ],
-                headers=["scope", "metric", "baseline", "current", "status"],
-                tablefmt="github",
-                disable_numparse=True,
             )
         )
     else:
@@ -310,11 +307,9 @@ def render_diff_markdown(diff: Mapping[str, Any]) -> str:
             continue
         lines += ["", f"## {title} ({len(rows)})", ""]
         lines.append(
-            tabulate(
+            markdown_table(
+                ["case", "changes"],
                 [[c["id"], "; ".join(_change_text(ch) for ch in c["changes"])] for c in rows],
-                headers=["case", "changes"],
-                tablefmt="github",
-                disable_numparse=True,
             )
         )
     for title, status in (("Added cases", "added"), ("Removed cases", "removed")):

@@ -10,6 +10,7 @@ the file, the JSON pointer and the fix.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,9 +100,10 @@ def load_fixtures(folder: Path) -> FixtureSet:
         )
     digest = hashlib.sha256()
     fixtures: dict[str, Fixture] = {}
-    for path in sorted(folder.glob("*.json")):
-        if not path.is_file():
-            continue
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.name.endswith(".json") and e.is_file())
+    for name in names:
+        path = folder / name
         raw = read_bytes(path, "check the file's permissions")
         digest.update(path.name.encode("utf-8") + b"\0" + hashlib.sha256(raw).digest())
         data: Any = parse_json(raw, path)

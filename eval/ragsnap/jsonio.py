@@ -83,12 +83,15 @@ def read_json(path: Path, fix: str) -> Any:
 
 
 def round_floats(value: Any, digits: int = FLOAT_DIGITS) -> Any:
-    """Return ``value`` with every float rounded, recursing into dicts and lists."""
-    if isinstance(value, float):
+    """Return ``value`` with every float rounded, recursing into mappings, lists
+    and tuples (tuples become lists). Exact type checks first: this walks every
+    node of a report, so the common cases must stay cheap."""
+    kind = type(value)
+    if kind is float:
         return round(value, digits)
-    if isinstance(value, Mapping):
+    if kind is dict or (kind is not str and isinstance(value, Mapping)):
         return {k: round_floats(v, digits) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if kind is list or kind is tuple:
         return [round_floats(v, digits) for v in value]
     return value
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tabulate import tabulate
-
 from .aggregates import GROUP_KEYS, aggregate, group
+from .markdown import markdown_table
 from .scoring import CaseResult
 
 __all__ = [
@@ -21,7 +20,6 @@ __all__ = [
     "SCORING_VERSION",
     "build_report",
     "case_entry",
-    "cell",
     "percent",
     "render_markdown",
 ]
@@ -90,26 +88,6 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
-def cell(value: Any) -> str:
-    """Render a value for a Markdown table cell (pipes and newlines escaped)."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (list, tuple)):
-        value = ", ".join(map(str, value)) if value else "-"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    return tabulate(
-        [[cell(v) for v in row] for row in rows],
-        headers=list(headers),
-        tablefmt="github",
-        disable_numparse=True,
-    )
-
-
 def _aggregate_row(name: str, agg: Mapping[str, Any]) -> list[Any]:
     return [
         name,
@@ -154,20 +132,22 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         "## Aggregates",
         "",
-        _table(_AGG_HEADERS, [_aggregate_row("all cases", summary)]),
+        markdown_table(_AGG_HEADERS, [_aggregate_row("all cases", summary)]),
     ]
     for name, groups in report["groups"].items():
         lines += [
             "",
             f"### By {name}",
             "",
-            _table((name, *_AGG_HEADERS[1:]), [_aggregate_row(k, v) for k, v in groups.items()]),
+            markdown_table(
+                (name, *_AGG_HEADERS[1:]), [_aggregate_row(k, v) for k, v in groups.items()]
+            ),
         ]
     failing = [c for c in report["cases"] if not c["passed"]]
     lines += ["", f"## Failing cases ({len(failing)})", ""]
     if failing:
         lines.append(
-            _table(
+            markdown_table(
                 ("case", "hit level", "reasons"),
                 [[c["id"], c["hitLevel"], "; ".join(c["reasons"])] for c in failing],
             )
@@ -178,7 +158,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         "## All cases",
         "",
-        _table(
+        markdown_table(
             (
                 "case",
                 "split",

@@ -52,7 +52,13 @@ FIXTURE_MISSING = "fixture missing"
 
 
 def normalize(text: str) -> str:
-    """NFKC-normalise and case-fold ``text`` for matching."""
+    """NFKC-normalise and case-fold ``text`` for matching.
+
+    ASCII text takes a fast path: NFKC leaves it unchanged and case folding
+    equals ``lower()`` there.
+    """
+    if text.isascii():
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold()
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from .diff import metric_value, verdict
-from .report import cell, percent
+from .markdown import cell
+from .report import percent
 
 __all__ = ["diff_lines", "score_lines"]
 

@@ -9,10 +9,16 @@ from ..diff import diff_reports, render_diff_markdown
 from ..inputs import load_report
 from ..jsonio import check_distinct, write_outputs
 from ..summary import diff_lines
+from . import gc_paused
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the diff reports; return 1 when a regression was found."""
+    with gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     baseline = load_report(args.baseline, "baseline")
     current = load_report(args.current, "current report")

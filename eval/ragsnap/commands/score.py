@@ -19,10 +19,16 @@ from ..jsonio import check_distinct, write_outputs
 from ..report import build_report, render_markdown
 from ..scoring import score_case
 from ..summary import diff_lines, score_lines
+from . import gc_paused
 
 
 def run(args: argparse.Namespace) -> int:
     """Score, report, diff; return 1 when a case failed or a regression was found."""
+    with gc_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.compare_to is None and (args.diff_json_report or args.diff_markdown_report):
         raise UsageError(
             "--diff-json-report and --diff-markdown-report need --compare-to BASELINE; "
