@@ -28,13 +28,20 @@ DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
 DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
 
 
-def _add_config(parser: argparse.ArgumentParser) -> None:
+def _add_common(parser: argparse.ArgumentParser, listed: str) -> None:
     parser.add_argument(
         "--config",
         type=Path,
         metavar="FILE",
         help="settings file with diff tolerances (default: ragsnap.yaml when it exists, "
         "else every tolerance is 0)",
+    )
+    parser.add_argument(
+        "--max-listed",
+        type=int,
+        default=20,
+        metavar="N",
+        help=f"list at most N {listed} cases on the terminal (default: 20)",
     )
 
 
@@ -103,14 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write the Markdown diff (default with --compare-to: "
         f"{DEFAULT_DIFF_MARKDOWN})",
     )
-    _add_config(score)
-    score.add_argument(
-        "--max-listed",
-        type=int,
-        default=20,
-        metavar="N",
-        help="list at most N failing or regressed cases on the terminal (default: 20)",
-    )
+    _add_common(score, "failing or regressed")
     score.set_defaults(handler="score")
 
     diff = sub.add_parser(
@@ -135,14 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"where to write the Markdown diff (default: {DEFAULT_DIFF_MARKDOWN})",
     )
-    _add_config(diff)
-    diff.add_argument(
-        "--max-listed",
-        type=int,
-        default=20,
-        metavar="N",
-        help="list at most N regressed cases on the terminal (default: 20)",
-    )
+    _add_common(diff, "regressed")
     diff.set_defaults(handler="diff")
     return parser
 

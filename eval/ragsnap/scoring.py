@@ -207,50 +207,29 @@ def _retrieval(
     return level, first_rank, tuple(matched), crumbs, keywords
 
 
+def _mismatch(label: str, actual: object, expected: object) -> str | None:
+    if expected is None or actual == expected:
+        return None
+    return f"{label} {actual!r}, expected {expected!r}"
+
+
 def _pipeline_reasons(case: GoldenCase, fixture: Fixture) -> list[str]:
     lookup = fixture.lookup
-    reasons = []
-    if (
-        case.expected_selected_attempt is not None
-        and lookup.selected_attempt != case.expected_selected_attempt
-    ):
-        reasons.append(
-            f"selected attempt {lookup.selected_attempt!r}, "
-            f"expected {case.expected_selected_attempt!r}"
-        )
-    if (
-        case.expected_fallback_reason is not None
-        and case.expected_fallback_reason not in lookup.fallback_reasons
-    ):
-        reasons.append(
-            f"fallback reason {case.expected_fallback_reason!r} not among "
-            f"{list(lookup.fallback_reasons)}"
-        )
-    if (
-        case.expected_fallback_reasons is not None
-        and lookup.fallback_reasons != case.expected_fallback_reasons
-    ):
-        reasons.append(
-            f"fallback reasons {list(lookup.fallback_reasons)}, "
-            f"expected {list(case.expected_fallback_reasons)}"
-        )
-    if (
-        case.expected_evidence_status is not None
-        and lookup.evidence_status != case.expected_evidence_status
-    ):
-        reasons.append(
-            f"evidence status {lookup.evidence_status!r}, "
-            f"expected {case.expected_evidence_status!r}"
-        )
+    reason = case.expected_fallback_reason
+    reasons = case.expected_fallback_reasons
     missing = [s for s in case.expected_context_sources if s not in lookup.context_sources]
-    if missing:
-        reasons.append(f"context pack lacks expected source(s) {missing}")
-    if (
-        case.expected_rerank_top_source is not None
-        and lookup.rerank_top_source != case.expected_rerank_top_source
-    ):
-        reasons.append(
-            f"rerank top source {lookup.rerank_top_source!r}, "
-            f"expected {case.expected_rerank_top_source!r}"
-        )
-    return reasons
+    checks = (
+        _mismatch("selected attempt", lookup.selected_attempt, case.expected_selected_attempt),
+        None
+        if reason is None or reason in lookup.fallback_reasons
+        else f"fallback reason {reason!r} not among {list(lookup.fallback_reasons)}",
+        _mismatch(
+            "fallback reasons",
+            list(lookup.fallback_reasons),
+            None if reasons is None else list(reasons),
+        ),
+        _mismatch("evidence status", lookup.evidence_status, case.expected_evidence_status),
+        f"context pack lacks expected source(s) {missing}" if missing else None,
+        _mismatch("rerank top source", lookup.rerank_top_source, case.expected_rerank_top_source),
+    )
+    return [check for check in checks if check is not None]
