@@ -137,6 +137,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(diff, "regressed")
     diff.set_defaults(handler="diff")
+
+    metrics = sub.add_parser(
+        "metrics",
+        help="evaluate a TREC run against TREC qrels, trec_eval style",
+        description="Read TREC qrels (query iter doc grade) and a run (query Q0 doc rank score "
+        "tag) and print measure<TAB>query<TAB>value lines. Queries whose judgments hold no "
+        "relevant document are excluded and counted as num_excluded; judged queries missing "
+        "from the run score 0.",
+    )
+    metrics.add_argument("--qrels", type=Path, required=True, metavar="FILE", help="qrels file")
+    metrics.add_argument("--run", type=Path, required=True, metavar="FILE", help="run file")
+    metrics.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        metavar="MEASURE",
+        help="a measure such as ndcg@10, recall@5, map, mrr@10, precision@10, hit@10, "
+        "rprec, ndcg_exp@10, coverage@10; repeatable (default: "
+        "map, rprec, mrr@10, ndcg@10, recall@5, recall@10, precision@5, precision@10, hit@10)",
+    )
+    metrics.add_argument(
+        "-q", "--per-query", action="store_true", help="also print one line per query"
+    )
+    metrics.add_argument(
+        "--digits", type=int, default=4, metavar="N", help="decimal places (default: 4)"
+    )
+    metrics.set_defaults(handler="metrics")
     return parser
 
 

@@ -1,0 +1,431 @@
+"""TREC qrels and run files: a vectorised reader, a writer, and evaluation.
+
+Formats (whitespace-separated, one record per line, blank lines ignored):
+
+* qrels: ``query iteration document grade`` (grade an integer, e.g. 0-3)
+* run:   ``query Q0 document rank score tag`` (the rank column is ignored;
+  trec_eval orders by score, ties by document id descending)
+
+The reader never builds a Python object per line: a file is read in blocks
+of whole lines, tokenised with numpy on the raw bytes, and its columns become
+fixed-width byte-string and number arrays. A line with the wrong number of
+fields, a grade that is not an integer or a score that is not a number is an
+``InputError`` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import InputError
+from .metrics import Measure, Rankings, evaluate
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "TrecQrels",
+    "TrecRun",
+    "evaluate_files",
+    "rankings_from_trec",
+    "read_qrels",
+    "read_run",
+    "write_qrels",
+    "write_run",
+]
+
+_BLOCK = 32 * 1024 * 1024  # bytes of whole lines tokenised at once
+
+
+@dataclass(frozen=True, slots=True)
+class TrecQrels:
+    """Columns of a qrels file (byte strings for ids)."""
+
+    query: npt.NDArray[np.bytes_]
+    doc: npt.NDArray[np.bytes_]
+    grade: npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class TrecRun:
+    """Columns of a run file (byte strings for ids)."""
+
+    query: npt.NDArray[np.bytes_]
+    doc: npt.NDArray[np.bytes_]
+    score: npt.NDArray[np.float64]
+
+
+def _blocks(path: Path) -> Iterator[tuple[bytes, int]]:
+    """Yield (block of whole lines, number of the block's first line)."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(path, "file not found", "pass the path of an existing file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", "check the path") from None
+    line = 1
+    rest = b""
+    with handle:
+        while True:
+            chunk = handle.read(_BLOCK)
+            if not chunk:
+                break
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            yield data[:cut], line
+            line += data.count(b"\n", 0, cut)
+            rest = data[cut:]
+    if rest:
+        yield rest + b"\n", line
+
+
+def _tokenise(
+    block: bytes, fields: int, path: Path, first_line: int
+) -> tuple[npt.NDArray[np.uint8], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]]:
+    """Token (start, end) offsets of each column of a block of whole lines."""
+    import numpy as np
+
+    buf = np.frombuffer(block, dtype=np.uint8)
+    space = buf <= 32
+    edges = np.flatnonzero(np.diff(np.concatenate(([True], space, [True])).view(np.int8)))
+    starts, ends = edges[0::2], edges[1::2]
+    newlines = np.flatnonzero(buf == 10)
+    counts = np.diff(np.concatenate(([0], np.searchsorted(starts, newlines))))
+    bad = np.flatnonzero((counts != 0) & (counts != fields))
+    if bad.size:
+        first = int(bad[0])
+        text = block[(newlines[first - 1] + 1 if first else 0) : newlines[first]]
+        raise InputError(
+            path,
+            f"line {first_line + first} has {counts[first]} fields, expected {fields}: "
+            f"{text.decode('utf-8', 'replace')[:80]!r}",
+            "fix or remove that line",
+        )
+    return buf, [(starts[c::fields], ends[c::fields]) for c in range(fields)]
+
+
+def _strings(
+    buf: npt.NDArray[np.uint8], span: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+) -> npt.NDArray[np.bytes_]:
+    """Gather tokens into a fixed-width byte-string array."""
+    import numpy as np
+
+    starts, ends = span
+    if starts.size == 0:
+        return np.zeros(0, dtype="S1")
+    lengths = ends - starts
+    width = int(lengths.max())
+    offsets = np.arange(width)
+    padded = np.concatenate((buf, np.zeros(width, dtype=np.uint8)))
+    matrix = padded[starts[:, None] + offsets]
+    matrix *= offsets < lengths[:, None]
+    return matrix.view(f"S{width}").ravel()
+
+
+def _numbers(
+    values: npt.NDArray[np.bytes_],
+    dtype: type,
+    path: Path,
+    first_line: int,
+    buf: npt.NDArray[np.uint8],
+    line_starts: npt.NDArray[np.int64],
+    what: str,
+) -> npt.NDArray[np.generic]:
+    """Convert a column; on failure, find the first bad value and its line."""
+    import numpy as np
+
+    try:
+        return values.astype(dtype)
+    except ValueError:
+        newlines = np.flatnonzero(buf == 10)
+        lines = np.searchsorted(newlines, line_starts) + first_line
+        for value, line in zip(values, lines, strict=True):
+            try:
+                dtype(value)
+            except ValueError:
+                raise InputError(
+                    path,
+                    f"line {line}: {what} {value.decode('utf-8', 'replace')!r} is not "
+                    f"{'an integer' if dtype is np.int64 else 'a number'}",
+                    "fix or remove that line",
+                ) from None
+        raise  # pragma: no cover - numpy refused a value Python accepts
+
+
+def _read(
+    path: Path, fields: int, columns: Sequence[int], numeric: tuple[int, type, str]
+) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
+    import numpy as np
+
+    parts: list[list[npt.NDArray[np.bytes_]]] = [[] for _ in columns]
+    numbers = []
+    for block, first_line in _blocks(path):
+        buf, spans = _tokenise(block, fields, path, first_line)
+        for slot, column in enumerate(columns):
+            parts[slot].append(_strings(buf, spans[column]))
+        raw = _strings(buf, spans[numeric[0]])
+        numbers.append(_numbers(raw, numeric[1], path, first_line, buf, spans[0][0], numeric[2]))
+    if not numbers:
+        empty = [np.zeros(0, dtype="S1") for _ in columns]
+        return empty, np.zeros(0, dtype=numeric[1])
+    return [np.concatenate(p) for p in parts], np.concatenate(numbers)
+
+
+def read_qrels(path: Path) -> TrecQrels:
+    """Read a TREC qrels file (``query iteration document grade``)."""
+    import numpy as np
+
+    (query, doc), grade = _read(path, 4, (0, 2), (3, np.int64, "grade"))
+    return TrecQrels(query, doc, grade.astype(np.int64))
+
+
+def read_run(path: Path) -> TrecRun:
+    """Read a TREC run file (``query Q0 document rank score tag``)."""
+    import numpy as np
+
+    (query, doc), score = _read(path, 6, (0, 2), (4, np.float64, "score"))
+    return TrecRun(query, doc, score.astype(np.float64))
+
+
+def _intern(values: npt.NDArray[np.bytes_]) -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.int64]]:
+    """Sorted unique values and each value's index among them.
+
+    Files list one query's lines together, so only the first value of each
+    run of equal neighbours is looked up: far fewer than one per line.
+    """
+    import numpy as np
+
+    if values.size == 0:
+        return values, np.zeros(0, dtype=np.int64)
+    change = np.empty(values.size, dtype=bool)
+    change[0] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    heads = np.flatnonzero(change)
+    unique, head_codes = np.unique(values[heads], return_inverse=True)
+    lengths = np.diff(np.append(heads, values.size))
+    return unique, np.repeat(head_codes.astype(np.int64), lengths)
+
+
+def _lookup(
+    table: npt.NDArray[np.bytes_], values: npt.NDArray[np.bytes_]
+) -> npt.NDArray[np.int64]:
+    """Index of each value in the sorted unique ``table``, or -1 when absent.
+
+    Searches 64-bit hashes (exact keys for ids of up to 8 bytes) and confirms
+    every candidate by comparing the strings.
+    """
+    import numpy as np
+
+    if table.size == 0:
+        return np.full(values.size, -1, dtype=np.int64)
+    table_hash, value_hash = _hash(table), _hash(values)
+    by_hash = np.argsort(table_hash, kind="stable")
+    sorted_hash = table_hash[by_hash]
+    if np.any(sorted_hash[1:] == sorted_hash[:-1]):  # a collision: search the strings
+        where = np.minimum(np.searchsorted(table, values), table.size - 1)
+        return np.where(table[where] == values, where, -1)
+    slot = np.minimum(np.searchsorted(sorted_hash, value_hash), table.size - 1)
+    candidate = by_hash[slot]
+    found = sorted_hash[slot] == value_hash
+    found[found] = table[candidate[found]] == values[found]
+    return np.where(found, candidate, -1)
+
+
+def _hash(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint64]:
+    """A 64-bit FNV-style hash of each byte string (exact for up to 8 bytes)."""
+    import numpy as np
+
+    keys = _order_keys(values)
+    if len(keys) == 1:
+        return keys[0]
+    hashed = np.full(values.size, 0xCBF29CE484222325, dtype=np.uint64)
+    for word in keys:
+        hashed = (hashed ^ word) * np.uint64(0x100000001B3)
+    return hashed
+
+
+def _order_keys(doc: npt.NDArray[np.bytes_]) -> list[npt.NDArray[np.uint64]]:
+    """Unsigned integers whose order is the byte order of ``doc`` (8 bytes a word)."""
+    import numpy as np
+
+    words = -(-doc.dtype.itemsize // 8)
+    padded = doc.astype(f"S{words * 8}").view(">u8").reshape(-1, words)
+    return [padded[:, w].astype(np.uint64) for w in range(words)]
+
+
+def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
+    """Rankings of every judged query with a relevant document (see ``metrics``)."""
+    import numpy as np
+
+    n_run = run.query.size
+    names, codes = _intern(np.concatenate([run.query, qrels.query]))
+    run_q, judged_q = codes[:n_run], codes[n_run:]
+    n_queries = names.size
+
+    # qrels: first judgment of each (query, document) wins
+    judged_docs, judged_doc_codes = np.unique(qrels.doc, return_inverse=True)
+    n_docs = max(judged_docs.size, 1)
+    key = judged_q * n_docs + judged_doc_codes
+    keys, first = np.unique(key, return_index=True)
+    grades = qrels.grade[first]
+    key_q = keys // n_docs
+    num_rel = np.bincount(key_q, weights=grades >= 1, minlength=n_queries).astype(np.int64)
+    in_qrels = np.zeros(n_queries, dtype=bool)
+    in_qrels[key_q] = True
+    evaluated = np.flatnonzero(num_rel > 0)
+    excluded = np.flatnonzero(in_qrels & (num_rel == 0))
+    row_of = np.full(n_queries, -1, dtype=np.int64)
+    row_of[evaluated] = np.arange(evaluated.size)
+
+    # the run: only evaluated queries, de-duplicated, in trec_eval order
+    keep = np.flatnonzero(row_of[run_q] >= 0)
+    rows = row_of[run_q[keep]]
+    doc = run.doc[keep]
+    score = run.score[keep]
+    order = _trec_order(rows, score, doc)
+    rows, doc, score = rows[order], doc[order], score[order]
+    unique = _first_occurrences(rows, doc, order)
+    rows, doc = rows[unique], doc[unique]
+
+    head = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    position = np.arange(rows.size) - np.repeat(head, np.diff(np.append(head, rows.size)))
+    retrieved = np.bincount(rows, minlength=evaluated.size).astype(np.int64)
+    width = max(int(retrieved.max(initial=0)), 1)
+
+    doc_code = _lookup(judged_docs, doc)
+    run_key = evaluated[rows] * n_docs + doc_code
+    slot = np.minimum(np.searchsorted(keys, run_key), max(keys.size - 1, 0))
+    hit = (doc_code >= 0) & (keys[slot] == run_key) if keys.size else np.zeros(rows.size, bool)
+
+    grade_matrix = np.zeros((evaluated.size, width), dtype=np.int64)
+    judged_matrix = np.zeros((evaluated.size, width), dtype=bool)
+    grade_matrix[rows[hit], position[hit]] = grades[slot[hit]]
+    judged_matrix[rows[hit], position[hit]] = True
+
+    positive = np.flatnonzero((grades > 0) & (row_of[key_q] >= 0))
+    p_rows = row_of[key_q[positive]]
+    p_order = np.lexsort((-grades[positive], p_rows))
+    p_rows, p_grades = p_rows[p_order], grades[positive][p_order]
+    p_pos = np.arange(p_rows.size) - np.searchsorted(p_rows, np.arange(evaluated.size))[p_rows]
+    ideal = np.zeros((evaluated.size, max(int(p_pos.max(initial=0)) + 1, 1)), dtype=np.int64)
+    ideal[p_rows, p_pos] = p_grades
+
+    decode = np.char.decode
+    return Rankings(
+        query_ids=tuple(decode(names[evaluated], "utf-8").tolist()),
+        grades=grade_matrix,
+        judged=judged_matrix,
+        retrieved=retrieved,
+        num_rel=num_rel[evaluated],
+        ideal=ideal,
+        excluded=tuple(decode(names[excluded], "utf-8").tolist()),
+    )
+
+
+def _trec_order(
+    rows: npt.NDArray[np.int64], score: npt.NDArray[np.float64], doc: npt.NDArray[np.bytes_]
+) -> npt.NDArray[np.int64]:
+    """Indices that group the rows (each query's results together) and order
+    each group by score descending, then document descending.
+
+    Run files usually come grouped by query and sorted by score already; that
+    is checked in one pass, and only tied neighbours are then re-ordered.
+    """
+    import numpy as np
+
+    n = rows.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    same_row = rows[1:] == rows[:-1]
+    heads = rows[np.concatenate(([True], ~same_row))]
+    grouped = np.bincount(heads).max(initial=0) <= 1  # one block of lines per query
+    if grouped and bool(np.all(~same_row | (score[1:] <= score[:-1]))):
+        order = np.arange(n)
+    else:
+        order = np.argsort(-score, kind="stable")
+        order = order[np.argsort(rows[order], kind="stable")]
+    r, s = rows[order], score[order]
+    tied = np.flatnonzero((r[1:] == r[:-1]) & (s[1:] == s[:-1]))
+    if tied.size == 0:
+        return order
+    members = np.unique(np.concatenate([tied, tied + 1]))
+    # a tie group is a run of equal (row, score); order each by document descending
+    boundary = np.concatenate(([True], (r[1:] != r[:-1]) | (s[1:] != s[:-1])))
+    group = np.cumsum(boundary)[members]
+    keys = _order_keys(doc[order[members]])
+    inverted = [np.iinfo(np.uint64).max - k for k in reversed(keys)]
+    within = np.lexsort((*inverted, group))
+    order[members] = order[members][within]
+    return order
+
+
+def _first_occurrences(
+    rows: npt.NDArray[np.int64], doc: npt.NDArray[np.bytes_], order: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Positions (in sorted order) to keep: for each (row, document), the one
+    that came first in the file (``order`` holds each position's file index).
+
+    A 64-bit hash of every pair is sorted once; only pairs whose hash repeats
+    are compared exactly, so a run without duplicates costs one sort.
+    """
+    import numpy as np
+
+    n = rows.size
+    keys = _order_keys(doc)
+    hashed = rows.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    for word in keys:
+        hashed = (hashed ^ word) * np.uint64(0x100000001B3)
+    ordered = np.sort(hashed)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if repeated.size == 0:
+        return np.arange(n)
+    suspects = np.flatnonzero(np.isin(hashed, repeated))
+    by_pair = suspects[np.lexsort((order[suspects], *(k[suspects] for k in reversed(keys)), rows[suspects]))]
+    same = rows[by_pair][1:] == rows[by_pair][:-1]
+    for word in keys:
+        same &= word[by_pair][1:] == word[by_pair][:-1]
+    drop = np.zeros(n, dtype=bool)
+    drop[by_pair[1:][same]] = True
+    return np.flatnonzero(~drop)
+
+
+def evaluate_files(
+    qrels_path: Path, run_path: Path, measures: Sequence[Measure]
+) -> tuple[Rankings, dict[Measure, npt.NDArray[np.float64]]]:
+    """Read both files and evaluate ``measures`` per query."""
+    rankings = rankings_from_trec(read_qrels(qrels_path), read_run(run_path))
+    return rankings, evaluate(rankings, measures)
+
+
+def write_run(
+    path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap"
+) -> None:
+    """Write ranked document lists as a run; scores are n - rank + 1 so that
+    trec_eval's score ordering reproduces the ranks exactly."""
+    from .jsonio import write_text
+
+    lines = []
+    for query in sorted(ranked):
+        docs = list(dict.fromkeys(ranked[query]))
+        lines += [f"{query} Q0 {d} {i} {len(docs) - i + 1} {tag}" for i, d in enumerate(docs, 1)]
+    write_text(path, "\n".join(lines) + "\n" if lines else "")
+
+
+def write_qrels(path: Path, judgments: Mapping[str, Mapping[str, int]]) -> None:
+    """Write graded judgments as a qrels file, sorted by query and document."""
+    from .jsonio import write_text
+
+    lines = [
+        f"{query} 0 {doc} {grade}"
+        for query in sorted(judgments)
+        for doc, grade in sorted(judgments[query].items())
+    ]
+    write_text(path, "\n".join(lines) + "\n" if lines else "")
+
