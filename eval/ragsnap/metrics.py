@@ -225,7 +225,9 @@ def mrr(r: Rankings, k: int | None) -> FloatArray:
     return result
 
 
-def _ndcg(r: Rankings, k: int | None, gain: Callable[[npt.NDArray[np.int64]], FloatArray]) -> FloatArray:
+def _ndcg(
+    r: Rankings, k: int | None, gain: Callable[[npt.NDArray[np.int64]], FloatArray]
+) -> FloatArray:
     top = r.top(k)
     ideal = r.ideal if k is None else r.ideal[:, :k]
     dcg = gain(top) @ _discounts(top.shape[1])

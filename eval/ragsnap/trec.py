@@ -15,7 +15,9 @@ fields, a grade that is not an integer or a score that is not a number is an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,10 +124,10 @@ def _strings(
         return np.zeros(0, dtype="S1")
     lengths = ends - starts
     width = int(lengths.max())
-    offsets = np.arange(width)
     padded = np.concatenate((buf, np.zeros(width, dtype=np.uint8)))
-    matrix = padded[starts[:, None] + offsets]
-    matrix *= offsets < lengths[:, None]
+    windows = np.lib.stride_tricks.as_strided(padded, shape=(buf.size, width), strides=(1, 1))
+    matrix = windows[starts]  # copies `width` bytes per token, no index matrix
+    matrix *= np.arange(width) < lengths[:, None]
     return matrix.view(f"S{width}").ravel()
 
 
@@ -141,6 +143,10 @@ def _numbers(
     """Convert a column; on failure, find the first bad value and its line."""
     import numpy as np
 
+    if dtype is np.float64:
+        fast = _plain_decimals(values)
+        if fast is not None:
+            return fast
     try:
         return values.astype(dtype)
     except ValueError:
@@ -164,18 +170,56 @@ def _read(
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
     import numpy as np
 
-    parts: list[list[npt.NDArray[np.bytes_]]] = [[] for _ in columns]
-    numbers = []
-    for block, first_line in _blocks(path):
+    Columns = tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]
+
+    def columns_of(item: tuple[bytes, int]) -> Columns:
+        block, first_line = item
         buf, spans = _tokenise(block, fields, path, first_line)
-        for slot, column in enumerate(columns):
-            parts[slot].append(_strings(buf, spans[column]))
+        strings = [_strings(buf, spans[column]) for column in columns]
         raw = _strings(buf, spans[numeric[0]])
-        numbers.append(_numbers(raw, numeric[1], path, first_line, buf, spans[0][0], numeric[2]))
-    if not numbers:
+        return strings, _numbers(raw, numeric[1], path, first_line, buf, spans[0][0], numeric[2])
+
+    # numpy releases the GIL in the heavy steps: two threads read two blocks at once
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        results = list(pool.map(columns_of, _blocks(path)))
+    if not results:
         empty = [np.zeros(0, dtype="S1") for _ in columns]
         return empty, np.zeros(0, dtype=numeric[1])
-    return [np.concatenate(p) for p in parts], np.concatenate(numbers)
+    strings = [np.concatenate([r[0][slot] for r in results]) for slot in range(len(columns))]
+    return strings, np.concatenate([r[1] for r in results])
+
+
+def _plain_decimals(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.float64] | None:
+    """Parse plain decimals (``-12.345``, at most 15 digits) without strtod.
+
+    The digits form an integer mantissa below 2^53 and the result is that
+    mantissa divided by a power of ten below 10^16, both exact in float64, so
+    the one correctly rounded division gives the same float as strtod would.
+    Returns None when any value is not such a decimal (exponents, ``inf``,
+    more digits): the caller then lets numpy parse them all.
+    """
+    import numpy as np
+
+    n, width = values.size, values.dtype.itemsize
+    if n == 0:
+        return np.zeros(0, dtype=np.float64)
+    chars = values.view(np.uint8).reshape(n, width)
+    digit = (chars >= 48) & (chars <= 57)
+    dot = chars == 46
+    negative = chars[:, 0] == 45
+    allowed = digit | dot | (chars == 0)
+    allowed[:, 0] |= negative
+    count = digit.sum(axis=1)
+    if not allowed.all() or (dot.sum(axis=1) > 1).any() or (count == 0).any() or count.max() > 15:
+        return None
+    mantissa = np.zeros(n, dtype=np.int64)
+    for column in range(width):
+        mantissa = np.where(digit[:, column], mantissa * 10 + (chars[:, column] - 48), mantissa)
+    after_dot = np.cumsum(dot, axis=1) > 0
+    scale = 10.0 ** (digit & after_dot).sum(axis=1)
+    result: npt.NDArray[np.float64] = mantissa / scale
+    result[negative] *= -1.0
+    return result
 
 
 def read_qrels(path: Path) -> TrecQrels:
@@ -213,29 +257,56 @@ def _intern(values: npt.NDArray[np.bytes_]) -> tuple[npt.NDArray[np.bytes_], npt
     return unique, np.repeat(head_codes.astype(np.int64), lengths)
 
 
-def _lookup(
-    table: npt.NDArray[np.bytes_], values: npt.NDArray[np.bytes_]
-) -> npt.NDArray[np.int64]:
-    """Index of each value in the sorted unique ``table``, or -1 when absent.
+def _mix(query: npt.NDArray[np.int64], doc_hash: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """A 64-bit hash of (query code, document hash) pairs (splitmix64 finaliser)."""
+    import numpy as np
 
-    Searches 64-bit hashes (exact keys for ids of up to 8 bytes) and confirms
-    every candidate by comparing the strings.
+    x: npt.NDArray[np.uint64] = doc_hash ^ (query.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def _unique_pairs(
+    query: npt.NDArray[np.int64], doc_hash: npt.NDArray[np.uint64], doc: npt.NDArray[np.bytes_]
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """Sorted unique pair hashes and, for each, the index of its first judgment.
+
+    Two different pairs with one hash would be merged; that is checked, and
+    then ragsnap stops rather than score with a wrong judgment.
+    """
+    import numpy as np
+
+    pairs, first, inverse = np.unique(_mix(query, doc_hash), return_index=True, return_inverse=True)
+    same = first[inverse]
+    if not (np.array_equal(query[same], query) and np.array_equal(doc[same], doc)):
+        raise AssertionError("64-bit hash collision between two judgments; please report it")
+    return pairs, first.astype(np.int64)
+
+
+def _join(
+    table: npt.NDArray[np.uint64], values: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Positions of ``values`` found in the sorted ``table``, and where they are.
+
+    A one-hash Bloom filter first drops most values (most retrieved documents
+    are unjudged), so only a few are binary-searched.
     """
     import numpy as np
 
     if table.size == 0:
-        return np.full(values.size, -1, dtype=np.int64)
-    table_hash, value_hash = _hash(table), _hash(values)
-    by_hash = np.argsort(table_hash, kind="stable")
-    sorted_hash = table_hash[by_hash]
-    if np.any(sorted_hash[1:] == sorted_hash[:-1]):  # a collision: search the strings
-        where = np.minimum(np.searchsorted(table, values), table.size - 1)
-        return np.where(table[where] == values, where, -1)
-    slot = np.minimum(np.searchsorted(sorted_hash, value_hash), table.size - 1)
-    candidate = by_hash[slot]
-    found = sorted_hash[slot] == value_hash
-    found[found] = table[candidate[found]] == values[found]
-    return np.where(found, candidate, -1)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    bits = 1 << min(max(int(table.size * 16).bit_length(), 10), 27)
+    mask = np.uint64(bits - 1)
+    present = np.zeros(bits, dtype=bool)
+    present[table & mask] = True
+    maybe = np.flatnonzero(present[values & mask])
+    slot = np.minimum(np.searchsorted(table, values[maybe]), table.size - 1)
+    found = table[slot] == values[maybe]
+    return maybe[found], slot[found]
 
 
 def _hash(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint64]:
@@ -269,13 +340,12 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
     run_q, judged_q = codes[:n_run], codes[n_run:]
     n_queries = names.size
 
-    # qrels: first judgment of each (query, document) wins
-    judged_docs, judged_doc_codes = np.unique(qrels.doc, return_inverse=True)
-    n_docs = max(judged_docs.size, 1)
-    key = judged_q * n_docs + judged_doc_codes
-    keys, first = np.unique(key, return_index=True)
+    # qrels: first judgment of each (query, document) wins; pairs are joined by a
+    # 64-bit hash and every match is confirmed on the strings themselves
+    judged_hash = _hash(qrels.doc)
+    pairs, first = _unique_pairs(judged_q, judged_hash, qrels.doc)
     grades = qrels.grade[first]
-    key_q = keys // n_docs
+    key_q = judged_q[first]
     num_rel = np.bincount(key_q, weights=grades >= 1, minlength=n_queries).astype(np.int64)
     in_qrels = np.zeros(n_queries, dtype=bool)
     in_qrels[key_q] = True
@@ -284,29 +354,30 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
     row_of = np.full(n_queries, -1, dtype=np.int64)
     row_of[evaluated] = np.arange(evaluated.size)
 
-    # the run: only evaluated queries, de-duplicated, in trec_eval order
+    # the run: only evaluated queries, in trec_eval order, de-duplicated
     keep = np.flatnonzero(row_of[run_q] >= 0)
     rows = row_of[run_q[keep]]
     doc = run.doc[keep]
     score = run.score[keep]
     order = _trec_order(rows, score, doc)
-    rows, doc, score = rows[order], doc[order], score[order]
-    unique = _first_occurrences(rows, doc, order)
-    rows, doc = rows[unique], doc[unique]
+    rows, doc = rows[order], doc[order]
+    run_pairs = _mix(evaluated[rows], _hash(doc))
+    unique = _first_occurrences(run_pairs, rows, doc, order)
+    rows, doc, run_pairs = rows[unique], doc[unique], run_pairs[unique]
 
     head = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
     position = np.arange(rows.size) - np.repeat(head, np.diff(np.append(head, rows.size)))
     retrieved = np.bincount(rows, minlength=evaluated.size).astype(np.int64)
     width = max(int(retrieved.max(initial=0)), 1)
 
-    doc_code = _lookup(judged_docs, doc)
-    run_key = evaluated[rows] * n_docs + doc_code
-    slot = np.minimum(np.searchsorted(keys, run_key), max(keys.size - 1, 0))
-    hit = (doc_code >= 0) & (keys[slot] == run_key) if keys.size else np.zeros(rows.size, bool)
+    hit, slot = _join(pairs, run_pairs)
+    source = first[slot]
+    exact = (judged_q[source] == evaluated[rows[hit]]) & (qrels.doc[source] == doc[hit])
+    hit, slot = hit[exact], slot[exact]
 
     grade_matrix = np.zeros((evaluated.size, width), dtype=np.int64)
     judged_matrix = np.zeros((evaluated.size, width), dtype=bool)
-    grade_matrix[rows[hit], position[hit]] = grades[slot[hit]]
+    grade_matrix[rows[hit], position[hit]] = grades[slot]
     judged_matrix[rows[hit], position[hit]] = True
 
     positive = np.flatnonzero((grades > 0) & (row_of[key_q] >= 0))
@@ -367,32 +438,31 @@ def _trec_order(
 
 
 def _first_occurrences(
-    rows: npt.NDArray[np.int64], doc: npt.NDArray[np.bytes_], order: npt.NDArray[np.int64]
+    pairs: npt.NDArray[np.uint64],
+    rows: npt.NDArray[np.int64],
+    doc: npt.NDArray[np.bytes_],
+    order: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
     """Positions (in sorted order) to keep: for each (row, document), the one
     that came first in the file (``order`` holds each position's file index).
 
-    A 64-bit hash of every pair is sorted once; only pairs whose hash repeats
-    are compared exactly, so a run without duplicates costs one sort.
+    The pair hashes are sorted once; only pairs whose hash repeats are compared
+    exactly, so a run without duplicates costs one sort.
     """
     import numpy as np
 
-    n = rows.size
-    keys = _order_keys(doc)
-    hashed = rows.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    for word in keys:
-        hashed = (hashed ^ word) * np.uint64(0x100000001B3)
-    ordered = np.sort(hashed)
+    ordered = np.sort(pairs)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     if repeated.size == 0:
-        return np.arange(n)
-    suspects = np.flatnonzero(np.isin(hashed, repeated))
-    by_pair = suspects[np.lexsort((order[suspects], *(k[suspects] for k in reversed(keys)), rows[suspects]))]
-    same = rows[by_pair][1:] == rows[by_pair][:-1]
+        return np.arange(pairs.size)
+    suspects = np.flatnonzero(np.isin(pairs, repeated))
+    keys = _order_keys(doc[suspects])
+    by_pair = np.lexsort((order[suspects], *reversed(keys), rows[suspects]))
+    same = rows[suspects][by_pair][1:] == rows[suspects][by_pair][:-1]
     for word in keys:
         same &= word[by_pair][1:] == word[by_pair][:-1]
-    drop = np.zeros(n, dtype=bool)
-    drop[by_pair[1:][same]] = True
+    drop = np.zeros(pairs.size, dtype=bool)
+    drop[suspects[by_pair[1:][same]]] = True
     return np.flatnonzero(~drop)
 
 
@@ -404,9 +474,7 @@ def evaluate_files(
     return rankings, evaluate(rankings, measures)
 
 
-def write_run(
-    path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap"
-) -> None:
+def write_run(path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap") -> None:
     """Write ranked document lists as a run; scores are n - rank + 1 so that
     trec_eval's score ordering reproduces the ranks exactly."""
     from .jsonio import write_text
@@ -428,4 +496,3 @@ def write_qrels(path: Path, judgments: Mapping[str, Mapping[str, int]]) -> None:
         for doc, grade in sorted(judgments[query].items())
     ]
     write_text(path, "\n".join(lines) + "\n" if lines else "")
-
