@@ -9,6 +9,8 @@ JSON), never 0, so an empty group cannot look like a regression.
 * miss count = answerable cases with hit level miss (a missing fixture is a miss)
 * no-answer false-positive rate = no-answer cases that returned any evidence /
   no-answer cases with a fixture
+* each graded metric (``ndcg@10``, ``contextRecall`` ...) = its mean over the
+  judged answerable cases that have it (macro average), with that count
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class Aggregate:
     fixture_missing: int
     no_answer_scored: int
     no_answer_false_positives: int
+    #: per metric name: (sum over the cases that have it, how many cases)
+    metric_sums: tuple[tuple[str, float, int], ...] = ()
 
     @property
     def failed(self) -> int:
@@ -96,14 +100,24 @@ class Aggregate:
             "fixtureMissing": self.fixture_missing,
             "noAnswerFalsePositives": self.no_answer_false_positives,
             "noAnswerFalsePositiveRate": self.no_answer_false_positive_rate,
+            "metrics": {
+                name: {"mean": total / count if count else None, "cases": count}
+                for name, total, count in self.metric_sums
+            },
         }
 
 
 def aggregate(results: Iterable[CaseResult]) -> Aggregate:
     """Count ``results`` into one ``Aggregate``."""
     levels: Counter[str] = Counter()
+    sums: dict[str, list[float]] = {}
     cases = passed = no_answer = missing = na_scored = na_fp = 0
     for result in results:
+        for name, value in (result.metrics or {}).items():
+            slot = sums.setdefault(name, [0.0, 0])
+            if value is not None:
+                slot[0] += value
+                slot[1] += 1
         cases += 1
         passed += result.passed
         missing += not result.fixture_present
@@ -126,6 +140,7 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
         fixture_missing=missing,
         no_answer_scored=na_scored,
         no_answer_false_positives=na_fp,
+        metric_sums=tuple((name, total, int(count)) for name, (total, count) in sums.items()),
     )
 
 

@@ -164,6 +164,39 @@ def build_parser() -> argparse.ArgumentParser:
         "--digits", type=int, default=4, metavar="N", help="decimal places (default: 4)"
     )
     metrics.set_defaults(handler="metrics")
+
+    export = sub.add_parser(
+        "export-run",
+        help="write fixtures as a TREC run (and judgments as TREC qrels)",
+        description="Write each case's evidence blocks as a TREC run (scores n - rank + 1, so "
+        "trec_eval keeps the fixture's order) and, with --qrels-out, the golden cases' "
+        "judgments as TREC qrels, for trec_eval, ranx or `ragsnap metrics`.",
+    )
+    export.add_argument(
+        "--cases",
+        type=Path,
+        default=DEFAULT_CASES,
+        metavar="FILE",
+        help=f"golden cases file (default: {DEFAULT_CASES})",
+    )
+    export.add_argument(
+        "--fixtures",
+        type=Path,
+        default=DEFAULT_FIXTURES,
+        metavar="DIR",
+        help=f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
+    )
+    export.add_argument("--out", type=Path, required=True, metavar="FILE", help="run file")
+    export.add_argument(
+        "--qrels-out", type=Path, metavar="FILE", help="also write the judgments (default: no)"
+    )
+    export.add_argument(
+        "--target",
+        choices=("chunkId", "docId", "source"),
+        help="which evidence id to rank (default: each case's judgment kind, else chunkId)",
+    )
+    export.add_argument("--tag", default="ragsnap", help="the run tag column (default: ragsnap)")
+    export.set_defaults(handler="export_run")
     return parser
 
 

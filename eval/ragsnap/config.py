@@ -11,6 +11,8 @@ error. Strictly validated against ``schemas/config.schema.json``::
         strongHitRate: 0.0
         missCount: 0       # extra misses allowed
         firstExpectedRank: 0  # rank positions a found document may move down
+        metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
+    measures: [recall@5, recall@10, mrr@10, ndcg@10, map]   # for judged cases
 """
 
 from __future__ import annotations
@@ -20,13 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from .diff import Tolerances
-from .errors import InputError
+from .errors import InputError, UsageError
 from .jsonio import read_bytes
+from .metrics import parse_measures
 from .schema import validate
 
 __all__ = ["DEFAULT_CONFIG", "Config", "load_config"]
 
 DEFAULT_CONFIG = Path("ragsnap.yaml")
+#: Graded measures the score report computes for judged cases.
+DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +39,7 @@ class Config:
     """Validated settings; every field has a default."""
 
     tolerances: Tolerances = field(default_factory=Tolerances)
+    measures: tuple[str, ...] = DEFAULT_CASE_MEASURES
 
 
 def load_config(path: Path | None) -> Config:
@@ -59,4 +65,14 @@ def load_config(path: Path | None) -> Config:
     if data is None:
         return Config()
     validate(data, "config", path, "configuration")
-    return Config(tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})))
+    measures = tuple(data.get("measures", DEFAULT_CASE_MEASURES))
+    try:
+        parse_measures(measures)
+    except UsageError as exc:
+        raise InputError(
+            path, str(exc).split(";")[0], "use measures such as ndcg@10", "/measures"
+        ) from None
+    return Config(
+        tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
+        measures=measures,
+    )

@@ -8,7 +8,9 @@ Aggregate metrics, overall and per category / language / split:
 
 * pass rate, Recall@K, strong hit rate: a drop larger than the tolerance is a
   regression, a rise an improvement;
-* miss count: a rise larger than the tolerance is a regression.
+* miss count: a rise larger than the tolerance is a regression;
+* graded metrics (nDCG@k, Recall@k, MRR, context precision / recall ...):
+  a drop of the mean larger than the ``metrics`` tolerance is a regression.
 
 Case-level changes, for every case present in both reports:
 
@@ -64,15 +66,17 @@ class Tolerances:
     strong_hit_rate: float = 0.0
     miss_count: int = 0
     first_expected_rank: int = 0
+    metrics: float = 0.0
 
     def for_metric(self, metric: str) -> float:
-        """The tolerance of a report metric named in camelCase."""
+        """The tolerance of a report metric: an aggregate in camelCase, or a graded
+        metric (``ndcg@10``, ``contextRecall`` ...), which share ``metrics``."""
         return {
             "passRate": self.pass_rate,
             "recallAtK": self.recall_at_k,
             "strongHitRate": self.strong_hit_rate,
             "missCount": self.miss_count,
-        }[metric]
+        }.get(metric, self.metrics)
 
     def to_json(self) -> dict[str, float]:
         """camelCase form for the diff report."""
@@ -82,6 +86,7 @@ class Tolerances:
             "strongHitRate": self.strong_hit_rate,
             "missCount": self.miss_count,
             "firstExpectedRank": self.first_expected_rank,
+            "metrics": self.metrics,
         }
 
     @classmethod
@@ -93,6 +98,7 @@ class Tolerances:
             "strongHitRate": "strong_hit_rate",
             "missCount": "miss_count",
             "firstExpectedRank": "first_expected_rank",
+            "metrics": "metrics",
         }
         return cls(**{names[k]: v for k, v in data.items()})
 
@@ -117,9 +123,14 @@ def _metric_status(metric: str, before: Any, after: Any, tolerance: float) -> st
 def _aggregate_rows(
     scope: str, before: Mapping[str, Any], after: Mapping[str, Any], tol: Tolerances
 ) -> list[dict[str, Any]]:
+    graded = [name for name in before["metrics"] if name in after["metrics"]]
+    values = {
+        **{m: (before[m], after[m]) for m in (*HIGHER_IS_BETTER, *LOWER_IS_BETTER)},
+        **{m: (before["metrics"][m]["mean"], after["metrics"][m]["mean"]) for m in graded},
+    }
     rows = []
-    for metric in (*HIGHER_IS_BETTER, *LOWER_IS_BETTER):
-        old, new = _round(before[metric]), _round(after[metric])
+    for metric, (old, new) in values.items():
+        old, new = _round(old), _round(new)
         delta = None if old is None or new is None else _round(new - old)
         rows.append(
             {
@@ -250,10 +261,15 @@ def diff_reports(
 
 
 def metric_value(metric: str, value: Any) -> str:
-    """A rate as a percentage, a count as it is, ``None`` as ``n/a``."""
+    """A rate as a percentage, a count as it is, a graded metric with three
+    decimals, ``None`` as ``n/a``."""
     if value is None:
         return "n/a"
-    return str(value) if metric == "missCount" else percent(value)
+    if metric == "missCount":
+        return str(value)
+    if metric in HIGHER_IS_BETTER:
+        return percent(value)
+    return f"{value:.3f}"
 
 
 def verdict(diff: Mapping[str, Any]) -> str:

@@ -59,12 +59,36 @@ def load_cases(path: Path) -> CaseSet:
             )
         seen[case_id] = index
         case = GoldenCase.from_json(item, defaults)
-        _check_case(case, path, pointer)
+        _check_case(case, path, pointer, item)
         cases.append(case)
     return CaseSet(tuple(cases), hashlib.sha256(raw).hexdigest())
 
 
-def _check_case(case: GoldenCase, path: Path, pointer: str) -> None:
+def _check_case(case: GoldenCase, path: Path, pointer: str, raw: dict[str, Any]) -> None:
+    kinds = [k for j in raw.get("judgments", []) for k in ("chunkId", "docId", "source") if k in j]
+    if len(set(kinds)) > 1:
+        raise InputError(
+            path,
+            f"case {case.id!r} mixes judgment targets ({', '.join(sorted(set(kinds)))})",
+            "judge either chunks (chunkId), documents (docId) or sources (source) in one case",
+            pointer=f"{pointer}/judgments",
+        )
+    targets = [j.target for j in case.judgments]
+    if len(set(targets)) != len(targets):
+        dup = next(t for t in targets if targets.count(t) > 1)
+        raise InputError(
+            path,
+            f"{dup!r} is judged twice",
+            "keep one judgment per target",
+            pointer=f"{pointer}/judgments/{len(targets) - 1 - targets[::-1].index(dup)}",
+        )
+    if case.no_answer and any(j.grade > 0 for j in case.judgments):
+        raise InputError(
+            path,
+            "a noAnswer case cannot judge anything relevant",
+            "remove the judgments with a grade above 0 or set noAnswer to false",
+            pointer=f"{pointer}/judgments",
+        )
     if case.no_answer:
         for field, value in (
             ("expectedSources", case.expected_sources),

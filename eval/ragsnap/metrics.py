@@ -71,15 +71,19 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Measure:
-    """A parsed measure: a registered name and an optional cutoff."""
+    """A parsed measure: a registered name and an optional cutoff. Measures sort
+    by name, then cutoff, the uncut one first (``ndcg``, ``ndcg@5``, ``ndcg@10``)."""
 
     name: str
     cutoff: int | None = None
 
     def __str__(self) -> str:
         return self.name if self.cutoff is None else f"{self.name}@{self.cutoff}"
+
+    def __lt__(self, other: Measure) -> bool:
+        return (self.name, self.cutoff or 0) < (other.name, other.cutoff or 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,12 @@ __all__ = [
     "DEFAULT_MIN_HIT_LEVEL",
     "DEFAULT_TOP_K",
     "HIT_LEVELS",
+    "JUDGMENT_TARGETS",
     "EvidenceBlock",
     "Fixture",
     "GoldenCase",
     "HitLevel",
+    "Judgment",
     "LookupResult",
     "hit_level_rank",
 ]
@@ -37,6 +39,19 @@ def hit_level_rank(level: str) -> int:
 
 def _strings(value: Any) -> tuple[str, ...]:
     return tuple(value) if value else ()
+
+
+#: Judgment target kinds, and the evidence block field each one names.
+JUDGMENT_TARGETS = {"chunkId": "chunk_id", "docId": "doc_id", "source": "source"}
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """A graded judgment of one chunk, document or source, with exact answer spans."""
+
+    target: str
+    grade: int
+    spans: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +77,16 @@ class GoldenCase:
     expected_evidence_status: str | None = None
     expected_context_sources: tuple[str, ...] = ()
     expected_rerank_top_source: str | None = None
+    judgment_kind: str | None = None  # "chunkId", "docId" or "source"
+    judgments: tuple[Judgment, ...] = ()
     tags: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any], defaults: dict[str, Any]) -> GoldenCase:
         """Build from one validated case object and the file's ``defaults``."""
         reasons = data.get("expectedFallbackReasons")
+        judgments = data.get("judgments", [])
+        kinds = [next(k for k in JUDGMENT_TARGETS if k in j) for j in judgments]
         return cls(
             id=data["id"],
             query=data["query"],
@@ -90,6 +109,11 @@ class GoldenCase:
             expected_evidence_status=data.get("expectedEvidenceStatus"),
             expected_context_sources=_strings(data.get("expectedContextSources")),
             expected_rerank_top_source=data.get("expectedRerankTopSource"),
+            judgment_kind=kinds[0] if kinds else None,
+            judgments=tuple(
+                Judgment(j[kind], j["grade"], _strings(j.get("spans")))
+                for j, kind in zip(judgments, kinds, strict=True)
+            ),
             tags=_strings(data.get("tags")),
         )
 

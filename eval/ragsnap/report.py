@@ -59,6 +59,7 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
         "evidenceStatus": result.evidence_status,
         "rerankTopSource": result.rerank_top_source,
         "contextSources": list(result.context_sources),
+        "metrics": None if result.metrics is None else dict(result.metrics),
     }
 
 
@@ -113,6 +114,37 @@ _AGG_HEADERS = (
 )
 
 
+def _metrics_section(report: Mapping[str, Any]) -> list[str]:
+    names = list(report["summary"]["metrics"])
+    if not names:
+        return []
+    scopes = [("all cases", report["summary"])] + [
+        (f"{group}={value}", agg)
+        for group, values in report["groups"].items()
+        for value, agg in values.items()
+    ]
+    rows = []
+    for scope, agg in scopes:
+        metrics = agg["metrics"]
+        judged = max((m["cases"] for m in metrics.values()), default=0)
+        cells = [
+            "n/a"
+            if name not in metrics or metrics[name]["mean"] is None
+            else f"{metrics[name]['mean']:.3f}"
+            for name in names
+        ]
+        rows.append([scope, judged, *cells])
+    return [
+        "",
+        "## Graded relevance",
+        "",
+        "Macro averages over judged answerable cases (trec_eval semantics; context precision "
+        "and recall over exact answer spans).",
+        "",
+        markdown_table(["scope", "judged", *names], rows),
+    ]
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """Render a score report dict as Markdown."""
     summary = report["summary"]
@@ -143,6 +175,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 (name, *_AGG_HEADERS[1:]), [_aggregate_row(k, v) for k, v in groups.items()]
             ),
         ]
+    lines += _metrics_section(report)
     failing = [c for c in report["cases"] if not c["passed"]]
     lines += ["", f"## Failing cases ({len(failing)})", ""]
     if failing:

@@ -29,6 +29,7 @@ every reason, in a fixed order.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .models import (
@@ -93,6 +94,8 @@ class CaseResult:
     evidence_status: str | None
     rerank_top_source: str | None
     context_sources: tuple[str, ...]
+    #: graded IR and span metrics (``ragsnap.casemetrics``); None when not judged
+    metrics: Mapping[str, float | None] | None = None
 
 
 def hit_level(
@@ -113,8 +116,13 @@ def hit_level(
     return "weak" if any_keyword else "miss"
 
 
-def score_case(case: GoldenCase, fixture: Fixture | None) -> CaseResult:
-    """Score ``case`` against its ``fixture`` (``None`` when the file is missing)."""
+def score_case(
+    case: GoldenCase,
+    fixture: Fixture | None,
+    metrics: Mapping[str, float | None] | None = None,
+) -> CaseResult:
+    """Score ``case`` against its ``fixture`` (``None`` when the file is missing);
+    ``metrics`` are its graded metrics, computed in one batch by ``casemetrics``."""
     if fixture is None:
         return CaseResult(
             case=case,
@@ -132,6 +140,7 @@ def score_case(case: GoldenCase, fixture: Fixture | None) -> CaseResult:
             evidence_status=None,
             rerank_top_source=None,
             context_sources=(),
+            metrics=metrics,
         )
     lookup = fixture.lookup
     top = lookup.evidence_blocks[: case.top_k]
@@ -169,6 +178,7 @@ def score_case(case: GoldenCase, fixture: Fixture | None) -> CaseResult:
         evidence_status=lookup.evidence_status,
         rerank_top_source=lookup.rerank_top_source,
         context_sources=lookup.context_sources,
+        metrics=metrics,
     )
 
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    _Columns = tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]
+
 __all__ = [
     "TrecQrels",
     "TrecRun",
@@ -149,17 +151,17 @@ def _numbers(
             return fast
     try:
         return values.astype(dtype)
-    except ValueError:
+    except (ValueError, OverflowError):
         newlines = np.flatnonzero(buf == 10)
         lines = np.searchsorted(newlines, line_starts) + first_line
         for value, line in zip(values, lines, strict=True):
             try:
-                dtype(value)
-            except ValueError:
+                np.array([value]).astype(dtype)
+            except (ValueError, OverflowError):
+                kind = "an integer" if dtype is np.int64 else "a number"
                 raise InputError(
                     path,
-                    f"line {line}: {what} {value.decode('utf-8', 'replace')!r} is not "
-                    f"{'an integer' if dtype is np.int64 else 'a number'}",
+                    f"line {line}: {what} {value.decode('utf-8', 'replace')!r} is not {kind}",
                     "fix or remove that line",
                 ) from None
         raise  # pragma: no cover - numpy refused a value Python accepts
@@ -170,9 +172,7 @@ def _read(
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
     import numpy as np
 
-    Columns = tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]
-
-    def columns_of(item: tuple[bytes, int]) -> Columns:
+    def columns_of(item: tuple[bytes, int]) -> _Columns:
         block, first_line = item
         buf, spans = _tokenise(block, fields, path, first_line)
         strings = [_strings(buf, spans[column]) for column in columns]
@@ -309,11 +309,13 @@ def _join(
     return maybe[found], slot[found]
 
 
-def _hash(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint64]:
-    """A 64-bit FNV-style hash of each byte string (exact for up to 8 bytes)."""
+def _hash(values: npt.NDArray[np.bytes_], words: int) -> npt.NDArray[np.uint64]:
+    """A 64-bit FNV-style hash of each byte string, read as ``words`` 8-byte words
+    (exact when that is one word). Arrays hashed with the same ``words`` agree
+    whatever their own widths."""
     import numpy as np
 
-    keys = _order_keys(values)
+    keys = _order_keys(values, words)
     if len(keys) == 1:
         return keys[0]
     hashed = np.full(values.size, 0xCBF29CE484222325, dtype=np.uint64)
@@ -322,11 +324,16 @@ def _hash(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint64]:
     return hashed
 
 
-def _order_keys(doc: npt.NDArray[np.bytes_]) -> list[npt.NDArray[np.uint64]]:
+def _words(*arrays: npt.NDArray[np.bytes_]) -> int:
+    """8-byte words needed for the widest of ``arrays``."""
+    return max(-(-a.dtype.itemsize // 8) for a in arrays)
+
+
+def _order_keys(doc: npt.NDArray[np.bytes_], words: int = 0) -> list[npt.NDArray[np.uint64]]:
     """Unsigned integers whose order is the byte order of ``doc`` (8 bytes a word)."""
     import numpy as np
 
-    words = -(-doc.dtype.itemsize // 8)
+    words = max(words, _words(doc))
     padded = doc.astype(f"S{words * 8}").view(">u8").reshape(-1, words)
     return [padded[:, w].astype(np.uint64) for w in range(words)]
 
@@ -342,7 +349,8 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
 
     # qrels: first judgment of each (query, document) wins; pairs are joined by a
     # 64-bit hash and every match is confirmed on the strings themselves
-    judged_hash = _hash(qrels.doc)
+    words = _words(qrels.doc, run.doc)
+    judged_hash = _hash(qrels.doc, words)
     pairs, first = _unique_pairs(judged_q, judged_hash, qrels.doc)
     grades = qrels.grade[first]
     key_q = judged_q[first]
@@ -361,7 +369,7 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
     score = run.score[keep]
     order = _trec_order(rows, score, doc)
     rows, doc = rows[order], doc[order]
-    run_pairs = _mix(evaluated[rows], _hash(doc))
+    run_pairs = _mix(evaluated[rows], _hash(doc, words))
     unique = _first_occurrences(run_pairs, rows, doc, order)
     rows, doc, run_pairs = rows[unique], doc[unique], run_pairs[unique]
 

@@ -162,7 +162,7 @@ def test_invalid_case_file_exits_2_naming_file_and_field(project: Project) -> No
         "remove it or correct its spelling (allowed: category, expectedBreadcrumbs, "
         "expectedContextSources, expectedDocIds, expectedEvidenceStatus, expectedFallbackReason, "
         "expectedFallbackReasons, expectedKeywords, expectedRerankTopSource, "
-        "expectedSelectedAttempt, expectedSources, id, kbScope, language, minHitLevel, noAnswer, "
+        "expectedSelectedAttempt, expectedSources, id, judgments, kbScope, language, minHitLevel, noAnswer, "
         "notes, query, split, tags, topK)"
     )
     assert "Traceback" not in run.err

@@ -122,3 +122,25 @@ def test_added_and_removed_cases_and_notes() -> None:
     assert d["counts"]["addedCases"] == 1 and d["counts"]["removedCases"] == 1
     assert d["regressed"] is False
     assert d["notes"] == ["the golden cases changed since the baseline was written"]
+
+
+def test_graded_metric_drop_is_a_regression_within_tolerance_not() -> None:
+    def judged(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        c = GoldenCase.from_json(
+            make_case("a", query="query for a", judgments=[{"source": "mysql-pool", "grade": 3}]),
+            {},
+        )
+        f = Fixture.from_json(make_fixture("a", blocks))
+        from ragsnap.casemetrics import case_metrics
+        from ragsnap.metrics import parse_measures
+
+        metrics = case_metrics([c], {"a": f}, parse_measures(["ndcg@10"]))
+        return build_report([score_case(c, f, metrics.get("a"))], [], INPUTS)
+
+    before = judged([block(1, "mysql-pool")])
+    after = judged([block(1, "x"), block(2, "mysql-pool")])
+    rows = [r for r in diff(before, after)["aggregates"] if r["metric"] == "ndcg@10"]
+    assert rows and all(r["status"] == "regression" for r in rows)
+    assert rows[0]["baseline"] == 1.0 and rows[0]["current"] == pytest.approx(0.63093, abs=1e-5)
+    loose = [r for r in diff(before, after, metrics=0.5)["aggregates"] if r["metric"] == "ndcg@10"]
+    assert all(r["status"] == "changed" for r in loose)

@@ -103,3 +103,39 @@ def test_report_version_and_kind_are_checked(tmp_path: Path) -> None:
     assert "not a ragsnap score report" in str(error(load_report, other, "baseline"))
     listed = write_json(tmp_path / "list.json", [1])
     assert "not a JSON object" in str(error(load_report, listed, "baseline"))
+
+
+@pytest.mark.parametrize(
+    ("judgments", "pointer", "text"),
+    [
+        ([{"chunkId": "a#1", "grade": 4}], "/cases/0/judgments/0/grade", "maximum"),
+        ([{"grade": 1}], "/cases/0/judgments/0", ""),
+        ([{"chunkId": "a#1", "source": "a", "grade": 1}], "/cases/0/judgments/0", ""),
+        (
+            [{"chunkId": "a#1", "grade": 1}, {"source": "a", "grade": 0}],
+            "/cases/0/judgments",
+            "mixes judgment targets",
+        ),
+        (
+            [{"chunkId": "a#1", "grade": 1}, {"chunkId": "a#1", "grade": 2}],
+            "/cases/0/judgments/1",
+            "'a#1' is judged twice",
+        ),
+    ],
+)
+def test_judgment_errors(project: Project, judgments: list, pointer: str, text: str) -> None:
+    project.write_cases([make_case("a", judgments=judgments)])
+    err = error(load_cases, project.cases)
+    assert err.pointer == pointer
+    assert text in str(err)
+
+
+def test_no_answer_case_may_only_judge_irrelevant(project: Project) -> None:
+    project.write_cases(
+        [make_case("a", noAnswer=True, expectedSources=None, judgments=[{"source": "x", "grade": 0}])]
+    )
+    assert load_cases(project.cases).cases[0].judgments[0].grade == 0
+    project.write_cases(
+        [make_case("a", noAnswer=True, expectedSources=None, judgments=[{"source": "x", "grade": 2}])]
+    )
+    assert "cannot judge anything relevant" in str(error(load_cases, project.cases))

@@ -10,12 +10,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..casemetrics import case_metrics
 from ..cli import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN
 from ..config import load_config
 from ..diff import diff_reports, render_diff_markdown
 from ..errors import UsageError
 from ..inputs import load_cases, load_fixtures, load_report
 from ..jsonio import check_distinct, write_outputs
+from ..metrics import parse_measures
 from ..report import build_report, render_markdown
 from ..scoring import score_case
 from ..summary import diff_lines, score_lines
@@ -40,7 +42,10 @@ def _run(args: argparse.Namespace) -> int:
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
 
     fixtures = fixture_set.fixtures
-    results = [score_case(case, fixtures.get(case.id)) for case in case_set.cases]
+    graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
+    results = [
+        score_case(case, fixtures.get(case.id), graded.get(case.id)) for case in case_set.cases
+    ]
     case_ids = {case.id for case in case_set.cases}
     orphans = [name for name in fixtures if name not in case_ids]
     report = build_report(

@@ -1,0 +1,76 @@
+"""Graded metrics of golden cases and the span rules (ragsnap.casemetrics)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from conftest import block, make_case, make_fixture
+from ragsnap.casemetrics import case_metrics, context_precision_recall
+from ragsnap.metrics import parse_measures
+from ragsnap.models import Fixture, GoldenCase
+
+
+def test_precision_and_recall_by_hand() -> None:
+    texts = ["The pool size is 20 per pod.", "Unrelated text here."]  # 28 + 20 chars
+    precision, recall = context_precision_recall(texts, ["pool size is 20", "missing span"])
+    assert precision == pytest.approx(15 / 48)
+    assert recall == pytest.approx(15 / (15 + 12))
+
+
+def test_nested_and_repeated_spans_are_unioned() -> None:
+    texts = ["abcdefghij"]
+    # "cde" lies inside "bcdef": dropped; the repeat counts once
+    assert context_precision_recall(texts, ["bcdef", "cde", "bcdef"]) == (0.5, 1.0)
+
+
+def test_overlapping_occurrences_are_unioned_in_the_context() -> None:
+    # "aba" occurs at 0 and 2 in "ababa": the union covers all 5 characters once
+    assert context_precision_recall(["ababa", "zzzzz"], ["aba"]) == (0.5, 1.0)
+
+
+def test_duplicate_blocks_cannot_inflate() -> None:
+    once = context_precision_recall(["pool size 20"], ["pool size 20"])
+    # the caller passes one text per chunk id; a repeated text is still one chunk's worth
+    assert once == (1.0, 1.0)
+
+
+def test_no_spans_and_nothing_returned() -> None:
+    assert context_precision_recall(["x"], []) == (None, None)
+    assert context_precision_recall([], ["span"]) == (0.0, 0.0)
+
+
+def _case(case_id: str, judgments: list[dict[str, Any]], **kw: Any) -> GoldenCase:
+    return GoldenCase.from_json(make_case(case_id, judgments=judgments, **kw), {})
+
+
+def test_case_metrics_rank_by_judgment_target_and_dedupe() -> None:
+    cases = [
+        _case("a", [{"source": "s2", "grade": 3, "spans": ["gold"]}, {"source": "s1", "grade": 0}]),
+        _case("b", [{"chunkId": "x#1", "grade": 2}]),
+        _case("c", [{"source": "s1", "grade": 0}]),  # nothing relevant: excluded
+        _case("n", [], noAnswer=True, expectedSources=None),
+    ]
+    fixtures = {
+        "a": Fixture.from_json(
+            make_fixture("a", [block(1, "s1"), block(2, "s2", text="the gold line"), block(3, "s2")])
+        ),
+    }
+    values = case_metrics(cases, fixtures, parse_measures(["mrr@10", "ndcg@10", "recall@1"]))
+    assert set(values) == {"a", "b"}
+    a = values["a"]
+    assert a["mrr@10"] == 0.5
+    assert a["ndcg@10"] == pytest.approx((3 / math.log2(3)) / 3)
+    assert a["recall@1"] == 0.0
+    # top-K texts: "some text", "the gold line", "some text" is chunk s2#3, a different chunk
+    assert a["contextRecall"] == 1.0
+    assert a["contextPrecision"] == pytest.approx(4 / (9 + 13 + 9))
+    assert values["b"] == {  # judged, but no fixture: scores 0, no span metrics
+        "mrr@10": 0.0,
+        "ndcg@10": 0.0,
+        "recall@1": 0.0,
+        "contextPrecision": None,
+        "contextRecall": None,
+    }

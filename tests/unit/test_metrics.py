@@ -1,0 +1,250 @@
+"""Measures on examples small enough to work out on paper (ragsnap.metrics)."""
+
+from __future__ import annotations
+
+from math import log2
+
+import pytest
+
+from ragsnap.errors import UsageError
+from ragsnap.metrics import (
+    DEFAULT_MEASURES,
+    MEASURES,
+    Measure,
+    evaluate,
+    parse_measure,
+    parse_measures,
+    rankings_from_dicts,
+)
+
+# q1 judges a=3, b=1, c=0, e=2: three relevant documents (a, b, e), e never
+# retrieved. The run ranks c, a, x, b: grades 0, 3, 0 (x unjudged), 1.
+# q2 is judged but missing from the run, q3 is judged only with grade 0 and
+# q4 appears only in the run.
+QRELS = {
+    "q1": {"a": 3, "b": 1, "c": 0, "e": 2},
+    "q2": {"f": 1},
+    "q3": {"g": 0, "h": 0},
+}
+RUN = {"q1": ["c", "a", "x", "b"], "q3": ["g"], "q4": ["a", "b"]}
+
+IDCG = 3 / log2(2) + 2 / log2(3) + 1 / log2(4)  # ideal grades 3, 2, 1
+IDCG_EXP = 7 / log2(2) + 3 / log2(3) + 1 / log2(4)  # gains 2^g - 1: 7, 3, 1
+
+# measure -> value for q1 (q2 scores 0 on all of them except coverage)
+HAND_COMPUTED = {
+    "precision@1": 0.0,
+    "precision@2": 1 / 2,
+    "precision@4": 2 / 4,
+    "precision@5": 2 / 5,  # divides by k although only 4 were retrieved
+    "recall@1": 0.0,
+    "recall@2": 1 / 3,
+    "recall@4": 2 / 3,
+    "recall@100": 2 / 3,
+    "recall": 2 / 3,
+    "hit@1": 0.0,
+    "hit@2": 1.0,
+    "mrr": 1 / 2,
+    "mrr@1": 0.0,
+    "mrr@2": 1 / 2,
+    "ndcg@1": 0.0,
+    "ndcg@2": (3 / log2(3)) / (3 + 2 / log2(3)),
+    "ndcg@4": (3 / log2(3) + 1 / log2(5)) / IDCG,
+    "ndcg": (3 / log2(3) + 1 / log2(5)) / IDCG,
+    "ndcg_exp@2": (7 / log2(3)) / (7 + 3 / log2(3)),
+    "ndcg_exp": (7 / log2(3) + 1 / log2(5)) / IDCG_EXP,
+    "map": (1 / 2 + 2 / 4) / 3,
+    "map@1": 0.0,
+    "map@2": (1 / 2) / 3,
+    "map@3": (1 / 2) / 3,
+    "map@4": (1 / 2 + 2 / 4) / 3,
+    "rprec": 1 / 3,  # one relevant in the top R = 3
+    "coverage@1": 1.0,
+    "coverage@2": 1.0,
+    "coverage@3": 2 / 3,  # x is unjudged
+    "coverage@4": 3 / 4,
+    "coverage@10": 3 / 4,  # over the 4 retrieved, not over 10
+}
+
+
+@pytest.fixture(scope="module")
+def values() -> dict[str, list[float]]:
+    rankings = rankings_from_dicts(QRELS, RUN)
+    measures = [parse_measure(m) for m in HAND_COMPUTED]
+    return {str(m): v.tolist() for m, v in evaluate(rankings, measures).items()}
+
+
+@pytest.mark.parametrize("measure", list(HAND_COMPUTED))
+def test_hand_computed_value(measure: str, values: dict[str, list[float]]) -> None:
+    q1, q2 = values[measure]
+    assert q1 == pytest.approx(HAND_COMPUTED[measure], rel=1e-12, abs=1e-15)
+    # q2 was judged but not retrieved: 0, except coverage (nothing to cover)
+    assert q2 == (1.0 if measure.startswith("coverage") else 0.0)
+
+
+def test_batch_rows_are_the_evaluated_queries_in_sorted_order() -> None:
+    rankings = rankings_from_dicts(QRELS, RUN)
+    assert rankings.query_ids == ("q1", "q2")
+    assert rankings.excluded == ("q3",)
+    assert rankings.retrieved.tolist() == [4, 0]
+    assert rankings.num_rel.tolist() == [3, 1]
+    assert rankings.grades[0, :4].tolist() == [0, 3, 0, 1]
+    assert rankings.judged[0, :4].tolist() == [True, True, False, True]
+    assert rankings.ideal[0, :3].tolist() == [3, 2, 1]
+
+
+def test_rprec_counts_the_missing_ranks_as_misses() -> None:
+    # R = 3 but only one document retrieved (the batch is one column wide)
+    rankings = rankings_from_dicts({"q": {"a": 1, "b": 1, "c": 2}}, {"q": ["a"]})
+    (rprec,) = evaluate(rankings, [parse_measure("rprec")]).values()
+    assert rprec.tolist() == [1 / 3]
+
+
+def test_rprec_is_precision_at_the_query_own_r() -> None:
+    # q has R = 1, r has R = 3: each stops at its own R
+    rankings = rankings_from_dicts(
+        {"q": {"b": 1}, "r": {"a": 1, "b": 1, "c": 1}},
+        {"q": ["a", "b", "c"], "r": ["a", "x", "b", "c"]},
+    )
+    (rprec,) = evaluate(rankings, [parse_measure("rprec")]).values()
+    assert rprec.tolist() == [0.0, pytest.approx(2 / 3)]
+
+
+def test_negative_grades_count_as_not_relevant_and_gain_nothing() -> None:
+    rankings = rankings_from_dicts({"q": {"a": -1, "b": 2}}, {"q": ["a", "b"]})
+    result = evaluate(rankings, [parse_measure(m) for m in ("ndcg", "ndcg_exp", "mrr", "p@1")])
+    # DCG = 0 + 2 / log2(3) over IDCG = 2; with gain 2^g - 1: 3 / log2(3) over 3
+    assert [v.tolist() for v in result.values()] == [
+        [pytest.approx(1 / log2(3))],
+        [pytest.approx(1 / log2(3))],
+        [0.5],
+        [0.0],
+    ]
+
+
+# ---------------------------------------------------------------- ranking rules
+
+
+def ranked_grades(run: dict[str, float] | list[str], grades: dict[str, int]) -> list[int]:
+    rankings = rankings_from_dicts({"q": grades}, {"q": run})
+    return rankings.grades[0, : int(rankings.retrieved[0])].tolist()
+
+
+def test_equal_scores_are_ordered_by_document_id_descending() -> None:
+    # each document's grade is its place in trec_eval's order
+    grades = {"top": 9, "é": 1, "z": 2, "d2": 3, "d10": 4, "d1": 5, "last": 8}
+    scores = {"d1": 1.0, "last": 0.5, "d10": 1.0, "z": 1.0, "top": 2.0, "é": 1.0, "d2": 1.0}
+    assert ranked_grades(scores, grades) == [9, 1, 2, 3, 4, 5, 8]
+
+
+def test_a_ranked_list_keeps_its_order_and_the_first_of_each_duplicate() -> None:
+    # [b, b, a]: a is at rank 2, not 3
+    rankings = rankings_from_dicts({"q": {"a": 1}}, {"q": ["b", "b", "a"]})
+    assert rankings.retrieved.tolist() == [2]
+    result = evaluate(rankings, parse_measures(["mrr", "precision@2", "coverage@3"]))
+    assert [v.tolist() for v in result.values()] == [[0.5], [0.5], [0.5]]
+    # a relevant document repeated is counted once
+    rankings = rankings_from_dicts({"q": {"a": 1, "c": 1}}, {"q": ["a", "a", "z", "a"]})
+    (p2,) = evaluate(rankings, [parse_measure("precision@2")]).values()
+    assert p2.tolist() == [0.5]
+    assert ranked_grades(["z", "a", "y", "z"], {"a": 2, "y": 1, "z": 3}) == [3, 2, 1]
+
+
+def test_nothing_to_evaluate_gives_empty_columns() -> None:
+    rankings = rankings_from_dicts({"q": {"a": 0}}, {"q": ["a"]})
+    assert rankings.query_ids == ()
+    assert rankings.excluded == ("q",)
+    result = evaluate(rankings, parse_measures(DEFAULT_MEASURES))
+    assert all(v.shape == (0,) for v in result.values())
+
+
+# ---------------------------------------------------------------- parse_measure
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "cutoff", "canonical"),
+    [
+        ("ndcg@10", "ndcg", 10, "ndcg@10"),
+        ("NDCG@10", "ndcg", 10, "ndcg@10"),
+        ("  map ", "map", None, "map"),
+        ("P_5", "precision", 5, "precision@5"),
+        ("p@5", "precision", 5, "precision@5"),
+        ("precision.5", "precision", 5, "precision@5"),
+        ("success@5", "hit", 5, "hit@5"),
+        ("success_1", "hit", 1, "hit@1"),
+        ("ndcg_cut_10", "ndcg", 10, "ndcg@10"),
+        ("ndcg_cut", "ndcg", None, "ndcg"),
+        ("recip_rank", "mrr", None, "mrr"),
+        ("mrr@10", "mrr", 10, "mrr@10"),
+        ("map_cut_10", "map", 10, "map@10"),
+        ("r-precision", "rprec", None, "rprec"),
+        ("rprec", "rprec", None, "rprec"),
+        ("recall_10", "recall", 10, "recall@10"),
+        ("recall", "recall", None, "recall"),
+        ("ndcg_exp@10", "ndcg_exp", 10, "ndcg_exp@10"),
+        ("ndcg_exp_10", "ndcg_exp", 10, "ndcg_exp@10"),
+        ("judged@5", "coverage", 5, "coverage@5"),
+        ("coverage@010", "coverage", 10, "coverage@10"),
+    ],
+)
+def test_parse_measure_aliases_and_canonical_names(
+    text: str, name: str, cutoff: int | None, canonical: str
+) -> None:
+    measure = parse_measure(text)
+    assert measure == Measure(name, cutoff)
+    assert str(measure) == canonical
+    assert parse_measure(canonical) == measure
+
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("bogus", ["unknown measure 'bogus'", *sorted(MEASURES), "e.g. ndcg@10"]),
+        ("", ["unknown measure ''"]),
+        ("ndcg@", ["unknown measure 'ndcg@'"]),
+        ("ndcg@x", ["unknown measure 'ndcg@x'"]),
+        ("P5", ["unknown measure 'P5'"]),
+        ("precision", ["'precision' needs a cutoff", "precision@10"]),
+        ("P", ["'precision' needs a cutoff", "precision@10"]),
+        ("hit", ["'hit' needs a cutoff", "hit@10"]),
+        ("coverage", ["'coverage' needs a cutoff", "coverage@10"]),
+        ("rprec@5", ["'rprec' takes no cutoff", "write rprec"]),
+        ("ndcg@0", ["'ndcg@0'", "at least 1"]),
+        ("P_0", ["'P_0'", "at least 1"]),
+    ],
+)
+def test_parse_measure_errors_say_what_to_write(text: str, fragments: list[str]) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_measure(text)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_parse_measures_keeps_order_and_drops_repeats() -> None:
+    parsed = parse_measures(["map", "P_5", "precision@5", "ndcg_cut_10", "map"])
+    assert [str(m) for m in parsed] == ["map", "precision@5", "ndcg@10"]
+
+
+def test_default_measures_all_parse_to_themselves() -> None:
+    assert [str(m) for m in parse_measures(DEFAULT_MEASURES)] == list(DEFAULT_MEASURES)
+
+
+def test_measures_are_value_objects() -> None:
+    assert {parse_measure("P_5"): 1}[Measure("precision", 5)] == 1
+    assert parse_measure("map") != parse_measure("map@5")
+    with pytest.raises(AttributeError):
+        Measure("map").cutoff = 3  # type: ignore[misc]
+
+
+def test_measures_sort_by_name_then_cutoff() -> None:
+    # Measure is declared orderable; a name with and without a cutoff must sort too
+    measures = parse_measures(["mrr", "ndcg@10", "map@10", "ndcg@5", "map", "ndcg"])
+    assert [str(m) for m in sorted(measures)] == ["map", "map@10", "mrr", "ndcg", "ndcg@5", "ndcg@10"]
+
+
+def test_evaluate_returns_one_column_per_measure_in_the_order_asked() -> None:
+    rankings = rankings_from_dicts(QRELS, RUN)
+    measures = parse_measures(["rprec", "map", "hit@1"])
+    result = evaluate(rankings, measures)
+    assert list(result) == list(measures)
+    assert all(v.shape == (2,) and v.dtype.kind == "f" for v in result.values())

@@ -1,0 +1,265 @@
+"""ragsnap.metrics against trec_eval (pytrec_eval), per query, on seeded random runs.
+
+The acceptance test of the measures: every query of every seed, both ways of
+building ``Rankings`` (plain dicts, and TREC files read back from disk), to
+1e-9. The data is built to hit trec_eval's corners: many tied scores, grades
+0-3, relevant documents never retrieved, judged queries missing from the run,
+queries judged only with grade 0, queries only in the run, and document ids
+of many lengths (prefixes of each other, longer than 8 bytes, non-ASCII).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ragsnap.metrics import Measure, Rankings, evaluate, parse_measure, rankings_from_dicts
+from ragsnap.trec import rankings_from_trec, read_qrels, read_run
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+TOLERANCE = 1e-9
+CUTOFFS = (1, 3, 5, 10, 20)
+
+# ids of at most 8 bytes, several of them prefixes of others
+SHORT_IDS = [
+    *(f"d{i}" for i in (1, 2, 3, 5, 9, 10, 11, 20, 100, 101, 1000)),
+    *("a", "b", "ab", "abc", "Z", "d1-x", "d1_", "é", "éa", "ß1", "文1", "z"),
+]
+# ids longer than 8 bytes (several 8-byte words), some extending short ones
+LONG_IDS = [
+    "d100000000",
+    "d1000000000000000",
+    "d1-appendix-04",
+    "document-00000001",
+    "document-000000010",
+    "長い文書ID",
+    "ñandú-ñandú-ñ",
+    "x" * 25,
+    "d10-long-identifier",
+    "abcdefgh",  # exactly 8 bytes
+    "abcdefghi",
+]
+QUERY_IDS = ["q1", "q10", "q100", "q2", "query-number-eleven", "问题-3", "Q", "q1a"]
+# a handful of values, so that most scores tie; some need an exponent to print
+SCORES = [3.0, 2.5, 2.0, 1.0, 0.5, 0.1, 0.0, -1.25]
+EXPONENT_SCORES = [1e-05, 2.5e20]
+
+# (id layout, seed): "short" keeps every id within one 8-byte word, "mixed"
+# draws judged and retrieved ids from short and long ones alike, and
+# "long-unretrieved" judges long ids but only ever retrieves short ones.
+CASES = [(layout, seed) for layout in ("short", "mixed", "long-unretrieved") for seed in range(4)]
+
+
+@dataclass
+class Data:
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    run: dict[str, dict[str, float]] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)  # judged, relevant, not in the run
+    zero_only: set[str] = field(default_factory=set)  # judged, no relevant document
+    run_only: set[str] = field(default_factory=set)
+
+    @property
+    def evaluated(self) -> set[str]:
+        return {q for q, j in self.qrels.items() if any(g >= 1 for g in j.values())}
+
+
+def make_data(layout: str, seed: int) -> Data:
+    rng = random.Random(f"{layout}-{seed}")
+    if layout == "short":
+        judged_pool, retrieved_pool = SHORT_IDS, SHORT_IDS
+    elif layout == "mixed":
+        judged_pool = retrieved_pool = SHORT_IDS + LONG_IDS
+    else:
+        judged_pool, retrieved_pool = SHORT_IDS + LONG_IDS, SHORT_IDS
+    values = rng.sample(SCORES, rng.randint(2, 5))
+    if seed % 2:
+        values += EXPONENT_SCORES
+    kinds = ["missing", "zero-only", "zero-only", "run-only", "no-relevant-retrieved"]
+    kinds += ["normal"] * (len(QUERY_IDS) + 6 - len(kinds))
+    rng.shuffle(kinds)
+    queries = QUERY_IDS + [f"q{i}" for i in range(3, 9)]
+    data = Data()
+    for query, kind in zip(queries, kinds, strict=True):
+        judged = rng.sample(judged_pool, rng.randint(1, 12))
+        if kind == "zero-only":
+            data.qrels[query] = dict.fromkeys(judged, 0)
+            data.zero_only.add(query)
+        elif kind != "run-only":
+            grades = {d: rng.choice((0, 0, 1, 2, 3)) for d in judged}
+            if all(g == 0 for g in grades.values()):
+                grades[judged[0]] = rng.randint(1, 3)
+            data.qrels[query] = grades
+        else:
+            data.run_only.add(query)
+        if kind == "missing":
+            data.missing.add(query)
+            continue
+        retrieved = rng.sample(retrieved_pool, rng.randint(1, len(retrieved_pool) - 2))
+        if kind == "zero-only":
+            retrieved = list(dict.fromkeys([*judged[:3], *retrieved]))
+        if kind == "no-relevant-retrieved":
+            retrieved = [d for d in retrieved if data.qrels[query].get(d, 0) < 1]
+        if not retrieved:
+            data.missing.add(query)
+            continue
+        data.run[query] = {d: rng.choice(values) for d in retrieved}
+    return data
+
+
+def trec_order(scores: dict[str, float]) -> list[str]:
+    """trec_eval's ranking: score descending, then document id descending by bytes."""
+    return [d for d, _ in sorted(scores.items(), key=lambda i: (i[1], i[0].encode()), reverse=True)]
+
+
+def write_trec_files(data: Data, seed: int, tmp_path: Path) -> tuple[Path, Path]:
+    """The same data as TREC files: qrels shuffled; run lines shuffled for even
+    seeds, grouped by query and sorted by score (ties in random order) for odd."""
+    rng = random.Random(seed)
+    seps = (" ", "\t", "  ")
+    qrels_lines = [
+        rng.choice(seps).join((q, "0", d, str(g))) for q, j in data.qrels.items() for d, g in j.items()
+    ]
+    rng.shuffle(qrels_lines)
+    run_items = [(q, d, s) for q, scores in data.run.items() for d, s in scores.items()]
+    if seed % 2:
+        rng.shuffle(run_items)  # random order within ties, then a stable sort
+        run_items.sort(key=lambda i: (i[0], -i[2]))
+    else:
+        rng.shuffle(run_items)
+    run_lines = [
+        rng.choice(seps).join((q, "Q0", d, str(rank), repr(s), "tag"))
+        for rank, (q, d, s) in enumerate(run_items, 1)
+    ]
+    qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels_path.write_bytes(("\n".join(qrels_lines) + "\n").encode("utf-8"))
+    run_path.write_bytes(("\n".join(run_lines) + "\n").encode("utf-8"))
+    return qrels_path, run_path
+
+
+def from_dicts(data: Data, seed: int, tmp_path: Path) -> Rankings:
+    return rankings_from_dicts(data.qrels, data.run)
+
+
+def from_trec(data: Data, seed: int, tmp_path: Path) -> Rankings:
+    qrels_path, run_path = write_trec_files(data, seed, tmp_path)
+    return rankings_from_trec(read_qrels(qrels_path), read_run(run_path))
+
+
+BUILDERS: dict[str, Callable[[Data, int, Path], Rankings]] = {
+    "dicts": from_dicts,
+    "trec": from_trec,
+}
+
+# ragsnap measure -> trec_eval measure
+TREC_EQUIVALENTS: dict[str, str] = {
+    "mrr": "recip_rank",
+    "ndcg": "ndcg",
+    "map": "map",
+    "rprec": "Rprec",
+    **{f"precision@{k}": f"P_{k}" for k in CUTOFFS},
+    **{f"recall@{k}": f"recall_{k}" for k in CUTOFFS},
+    **{f"hit@{k}": f"success_{k}" for k in CUTOFFS},
+    **{f"ndcg@{k}": f"ndcg_cut_{k}" for k in CUTOFFS},
+    **{f"map@{k}": f"map_cut_{k}" for k in CUTOFFS},
+}
+
+
+def reference_values(data: Data) -> dict[str, dict[str, float]]:
+    """trec_eval's value of every ragsnap measure, per query it evaluates."""
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        data.qrels, {*TREC_EQUIVALENTS.values(), "num_rel_ret", "num_rel"}
+    )
+    raw = evaluator.evaluate(data.run)
+    out = {q: {m: raw[q][t] for m, t in TREC_EQUIVALENTS.items()} for q in raw}
+    for q, row in raw.items():  # recall without a cutoff: relevant retrieved / relevant
+        out[q]["recall"] = row["num_rel_ret"] / row["num_rel"] if row["num_rel"] else 0.0
+    rr = pytrec_eval.RelevanceEvaluator(data.qrels, {"recip_rank"})
+    for k in CUTOFFS:  # mrr@k: recip_rank on the run cut to its top k in trec_eval order
+        cut = {q: {d: s[d] for d in trec_order(s)[:k]} for q, s in data.run.items()}
+        for q, row in rr.evaluate(cut).items():
+            out[q][f"mrr@{k}"] = row["recip_rank"]
+    return out
+
+
+def ndcg_exp_reference(ranking: list[str], judgments: dict[str, int], k: int | None) -> float:
+    """nDCG with gain 2^g - 1 and discount log2(rank + 1), written out longhand."""
+    top = ranking if k is None else ranking[:k]
+    dcg = sum((2 ** judgments.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(top))
+    ideal = sorted((g for g in judgments.values() if g > 0), reverse=True)
+    ideal = ideal if k is None else ideal[:k]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def coverage_reference(ranking: list[str], judgments: dict[str, int], k: int) -> float:
+    shown = ranking[:k]
+    return sum(d in judgments for d in shown) / len(shown) if shown else 1.0
+
+
+def all_measures() -> list[Measure]:
+    names = [*TREC_EQUIVALENTS, "recall", "ndcg_exp"]
+    names += [f"{m}@{k}" for m in ("mrr", "ndcg_exp", "coverage") for k in CUTOFFS]
+    return [parse_measure(n) for n in names]
+
+
+@pytest.mark.parametrize("builder", sorted(BUILDERS))
+@pytest.mark.parametrize(("layout", "seed"), CASES)
+def test_every_measure_matches_trec_eval_per_query(
+    layout: str, seed: int, builder: str, tmp_path: Path
+) -> None:
+    data = make_data(layout, seed)
+    rankings = BUILDERS[builder](data, seed, tmp_path)
+    measures = all_measures()
+    values = evaluate(rankings, measures)
+    reference = reference_values(data)
+
+    assert data.missing and data.zero_only and data.run_only  # the data has every corner
+    assert set(reference) - data.zero_only == data.evaluated - data.missing
+    assert rankings.query_ids == tuple(sorted(data.evaluated))
+    assert rankings.excluded == tuple(sorted(data.zero_only))
+    assert not set(rankings.query_ids) & (data.run_only | data.zero_only)
+
+    mismatches = []
+    for row, query in enumerate(rankings.query_ids):
+        judgments = data.qrels[query]
+        ranking = trec_order(data.run.get(query, {}))
+        for m in measures:
+            got = float(values[m][row])
+            if m.name == "coverage":
+                assert m.cutoff is not None
+                want = coverage_reference(ranking, judgments, m.cutoff)
+            elif m.name == "ndcg_exp":
+                want = ndcg_exp_reference(ranking, judgments, m.cutoff)
+            elif query in data.missing:
+                want = 0.0  # trec_eval leaves it out; ragsnap scores it exactly 0
+                if got != 0.0:
+                    mismatches.append(f"{query!r} {m}: {got!r}, expected exactly 0")
+                continue
+            else:
+                want = reference[query][str(m)]
+            if not math.isclose(got, want, rel_tol=0.0, abs_tol=TOLERANCE):
+                mismatches.append(f"{query!r} {m}: ragsnap {got!r}, reference {want!r}")
+    assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
+
+
+@pytest.mark.parametrize(("layout", "seed"), CASES)
+def test_dicts_and_trec_files_build_the_same_rankings(
+    layout: str, seed: int, tmp_path: Path
+) -> None:
+    data = make_data(layout, seed)
+    a, b = from_dicts(data, seed, tmp_path), from_trec(data, seed, tmp_path)
+    assert a.query_ids == b.query_ids
+    assert a.excluded == b.excluded
+    assert a.retrieved.tolist() == b.retrieved.tolist()
+    assert a.num_rel.tolist() == b.num_rel.tolist()
+    assert a.grades.tolist() == b.grades.tolist()
+    assert a.judged.tolist() == b.judged.tolist()
+    assert [[g for g in row if g] for row in a.ideal.tolist()] == [
+        [g for g in row if g] for row in b.ideal.tolist()
+    ]
