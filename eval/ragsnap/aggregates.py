@@ -34,7 +34,7 @@ GROUP_KEYS: dict[str, Callable[[CaseResult], str]] = {
 #: Aggregate fields where a higher value is better (the diff reads this).
 HIGHER_IS_BETTER = ("passRate", "recallAtK", "strongHitRate")
 #: Aggregate fields where a lower value is better.
-LOWER_IS_BETTER = ("missCount",)
+LOWER_IS_BETTER = ("missCount", "noAnswerFalsePositiveRate")
 
 
 def _rate(numerator: int, denominator: int) -> float | None:

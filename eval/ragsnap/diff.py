@@ -8,7 +8,8 @@ Aggregate metrics, overall and per category / language / split:
 
 * pass rate, Recall@K, strong hit rate: a drop larger than the tolerance is a
   regression, a rise an improvement;
-* miss count: a rise larger than the tolerance is a regression;
+* miss count, no-answer false-positive rate: a rise larger than the tolerance
+  (``missCount``; ``metrics`` for the rate) is a regression;
 * graded metrics (nDCG@k, Recall@k, MRR, context precision / recall ...):
   a drop of the mean larger than the ``metrics`` tolerance is a regression.
 
@@ -267,7 +268,7 @@ def metric_value(metric: str, value: Any) -> str:
         return "n/a"
     if metric == "missCount":
         return str(value)
-    if metric in HIGHER_IS_BETTER:
+    if metric in HIGHER_IS_BETTER or metric in LOWER_IS_BETTER:
         return percent(value)
     return f"{value:.3f}"
 

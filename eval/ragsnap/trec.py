@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import InputError
+from .errors import InputError, OutputError
 from .metrics import Measure, Rankings, evaluate
 
 if TYPE_CHECKING:
@@ -398,13 +398,13 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
 
     decode = np.char.decode
     return Rankings(
-        query_ids=tuple(decode(names[evaluated], "utf-8").tolist()),
+        query_ids=tuple(decode(names[evaluated], "utf-8", "backslashreplace").tolist()),
         grades=grade_matrix,
         judged=judged_matrix,
         retrieved=retrieved,
         num_rel=num_rel[evaluated],
         ideal=ideal,
-        excluded=tuple(decode(names[excluded], "utf-8").tolist()),
+        excluded=tuple(decode(names[excluded], "utf-8", "backslashreplace").tolist()),
     )
 
 
@@ -482,6 +482,15 @@ def evaluate_files(
     return rankings, evaluate(rankings, measures)
 
 
+def _check_ids(*ids: str) -> None:
+    for value in ids:
+        if not value or any(c.isspace() or ord(c) < 32 for c in value):
+            raise OutputError(
+                f"cannot write the id {value!r} to a TREC file: TREC ids are non-empty and "
+                "contain no white space; rename it in the fixture or golden case"
+            )
+
+
 def write_run(path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap") -> None:
     """Write ranked document lists as a run; scores are n - rank + 1 so that
     trec_eval's score ordering reproduces the ranks exactly."""
@@ -490,6 +499,7 @@ def write_run(path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsn
     lines = []
     for query in sorted(ranked):
         docs = list(dict.fromkeys(ranked[query]))
+        _check_ids(query, *docs)
         lines += [f"{query} Q0 {d} {i} {len(docs) - i + 1} {tag}" for i, d in enumerate(docs, 1)]
     write_text(path, "\n".join(lines) + "\n" if lines else "")
 
@@ -498,6 +508,8 @@ def write_qrels(path: Path, judgments: Mapping[str, Mapping[str, int]]) -> None:
     """Write graded judgments as a qrels file, sorted by query and document."""
     from .jsonio import write_text
 
+    for query, graded in judgments.items():
+        _check_ids(query, *graded)
     lines = [
         f"{query} 0 {doc} {grade}"
         for query in sorted(judgments)

@@ -86,7 +86,7 @@ def test_default_measures_then_counts(files: Path) -> None:
     assert lines[-2:] == [("num_q", "all", "3"), ("num_excluded", "all", "1")]
     # two of the worked values, spelled out
     values = {name: value for name, _, value in lines}
-    assert (values["map"], values["precision@5"], values["hit@10"]) == ("0.2778", "0.2000", "0.6667")
+    assert [values[m] for m in ("map", "precision@5", "hit@10")] == ["0.2778", "0.2000", "0.6667"]
 
 
 def test_per_query_lines_come_first_sorted_by_query_id(files: Path) -> None:
@@ -227,9 +227,17 @@ def test_odd_input_never_shows_a_traceback(files: Path, which: str, data: bytes)
         assert which in run.err
 
 
-def test_argument_errors_exit_2(files: Path) -> None:
-    for args in (["metrics", "--qrels", "qrels.txt"], ["metrics", "--digits", "x"]):
-        run = run_cli(*args, cwd=files)
-        assert run.code == 2
-        assert "Traceback" not in run.err
-        assert "usage:" in run.err
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--qrels", "qrels.txt"],
+        ["--qrels", "qrels.txt", "--run", "run.txt", "--digits", "x"],
+        ["--qrels", "qrels.txt", "--run", "run.txt", "--digits", "-1"],
+    ],
+    ids=["no-run", "digits-not-a-number", "negative-digits"],
+)
+def test_argument_errors_exit_2_without_a_traceback(files: Path, args: list[str]) -> None:
+    run = run_cli("metrics", *args, cwd=files)
+    assert run.code == 2, run.err
+    assert "Traceback" not in run.err
+    assert run.out == ""

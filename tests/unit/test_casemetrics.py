@@ -55,7 +55,9 @@ def test_case_metrics_rank_by_judgment_target_and_dedupe() -> None:
     ]
     fixtures = {
         "a": Fixture.from_json(
-            make_fixture("a", [block(1, "s1"), block(2, "s2", text="the gold line"), block(3, "s2")])
+            make_fixture(
+                "a", [block(1, "s1"), block(2, "s2", text="the gold line"), block(3, "s2")]
+            )
         ),
     }
     values = case_metrics(cases, fixtures, parse_measures(["mrr@10", "ndcg@10", "recall@1"]))

@@ -132,10 +132,18 @@ def test_judgment_errors(project: Project, judgments: list, pointer: str, text: 
 
 def test_no_answer_case_may_only_judge_irrelevant(project: Project) -> None:
     project.write_cases(
-        [make_case("a", noAnswer=True, expectedSources=None, judgments=[{"source": "x", "grade": 0}])]
+        [
+            make_case(
+                "a", noAnswer=True, expectedSources=None, judgments=[{"source": "x", "grade": 0}]
+            )
+        ]
     )
     assert load_cases(project.cases).cases[0].judgments[0].grade == 0
     project.write_cases(
-        [make_case("a", noAnswer=True, expectedSources=None, judgments=[{"source": "x", "grade": 2}])]
+        [
+            make_case(
+                "a", noAnswer=True, expectedSources=None, judgments=[{"source": "x", "grade": 2}]
+            )
+        ]
     )
     assert "cannot judge anything relevant" in str(error(load_cases, project.cases))

@@ -239,7 +239,14 @@ def test_measures_are_value_objects() -> None:
 def test_measures_sort_by_name_then_cutoff() -> None:
     # Measure is declared orderable; a name with and without a cutoff must sort too
     measures = parse_measures(["mrr", "ndcg@10", "map@10", "ndcg@5", "map", "ndcg"])
-    assert [str(m) for m in sorted(measures)] == ["map", "map@10", "mrr", "ndcg", "ndcg@5", "ndcg@10"]
+    assert [str(m) for m in sorted(measures)] == [
+        "map",
+        "map@10",
+        "mrr",
+        "ndcg",
+        "ndcg@5",
+        "ndcg@10",
+    ]
 
 
 def test_evaluate_returns_one_column_per_measure_in_the_order_asked() -> None:

@@ -102,7 +102,8 @@ def make_data(layout: str, seed: int) -> Data:
             continue
         retrieved = rng.sample(retrieved_pool, rng.randint(1, len(retrieved_pool) - 2))
         if kind == "zero-only":
-            retrieved = list(dict.fromkeys([*judged[:3], *retrieved]))
+            some_judged = [d for d in judged[:3] if d in retrieved_pool]
+            retrieved = list(dict.fromkeys([*some_judged, *retrieved]))
         if kind == "no-relevant-retrieved":
             retrieved = [d for d in retrieved if data.qrels[query].get(d, 0) < 1]
         if not retrieved:
@@ -119,19 +120,21 @@ def trec_order(scores: dict[str, float]) -> list[str]:
 
 def write_trec_files(data: Data, seed: int, tmp_path: Path) -> tuple[Path, Path]:
     """The same data as TREC files: qrels shuffled; run lines shuffled for even
-    seeds, grouped by query and sorted by score (ties in random order) for odd."""
+    seeds, and for odd ones grouped by query (queries in a random order) and
+    sorted by score, tied lines in a random order."""
     rng = random.Random(seed)
     seps = (" ", "\t", "  ")
     qrels_lines = [
-        rng.choice(seps).join((q, "0", d, str(g))) for q, j in data.qrels.items() for d, g in j.items()
+        rng.choice(seps).join((q, "0", d, str(g)))
+        for q, j in data.qrels.items()
+        for d, g in j.items()
     ]
     rng.shuffle(qrels_lines)
     run_items = [(q, d, s) for q, scores in data.run.items() for d, s in scores.items()]
-    if seed % 2:
-        rng.shuffle(run_items)  # random order within ties, then a stable sort
-        run_items.sort(key=lambda i: (i[0], -i[2]))
-    else:
-        rng.shuffle(run_items)
+    rng.shuffle(run_items)
+    if seed % 2:  # queries in a random order, ties in a random order
+        place = {q: rng.random() for q in data.run}
+        run_items.sort(key=lambda i: (place[i[0]], -i[2]))
     run_lines = [
         rng.choice(seps).join((q, "Q0", d, str(rank), repr(s), "tag"))
         for rank, (q, d, s) in enumerate(run_items, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import UsageError
 from ..metrics import DEFAULT_MEASURES, parse_measures
 from ..trec import evaluate_files
 from . import gc_paused
@@ -12,6 +13,8 @@ from . import gc_paused
 
 def run(args: argparse.Namespace) -> int:
     """Print ``measure<TAB>query<TAB>value`` lines; ``-q`` adds per-query lines."""
+    if args.digits < 0 or args.digits > 17:
+        raise UsageError(f"--digits {args.digits}: give a number of decimal places from 0 to 17")
     measures = parse_measures(args.measure or DEFAULT_MEASURES)
     with gc_paused():
         rankings, values = evaluate_files(args.qrels, args.run, measures)
