@@ -486,7 +486,7 @@ def _check_ids(*ids: str) -> None:
     for value in ids:
         if not value or any(c.isspace() or ord(c) < 32 for c in value):
             raise OutputError(
-                f"cannot write the id {value!r} to a TREC file: TREC ids are non-empty and "
+                f"cannot write {value!r} to a TREC file: TREC ids and tags are non-empty and "
                 "contain no white space; rename it in the fixture or golden case"
             )
 
@@ -499,7 +499,7 @@ def write_run(path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsn
     lines = []
     for query in sorted(ranked):
         docs = list(dict.fromkeys(ranked[query]))
-        _check_ids(query, *docs)
+        _check_ids(tag, query, *docs)
         lines += [f"{query} Q0 {d} {i} {len(docs) - i + 1} {tag}" for i, d in enumerate(docs, 1)]
     write_text(path, "\n".join(lines) + "\n" if lines else "")
 
