@@ -17,12 +17,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .aggregates import Aggregate, aggregate, group
+    from .casemetrics import case_metrics, context_precision_recall
     from .diff import Tolerances, diff_reports, render_diff_markdown
     from .errors import InputError, MissingDependency, OutputError, RagsnapError, UsageError
     from .inputs import CaseSet, FixtureSet, load_cases, load_fixtures, load_report
-    from .models import EvidenceBlock, Fixture, GoldenCase, LookupResult
+    from .metrics import (
+        Measure,
+        Rankings,
+        evaluate,
+        parse_measure,
+        parse_measures,
+        rankings_from_dicts,
+    )
+    from .models import EvidenceBlock, Fixture, GoldenCase, Judgment, LookupResult
     from .report import build_report, render_markdown
     from .scoring import CaseResult, score_case
+    from .trec import rankings_from_trec, read_qrels, read_run, write_qrels, write_run
 
 #: Public name -> the module that defines it. Imported on first use (PEP 562),
 #: so ``import ragsnap`` and ``ragsnap --help`` stay cheap.
@@ -30,6 +40,20 @@ _EXPORTS = {
     "Aggregate": "aggregates",
     "aggregate": "aggregates",
     "group": "aggregates",
+    "case_metrics": "casemetrics",
+    "context_precision_recall": "casemetrics",
+    "Measure": "metrics",
+    "Rankings": "metrics",
+    "evaluate": "metrics",
+    "parse_measure": "metrics",
+    "parse_measures": "metrics",
+    "rankings_from_dicts": "metrics",
+    "Judgment": "models",
+    "read_qrels": "trec",
+    "read_run": "trec",
+    "rankings_from_trec": "trec",
+    "write_qrels": "trec",
+    "write_run": "trec",
     "Tolerances": "diff",
     "diff_reports": "diff",
     "render_diff_markdown": "diff",
@@ -72,21 +96,35 @@ __all__ = [
     "FixtureSet",
     "GoldenCase",
     "InputError",
+    "Judgment",
     "LookupResult",
+    "Measure",
     "MissingDependency",
     "OutputError",
     "RagsnapError",
+    "Rankings",
     "Tolerances",
     "UsageError",
     "__version__",
     "aggregate",
     "build_report",
+    "case_metrics",
+    "context_precision_recall",
     "diff_reports",
+    "evaluate",
     "group",
     "load_cases",
     "load_fixtures",
     "load_report",
+    "parse_measure",
+    "parse_measures",
+    "rankings_from_dicts",
+    "rankings_from_trec",
+    "read_qrels",
+    "read_run",
     "render_diff_markdown",
     "render_markdown",
     "score_case",
+    "write_qrels",
+    "write_run",
 ]

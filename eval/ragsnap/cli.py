@@ -28,6 +28,23 @@ DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
 DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
 
 
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cases",
+        type=Path,
+        default=DEFAULT_CASES,
+        metavar="FILE",
+        help=f"golden cases file (default: {DEFAULT_CASES})",
+    )
+    parser.add_argument(
+        "--fixtures",
+        type=Path,
+        default=DEFAULT_FIXTURES,
+        metavar="DIR",
+        help=f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
+    )
+
+
 def _add_common(parser: argparse.ArgumentParser, listed: str) -> None:
     parser.add_argument(
         "--config",
@@ -63,20 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "knowledge base, no network), write JSON and Markdown reports, and with "
         "--compare-to diff them against a baseline report.",
     )
-    score.add_argument(
-        "--cases",
-        type=Path,
-        default=DEFAULT_CASES,
-        metavar="FILE",
-        help=f"golden cases file (default: {DEFAULT_CASES})",
-    )
-    score.add_argument(
-        "--fixtures",
-        type=Path,
-        default=DEFAULT_FIXTURES,
-        metavar="DIR",
-        help=f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
-    )
+    _add_inputs(score)
     score.add_argument(
         "--json-report",
         type=Path,
@@ -172,20 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trec_eval keeps the fixture's order) and, with --qrels-out, the golden cases' "
         "judgments as TREC qrels, for trec_eval, ranx or `ragsnap metrics`.",
     )
-    export.add_argument(
-        "--cases",
-        type=Path,
-        default=DEFAULT_CASES,
-        metavar="FILE",
-        help=f"golden cases file (default: {DEFAULT_CASES})",
-    )
-    export.add_argument(
-        "--fixtures",
-        type=Path,
-        default=DEFAULT_FIXTURES,
-        metavar="DIR",
-        help=f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
-    )
+    _add_inputs(export)
     export.add_argument("--out", type=Path, required=True, metavar="FILE", help="run file")
     export.add_argument(
         "--qrels-out", type=Path, metavar="FILE", help="also write the judgments (default: no)"
