@@ -63,35 +63,46 @@ class TrecRun:
     score: npt.NDArray[np.float64]
 
 
-def _blocks(path: Path) -> Iterator[tuple[bytes, int]]:
-    """Yield (block of whole lines, number of the block's first line)."""
+def _blocks(path: Path) -> Iterator[tuple[memoryview, int]]:
+    """Yield (block of whole lines, the block's byte offset in the file).
+
+    A block ends at its last newline; the partial line after it is read again
+    with the next block (a seek back), so no block is ever copied to be joined.
+    """
     try:
         handle = path.open("rb")
     except FileNotFoundError:
         raise InputError(path, "file not found", "pass the path of an existing file") from None
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror})", "check the path") from None
-    line = 1
-    rest = b""
+    offset = 0
     with handle:
         while True:
             chunk = handle.read(_BLOCK)
             if not chunk:
-                break
-            data = rest + chunk
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
-            yield data[:cut], line
-            line += data.count(b"\n", 0, cut)
-            rest = data[cut:]
-    if rest:
-        yield rest + b"\n", line
+                return
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:  # a line longer than a block, or the last line without a newline
+                more = handle.read()
+                chunk += more
+                cut = chunk.find(b"\n") + 1 if more else 0
+                if cut == 0:
+                    yield memoryview(chunk + b"\n"), offset
+                    return
+            yield memoryview(chunk)[:cut], offset
+            offset += cut
+            if cut < len(chunk):
+                handle.seek(offset)
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based number of the line that starts at byte ``offset`` (errors only)."""
+    with path.open("rb") as handle:
+        return handle.read(offset).count(b"\n") + 1
 
 
 def _tokenise(
-    block: bytes, fields: int, path: Path, first_line: int
+    block: memoryview, fields: int, path: Path, offset: int
 ) -> tuple[npt.NDArray[np.uint8], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]]:
     """Token (start, end) offsets of each column of a block of whole lines."""
     import numpy as np
@@ -105,11 +116,11 @@ def _tokenise(
     bad = np.flatnonzero((counts != 0) & (counts != fields))
     if bad.size:
         first = int(bad[0])
-        text = block[(newlines[first - 1] + 1 if first else 0) : newlines[first]]
+        text = bytes(block[(newlines[first - 1] + 1 if first else 0) : newlines[first]])
         raise InputError(
             path,
-            f"line {first_line + first} has {counts[first]} fields, expected {fields}: "
-            f"{text.decode('utf-8', 'replace')[:80]!r}",
+            f"line {_line_number(path, offset) + first} has {counts[first]} fields, "
+            f"expected {fields}: {text.decode('utf-8', 'replace')[:80]!r}",
             "fix or remove that line",
         )
     return buf, [(starts[c::fields], ends[c::fields]) for c in range(fields)]
@@ -137,7 +148,7 @@ def _numbers(
     values: npt.NDArray[np.bytes_],
     dtype: type,
     path: Path,
-    first_line: int,
+    offset: int,
     buf: npt.NDArray[np.uint8],
     line_starts: npt.NDArray[np.int64],
     what: str,
@@ -153,7 +164,7 @@ def _numbers(
         return values.astype(dtype)
     except (ValueError, OverflowError):
         newlines = np.flatnonzero(buf == 10)
-        lines = np.searchsorted(newlines, line_starts) + first_line
+        lines = np.searchsorted(newlines, line_starts) + _line_number(path, offset)
         for value, line in zip(values, lines, strict=True):
             try:
                 np.array([value]).astype(dtype)
@@ -172,12 +183,12 @@ def _read(
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
     import numpy as np
 
-    def columns_of(item: tuple[bytes, int]) -> _Columns:
-        block, first_line = item
-        buf, spans = _tokenise(block, fields, path, first_line)
+    def columns_of(item: tuple[memoryview, int]) -> _Columns:
+        block, offset = item
+        buf, spans = _tokenise(block, fields, path, offset)
         strings = [_strings(buf, spans[column]) for column in columns]
         raw = _strings(buf, spans[numeric[0]])
-        return strings, _numbers(raw, numeric[1], path, first_line, buf, spans[0][0], numeric[2])
+        return strings, _numbers(raw, numeric[1], path, offset, buf, spans[0][0], numeric[2])
 
     # numpy releases the GIL in the heavy steps: two threads read two blocks at once
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
@@ -315,12 +326,16 @@ def _hash(values: npt.NDArray[np.bytes_], words: int) -> npt.NDArray[np.uint64]:
     whatever their own widths."""
     import numpy as np
 
-    keys = _order_keys(values, words)
-    if len(keys) == 1:
-        return keys[0]
-    hashed = np.full(values.size, 0xCBF29CE484222325, dtype=np.uint64)
-    for word in keys:
-        hashed = (hashed ^ word) * np.uint64(0x100000001B3)
+    hashed = np.empty(values.size, dtype=np.uint64)
+    step = 1 << 20  # bounded temporaries for long ids
+    for start in range(0, values.size, step):
+        keys = _order_keys(values[start : start + step], words)
+        part = keys[0].copy()
+        if len(keys) > 1:
+            part[:] = 0xCBF29CE484222325
+            for word in keys:
+                part = (part ^ word) * np.uint64(0x100000001B3)
+        hashed[start : start + step] = part
     return hashed
 
 
@@ -363,15 +378,15 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
     row_of[evaluated] = np.arange(evaluated.size)
 
     # the run: only evaluated queries, in trec_eval order, de-duplicated
+    # (``line`` is each result's index in the run file; the document strings are
+    # read only where hashes cannot decide: ties, duplicates and join hits)
     keep = np.flatnonzero(row_of[run_q] >= 0)
     rows = row_of[run_q[keep]]
-    doc = run.doc[keep]
-    score = run.score[keep]
-    order = _trec_order(rows, score, doc)
-    rows, doc = rows[order], doc[order]
-    run_pairs = _mix(evaluated[rows], _hash(doc, words))
-    unique = _first_occurrences(run_pairs, rows, doc, order)
-    rows, doc, run_pairs = rows[unique], doc[unique], run_pairs[unique]
+    order = _trec_order(rows, run.score[keep], run.doc, keep)
+    rows, line = rows[order], keep[order]
+    run_pairs = _mix(evaluated[rows], _hash(run.doc, words)[line])
+    unique = _first_occurrences(run_pairs, rows, run.doc, line)
+    rows, line, run_pairs = rows[unique], line[unique], run_pairs[unique]
 
     head = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
     position = np.arange(rows.size) - np.repeat(head, np.diff(np.append(head, rows.size)))
@@ -380,7 +395,7 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
 
     hit, slot = _join(pairs, run_pairs)
     source = first[slot]
-    exact = (judged_q[source] == evaluated[rows[hit]]) & (qrels.doc[source] == doc[hit])
+    exact = (judged_q[source] == evaluated[rows[hit]]) & (qrels.doc[source] == run.doc[line[hit]])
     hit, slot = hit[exact], slot[exact]
 
     grade_matrix = np.zeros((evaluated.size, width), dtype=np.int64)
@@ -409,13 +424,17 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
 
 
 def _trec_order(
-    rows: npt.NDArray[np.int64], score: npt.NDArray[np.float64], doc: npt.NDArray[np.bytes_]
+    rows: npt.NDArray[np.int64],
+    score: npt.NDArray[np.float64],
+    doc: npt.NDArray[np.bytes_],
+    line: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
     """Indices that group the rows (each query's results together) and order
-    each group by score descending, then document descending.
+    each group by score descending, then document (``doc[line[i]]``) descending.
 
     Run files usually come grouped by query and sorted by score already; that
-    is checked in one pass, and only tied neighbours are then re-ordered.
+    is checked in one pass, and only tied neighbours are then re-ordered: pairs
+    by one vectorised comparison, larger tie groups by a sort of their own.
     """
     import numpy as np
 
@@ -434,14 +453,26 @@ def _trec_order(
     tied = np.flatnonzero((r[1:] == r[:-1]) & (s[1:] == s[:-1]))
     if tied.size == 0:
         return order
-    members = np.unique(np.concatenate([tied, tied + 1]))
-    # a tie group is a run of equal (row, score); order each by document descending
+    in_tie = np.zeros(n, dtype=bool)
+    in_tie[tied] = in_tie[tied + 1] = True
+    members = np.flatnonzero(in_tie)
+    # a tie group is a run of equal (row, score)
     boundary = np.concatenate(([True], (r[1:] != r[:-1]) | (s[1:] != s[:-1])))
     group = np.cumsum(boundary)[members]
-    keys = _order_keys(doc[order[members]])
-    inverted = [np.iinfo(np.uint64).max - k for k in reversed(keys)]
-    within = np.lexsort((*inverted, group))
-    order[members] = order[members][within]
+    starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    sizes = np.diff(np.append(starts, members.size))
+
+    first = members[starts[sizes == 2]]
+    a, b = order[first], order[first + 1]
+    swap = doc[line[a]] < doc[line[b]]
+    order[first[swap]], order[first[swap] + 1] = b[swap], a[swap]
+
+    large = np.repeat(sizes > 2, sizes)
+    if large.any():
+        big = members[large]
+        keys = _order_keys(doc[line[order[big]]])
+        inverted = [np.iinfo(np.uint64).max - k for k in reversed(keys)]
+        order[big] = order[big][np.lexsort((*inverted, group[large]))]
     return order
 
 
@@ -449,10 +480,11 @@ def _first_occurrences(
     pairs: npt.NDArray[np.uint64],
     rows: npt.NDArray[np.int64],
     doc: npt.NDArray[np.bytes_],
-    order: npt.NDArray[np.int64],
+    line: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
     """Positions (in sorted order) to keep: for each (row, document), the one
-    that came first in the file (``order`` holds each position's file index).
+    that came first in the file (``line`` holds each position's file index, and
+    ``doc[line[i]]`` its document).
 
     The pair hashes are sorted once; only pairs whose hash repeats are compared
     exactly, so a run without duplicates costs one sort.
@@ -464,8 +496,8 @@ def _first_occurrences(
     if repeated.size == 0:
         return np.arange(pairs.size)
     suspects = np.flatnonzero(np.isin(pairs, repeated))
-    keys = _order_keys(doc[suspects])
-    by_pair = np.lexsort((order[suspects], *reversed(keys), rows[suspects]))
+    keys = _order_keys(doc[line[suspects]])
+    by_pair = np.lexsort((line[suspects], *reversed(keys), rows[suspects]))
     same = rows[suspects][by_pair][1:] == rows[suspects][by_pair][:-1]
     for word in keys:
         same &= word[by_pair][1:] == word[by_pair][:-1]

@@ -1,0 +1,846 @@
+#!/usr/bin/env python3
+"""Benchmark ragsnap's TREC evaluation against pytrec_eval and ranx on a 10M-line run.
+
+All three tools read the same qrels and run files and compute the same six
+measures per query and their means: map, ndcg@10 (``ndcg_cut_10``),
+recall@10, precision@10 (``P_10``), mrr (``recip_rank``) and rprec
+(``Rprec``). The target is that ragsnap, end to end from the files, takes at
+most ``TARGET_RATIO`` times pytrec_eval's time, with identical values.
+
+Steps:
+
+1. Generate, deterministically from ``--seed``, a run of ``--queries`` queries
+   x ``--docs`` results as a retrieval system writes it (each query's lines
+   together, ranks 1..n, scores non-increasing and rounded to 2 decimals so
+   that many are tied, doc ids of varied length) and qrels with ~10 graded
+   judgments per query, some judged relevant documents never retrieved, ~2%
+   of queries judged with grade 0 only and ~1% judged queries absent from
+   the run.
+2. Run each tool once in its own subprocess (``--one TOOL``) for its peak
+   RSS (``VmHWM``); ranx a second time with an empty numba cache for its
+   cold start.
+3. In this process: one first call of each tool (ranx's includes loading its
+   numba kernels), the value checks on those results, then ``--repeat``
+   timed rounds with the order of the sides rotating and a ``gc.collect()``
+   before each run.
+4. Print the table (medians, ratios to pytrec_eval's total, peak RSS), the
+   value checks and PASS/FAIL; with ``--profile`` or on FAIL, a cProfile of
+   one more ragsnap run.
+
+Usage::
+
+    python benchmarks/metrics_vs_peers.py [--queries 100000] [--docs 100] [--repeat 3]
+                                          [--workdir DIR] [--seed N] [--keep] [--profile]
+
+With ``--workdir`` the files are generated there (or reused when they were
+generated there with the same settings) and never deleted; otherwise they go
+to a fresh temporary folder that is deleted at the end unless ``--keep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+TARGET_RATIO = 0.5
+TOLERANCE = 1e-9
+DEFAULT_SEED = 20261129
+#: Bump when the generated data changes, so a reused --workdir is regenerated.
+GENERATOR_VERSION = 1
+
+RUN_FILE = Path("run.trec")
+QRELS_FILE = Path("qrels.trec")
+MANIFEST = Path("benchmark.json")
+
+#: The same six measures in each tool's spelling: (ragsnap, pytrec_eval, ranx).
+MEASURES = (
+    ("map", "map", "map"),
+    ("ndcg@10", "ndcg_cut_10", "ndcg@10"),
+    ("recall@10", "recall_10", "recall@10"),
+    ("precision@10", "P_10", "precision@10"),
+    ("mrr", "recip_rank", "mrr"),
+    ("rprec", "Rprec", "r-precision"),
+)
+RAGSNAP_NAMES = tuple(m[0] for m in MEASURES)
+PYTREC_NAMES = tuple(m[1] for m in MEASURES)
+RANX_NAMES = tuple(m[2] for m in MEASURES)
+
+TOOLS = ("pytrec_eval", "ragsnap", "ranx")
+MODULES = {"pytrec_eval": "pytrec_eval", "ragsnap": "ragsnap.trec", "ranx": "ranx"}
+
+# --------------------------------------------------------------------------- generator
+
+#: Unretrieved candidates drawn per query (judged but never retrieved documents).
+EXTRA = 16
+VOCABULARY_DOC = 1_700_000  # doc0 .. doc9999999, 1-7 digits
+VOCABULARY_MSMARCO = 300_000  # msmarco_passage_SS_OFFSET, 24-34 characters
+TAG = b"bm25-rm3"
+QUERIES_PER_CHUNK = 10_000
+ZERO_ONLY_SHARE = 0.02
+ABSENT_SHARE = 0.01
+GRADE_WEIGHTS = (0.5, 0.3, 0.2)  # grades 1, 2, 3 among relevant judgments
+
+
+def _doc_vocabulary(rng: np.random.Generator) -> npt.NDArray[np.bytes_]:
+    """Distinct document ids: ``doc`` + 1-7 digits, and MS MARCO v2 passage ids."""
+    short = np.arange(100_000)  # every 1-5 digit number, so short ids occur too
+    long = 100_000 + rng.permutation(9_900_000)[: VOCABULARY_DOC - short.size]
+    doc = np.char.add(np.array([b"doc"]), np.concatenate([short, long]).astype("S7"))
+    codes = np.unique(rng.integers(0, 70 * 10**9, VOCABULARY_MSMARCO + 1000))
+    codes = rng.permutation(codes)[:VOCABULARY_MSMARCO]
+    shard = np.char.zfill((codes // 10**9).astype("S2"), 2)
+    offset = (codes % 10**9).astype("S9")
+    msmarco = np.char.add(np.char.add(np.array([b"msmarco_passage_"]), shard), b"_")
+    msmarco = np.char.add(msmarco, offset)
+    width = max(doc.dtype.itemsize, msmarco.dtype.itemsize)
+    return np.concatenate([doc.astype(f"S{width}"), msmarco.astype(f"S{width}")])
+
+
+def _distinct_rows(
+    rng: np.random.Generator, rows: int, width: int, high: int
+) -> npt.NDArray[np.int64]:
+    """``rows`` x ``width`` random ints below ``high``, distinct within each row."""
+    picks = rng.integers(0, high, size=(rows, width))
+    while True:
+        ordered = np.sort(picks, axis=1)
+        bad = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+        if bad.size == 0:
+            return picks
+        picks[bad] = rng.integers(0, high, size=(bad.size, width))
+
+
+def _graded(rng: np.random.Generator, p_relevant: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Grades 0-3: relevant with probability ``p_relevant``, then 1/2/3 by GRADE_WEIGHTS."""
+    relevant = rng.random(p_relevant.shape) < p_relevant
+    level = rng.choice(np.array([1, 2, 3]), size=p_relevant.shape, p=GRADE_WEIGHTS)
+    return np.where(relevant, level, 0).astype(np.int64)
+
+
+def _matrix(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint8]:
+    """A byte-string array as one row of bytes per value (NUL-padded)."""
+    values = np.ascontiguousarray(values)
+    return values.view(np.uint8).reshape(values.size, values.dtype.itemsize)
+
+
+def _lines(columns: Sequence[npt.NDArray[np.bytes_] | bytes], rows: int) -> bytes:
+    """Join columns (arrays of ``rows`` values, or constant separators) into lines.
+
+    The columns are laid side by side as one byte matrix and the NUL padding
+    is dropped, so a chunk of a million lines costs a few numpy operations.
+    """
+    parts = [
+        np.broadcast_to(np.frombuffer(c, dtype=np.uint8), (rows, len(c)))
+        if isinstance(c, bytes)
+        else _matrix(c)
+        for c in columns
+    ]
+    flat = np.concatenate(parts, axis=1).ravel()
+    return flat[flat != 0].tobytes()
+
+
+def generate(queries: int, docs: int, seed: int) -> dict[str, Any]:
+    """Write RUN_FILE and QRELS_FILE in the current folder; return facts about them."""
+    rng = np.random.default_rng(seed)
+    vocabulary = _doc_vocabulary(rng)
+    absent = round(ABSENT_SHARE * queries)
+    total = queries + absent
+
+    # query ids q1..q999999, listed in numeric order; `absent` of them are judged only
+    numbers = np.sort(rng.permutation(np.arange(1, max(1_000_000, 10 * total)))[:total])
+    query_ids = np.char.add(np.array([b"q"]), numbers.astype("S7"))
+    in_run = np.ones(total, dtype=bool)
+    in_run[rng.choice(total, absent, replace=False)] = False
+    run_rows = np.flatnonzero(in_run)
+
+    # documents: `docs` retrieved + EXTRA never-retrieved candidates, distinct per query
+    picks = _distinct_rows(rng, total, docs + EXTRA, vocabulary.size)
+
+    # scores: gaps shrink with depth, rounded to cents, so ties grow deeper in the list
+    gap_mean = 0.02 + 0.12 * np.exp(-np.arange(docs - 1) / 20.0)
+    gaps = rng.exponential(1.0, size=(queries, docs - 1)) * gap_mean
+    raw = rng.uniform(12.0, 40.0, size=(queries, 1)) - np.concatenate(
+        [np.zeros((queries, 1)), np.cumsum(gaps, axis=1)], axis=1
+    )
+    cents = np.maximum(np.rint(raw * 100.0).astype(np.int64), 0)  # monotone: stays sorted
+    score_text = (np.arange(int(cents.max()) + 1) / 100.0).astype("S8")
+
+    # judgments: ~10 per query, retrieved ones drawn towards the top, 20% never retrieved
+    judged = np.zeros((total, docs + EXTRA), dtype=bool)
+    grades = np.zeros((total, docs + EXTRA), dtype=np.int64)
+    count = rng.integers(6, 15, size=total)
+    outside = np.minimum(rng.binomial(count, 0.2), EXTRA)
+    outside[~in_run] = count[~in_run]
+    inside = count - outside
+    position = np.arange(docs)
+    weight = np.log(1.0 / (position + 1.0) ** 0.6)
+    by_pool = np.argsort(-(weight + rng.gumbel(size=(total, docs))), axis=1)
+    pooled = np.zeros((total, docs), dtype=bool)
+    np.put_along_axis(pooled, by_pool, np.arange(docs) < inside[:, None], axis=1)
+    judged[:, :docs] = pooled & in_run[:, None]
+    judged[:, docs:] = np.arange(EXTRA) < outside[:, None]
+    p_relevant = np.concatenate(
+        [
+            np.broadcast_to(0.08 + 0.6 * np.exp(-position / 12.0), (total, docs)),
+            np.full((total, EXTRA), 0.3),
+        ],
+        axis=1,
+    )
+    grades[judged] = _graded(rng, p_relevant[judged])
+    zero_only = rng.choice(run_rows, round(ZERO_ONLY_SHARE * queries), replace=False)
+    grades[zero_only] = 0
+    needs_one = np.ones(total, dtype=bool)
+    needs_one[zero_only] = False
+    needs_one &= ~((grades >= 1) & judged).any(axis=1)
+    first_judged = judged.argmax(axis=1)
+    grades[np.flatnonzero(needs_one), first_judged[needs_one]] = 1
+
+    # qrels: each query's judgments together, in an arbitrary (vocabulary) order
+    row, col = np.nonzero(judged)
+    order = np.lexsort((picks[row, col], row))
+    row, col = row[order], col[order]
+    grade_text = np.array([b"0", b"1", b"2", b"3"])
+    qrels_bytes = _lines(
+        [
+            query_ids[row],
+            b" 0 ",
+            vocabulary[picks[row, col]],
+            b" ",
+            grade_text[grades[row, col]],
+            b"\n",
+        ],
+        row.size,
+    )
+    QRELS_FILE.write_bytes(qrels_bytes)
+
+    # the run, in chunks of queries; lines in rank order, tied documents in system order
+    rank_text = np.arange(1, docs + 1).astype(f"S{len(str(docs))}")
+    run_size = 0
+    with RUN_FILE.open("wb") as handle:
+        for start in range(0, queries, QUERIES_PER_CHUNK):
+            rows = run_rows[start : start + QUERIES_PER_CHUNK]
+            lines = rows.size * docs
+            chunk = _lines(
+                [
+                    np.repeat(query_ids[rows], docs),
+                    b" Q0 ",
+                    vocabulary[picks[rows, :docs]].ravel(),
+                    b" ",
+                    np.tile(rank_text, rows.size),
+                    b" ",
+                    score_text[cents[start : start + rows.size]].ravel(),
+                    b" " + TAG + b"\n",
+                ],
+                lines,
+            )
+            handle.write(chunk)
+            run_size += len(chunk)
+
+    relevant = (grades >= 1) & judged
+    tied = cents[:, 1:] == cents[:, :-1]
+    doc_lengths = np.char.str_len(vocabulary[picks[run_rows, :docs]])
+    return {
+        "run_lines": queries * docs,
+        "run_mb": round(run_size / 1e6, 1),
+        "qrels_lines": int(judged.sum()),
+        "qrels_mb": round(len(qrels_bytes) / 1e6, 1),
+        "judged_queries": total,
+        "judged_per_query": round(float(count.mean()), 2),
+        "relevant_judgments": int(relevant.sum()),
+        "relevant_never_retrieved": int(relevant[:, docs:].sum()),
+        "zero_only_queries": int(zero_only.size),
+        "absent_from_run": absent,
+        "tied_adjacent_pairs": round(float(tied.mean()), 3),
+        "queries_with_tie_in_top_10": int(tied[:, :9].any(axis=1).sum()),
+        "doc_id_length": [int(doc_lengths.min()), int(doc_lengths.max())],
+    }
+
+
+# --------------------------------------------------------------------------- the sides
+
+
+@dataclass
+class Outcome:
+    """One end-to-end run of a side: timings, means, and what it built (kept so
+    that freeing it happens after the clock stops, for every tool alike)."""
+
+    total: float
+    phases: dict[str, float]
+    means: dict[str, float]
+    kept: tuple[Any, ...] = field(default=(), repr=False)
+
+
+def run_pytrec_eval(qrels_path: Path, run_path: Path) -> Outcome:
+    """pytrec_eval: ``parse_qrel`` + ``parse_run``, then ``RelevanceEvaluator.evaluate`` + means."""
+    import pytrec_eval
+
+    start = time.perf_counter()
+    with qrels_path.open() as handle:
+        qrels = pytrec_eval.parse_qrel(handle)
+    with run_path.open() as handle:
+        run = pytrec_eval.parse_run(handle)
+    parsed = time.perf_counter()
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_NAMES)
+    per_query = evaluator.evaluate(run)
+    means = {
+        m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
+        for m in PYTREC_NAMES
+    }
+    end = time.perf_counter()
+    phases = {"parse": parsed - start, "evaluate": end - parsed}
+    return Outcome(end - start, phases, means, (qrels, run, evaluator, per_query))
+
+
+def run_ragsnap(qrels_path: Path, run_path: Path) -> Outcome:
+    """ragsnap: ``evaluate_files`` + the means."""
+    from ragsnap.metrics import parse_measures
+    from ragsnap.trec import evaluate_files
+
+    start = time.perf_counter()
+    rankings, values = evaluate_files(qrels_path, run_path, parse_measures(RAGSNAP_NAMES))
+    means = {str(m): float(v.mean()) if v.size else 0.0 for m, v in values.items()}
+    end = time.perf_counter()
+    return Outcome(end - start, {}, means, (rankings, values))
+
+
+def run_ragsnap_phases(qrels_path: Path, run_path: Path) -> Outcome:
+    """ragsnap again, the same calls ``evaluate_files`` makes, with each phase timed."""
+    from ragsnap.metrics import evaluate, parse_measures
+    from ragsnap.trec import rankings_from_trec, read_qrels, read_run
+
+    start = time.perf_counter()
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    read = time.perf_counter()
+    rankings = rankings_from_trec(qrels, run)
+    ranked = time.perf_counter()
+    values = evaluate(rankings, parse_measures(RAGSNAP_NAMES))
+    means = {str(m): float(v.mean()) if v.size else 0.0 for m, v in values.items()}
+    end = time.perf_counter()
+    phases = {"read": read - start, "rankings": ranked - read, "evaluate": end - ranked}
+    return Outcome(end - start, phases, means, (qrels, run, rankings, values))
+
+
+def run_ranx(qrels_path: Path, run_path: Path) -> Outcome:
+    """ranx: ``Qrels.from_file`` + ``Run.from_file``, then ``evaluate(make_comparable=True)``.
+
+    ``make_comparable`` is needed because ~1% of the judged queries are absent
+    from the run (ranx refuses differing query sets otherwise); ranx then
+    scores those queries 0 and, like its default, stores per-query scores in
+    the run.
+    """
+    from ranx import Qrels, Run, evaluate
+
+    start = time.perf_counter()
+    qrels = Qrels.from_file(str(qrels_path), kind="trec")
+    run = Run.from_file(str(run_path), kind="trec")
+    loaded = time.perf_counter()
+    with warnings.catch_warnings():  # numba: "unsafe cast from uint64 to int64", per call
+        warnings.simplefilter("ignore")
+        means = evaluate(qrels, run, list(RANX_NAMES), make_comparable=True)
+    end = time.perf_counter()
+    phases = {"load": loaded - start, "evaluate": end - loaded}
+    return Outcome(end - start, phases, {m: float(v) for m, v in means.items()}, (qrels, run))
+
+
+SIDES: dict[str, Callable[[Path, Path], Outcome]] = {
+    "pytrec_eval": run_pytrec_eval,
+    "ragsnap": run_ragsnap,
+    "ragsnap phases": run_ragsnap_phases,
+    "ranx": run_ranx,
+}
+
+
+def measured(side: str) -> Outcome:
+    """Run a side after a full garbage collection."""
+    gc.collect()
+    return SIDES[side](QRELS_FILE, RUN_FILE)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB.
+
+    On Linux this is ``VmHWM`` from ``/proc/self/status``: the high-water mark
+    of the process's own address space, which starts afresh at exec.
+    ``getrusage(RUSAGE_SELF).ru_maxrss`` does not: a child started by a large
+    parent inherits the parent's peak through fork + exec, so it is only the
+    fallback (macOS reports bytes, Linux KiB).
+    """
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+
+
+def version(package: str) -> str:
+    """An installed distribution's version, without importing it."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+# --------------------------------------------------------------------------- peak memory
+
+
+def one(tool: str) -> None:
+    """``--one TOOL``: run one tool once in this fresh process and print a JSON line.
+
+    Peak memory is the process's peak RSS (``peak_rss_mb``; tracemalloc would
+    miss the C/C++ allocations of pytrec_eval and numba), read at the start,
+    after the imports and at the end.
+    """
+    before = peak_rss_mb()
+    start = time.perf_counter()
+    importlib.import_module(MODULES[tool])
+    imported = time.perf_counter()
+    after_imports = peak_rss_mb()
+    outcome = measured(tool)
+    result = {
+        "tool": tool,
+        "import_s": imported - start,
+        "seconds": outcome.total,
+        "phases": outcome.phases,
+        "rss_start_mb": before,
+        "rss_imports_mb": after_imports,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+    print(json.dumps(result))
+
+
+def in_subprocess(tool: str, workdir: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``--one TOOL`` in a new interpreter and return its JSON line."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--one", tool, "--workdir", str(workdir)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"--one {tool} failed (exit {done.returncode}):\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# --------------------------------------------------------------------------- value checks
+
+
+@dataclass
+class Check:
+    """Lines to print and whether ragsnap agrees with pytrec_eval."""
+
+    ragsnap_identical: bool
+    lines: list[str]
+
+
+def _zero_only(qrels: dict[str, dict[str, int]]) -> set[str]:
+    return {q for q, judged in qrels.items() if not any(g >= 1 for g in judged.values())}
+
+
+def check_values(pytrec: Outcome, ragsnap: Outcome, ranx: Outcome) -> Check:
+    """Compare per query and measure; account for each tool's query set."""
+    qrels, run, _, per_query = pytrec.kept
+    rankings, values = ragsnap.kept
+    ranx_qrels, ranx_run = ranx.kept
+    lines: list[str] = []
+    ok = True
+
+    # which queries each tool evaluates
+    evaluated_p = set(per_query)  # pytrec_eval: queries in the run and in the qrels
+    evaluated_r = set(rankings.query_ids)  # ragsnap: judged queries with a relevant document
+    zero_only = _zero_only(qrels)
+    absent = set(qrels) - set(run)
+    only_p, only_r = evaluated_p - evaluated_r, evaluated_r - evaluated_p
+    zeros_p = all(per_query[q][m] == 0.0 for q in only_p for m in PYTREC_NAMES)
+    row = {q: i for i, q in enumerate(rankings.query_ids)}
+    only_r_rows = np.array(sorted(row[q] for q in only_r), dtype=np.int64)
+    zeros_r = all(not np.any(values[m][only_r_rows]) for m in values)
+    sets_ok = (
+        only_p == zero_only & set(run)
+        and only_r == absent - zero_only
+        and set(rankings.excluded) == zero_only
+        and zeros_p
+        and zeros_r
+    )
+    ok &= sets_ok
+    lines.append(
+        f"Query sets: pytrec_eval {len(evaluated_p):,}, ragsnap {len(evaluated_r):,} "
+        f"(+{len(rankings.excluded):,} excluded), ranx {len(ranx_qrels):,}; in common "
+        f"{len(evaluated_p & evaluated_r):,}."
+    )
+    lines.append(
+        f"  pytrec_eval only: {len(only_p):,} = the queries judged with grade 0 only "
+        f"(ragsnap excludes them), all 0 in pytrec_eval: {zeros_p}"
+    )
+    lines.append(
+        f"  ragsnap only: {len(only_r):,} = the judged queries absent from the run "
+        f"(pytrec_eval skips them), all 0 in ragsnap: {zeros_r}"
+    )
+    lines.append(f"  as expected: {'yes' if sets_ok else 'NO'}")
+
+    # per query, on the common queries
+    common = sorted(evaluated_p & evaluated_r)
+    common_rows = np.array([row[q] for q in common], dtype=np.int64)
+    lines.append(f"ragsnap vs pytrec_eval, {len(common):,} common queries, |diff| <= {TOLERANCE}:")
+    for ours, theirs, _ in MEASURES:
+        mine = values[_measure(values, ours)][common_rows]
+        ref = np.array([per_query[q][theirs] for q in common])
+        bad = int((np.abs(mine - ref) > TOLERANCE).sum())
+        ok &= bad == 0
+        # means: ragsnap over its queries; pytrec_eval's sum over ragsnap's count
+        ref_sum = sum(per_query[q][theirs] for q in evaluated_p)
+        mean_r = ragsnap.means[ours]
+        reconciled = abs(ref_sum / len(evaluated_r) - mean_r) <= TOLERANCE
+        ok &= reconciled
+        lines.append(
+            f"  {ours:<13} differing {bad:>6,}  max |diff| {np.abs(mine - ref).max():.1e}  "
+            f"mean: ragsnap {mean_r:.6f}, pytrec_eval {pytrec.means[theirs]:.6f} over its "
+            f"{len(evaluated_p):,}, = {ref_sum / len(evaluated_r):.6f} over ragsnap's "
+            f"{len(evaluated_r):,} ({'ok' if reconciled else 'MISMATCH'})"
+        )
+
+    # ranx, on pytrec_eval's queries
+    ranx_scores = ranx_run.scores
+    queries = sorted(evaluated_p)
+    differing: set[str] = set()
+    lines.append(f"ranx vs pytrec_eval, {len(queries):,} queries pytrec_eval evaluates:")
+    for _, theirs, name in MEASURES:
+        mine = np.array([ranx_scores[name][q] for q in queries])
+        ref = np.array([per_query[q][theirs] for q in queries])
+        bad = np.abs(mine - ref) > TOLERANCE
+        differing |= {q for q, b in zip(queries, bad, strict=True) if b}
+        lines.append(
+            f"  {name:<13} differing {int(bad.sum()):>6,}  max |diff| "
+            f"{np.abs(mine - ref).max():.1e}  mean: ranx {ranx.means[name]:.6f} over its "
+            f"{len(ranx_qrels):,}, pytrec_eval {pytrec.means[theirs]:.6f}"
+        )
+    extra = set(ranx_qrels.keys()) - evaluated_p
+    zeros_x = all(ranx_scores[n][q] == 0.0 for q in extra for n in RANX_NAMES)
+    lines.append(
+        f"  ranx also scores the {len(extra):,} judged queries absent from the run, "
+        f"all 0: {zeros_x}"
+    )
+    lines.extend(_explain_ranx(differing, qrels, run, ranx_run, ranx_scores))
+    return Check(ok, lines)
+
+
+def _measure(values: dict[Any, Any], name: str) -> Any:
+    return next(m for m in values if str(m) == name)
+
+
+def _explain_ranx(
+    differing: set[str],
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    ranx_run: Any,
+    ranx_scores: dict[str, dict[str, float]],
+) -> list[str]:
+    """Show that ranx differs only by the order of tied documents.
+
+    trec_eval orders tied scores by document id descending; ranx sorts by
+    score only (numba's unstable quicksort of ``-score``), so tied documents
+    end up in an arbitrary order. Each differing query is re-evaluated by
+    pytrec_eval with ranx's own order made explicit (strictly decreasing
+    scores); if that reproduces ranx's values, the tie order is the only cause.
+    """
+    import pytrec_eval
+
+    def mixed_tie(query: str) -> bool:
+        judged = qrels.get(query, {})
+        seen: dict[float, int] = {}
+        for doc, score in run[query].items():
+            grade = judged.get(doc, 0)
+            if seen.setdefault(score, grade) != grade:
+                return True
+        return False
+
+    mixed = {q for q in run if q in qrels and mixed_tie(q)}
+    if not differing:
+        return [f"  ranx agrees on every query ({len(mixed):,} queries have mixed-grade ties)."]
+    explicit = {}
+    for query in differing:
+        docs = list(ranx_run.run[query].keys())
+        explicit[query] = {doc: float(len(docs) - i) for i, doc in enumerate(docs)}
+    replay = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in differing}, PYTREC_NAMES)
+    replayed = replay.evaluate(explicit)
+    reproduced: int = sum(
+        all(
+            abs(replayed[q][theirs] - ranx_scores[name][q]) <= TOLERANCE
+            for _, theirs, name in MEASURES
+        )
+        for q in differing
+    )
+    only = "only " if reproduced == len(differing) else "NOT only "
+    return [
+        f"  {len(differing):,} queries differ on some measure; all of them have tied scores "
+        f"between documents of different grades: {differing <= mixed} "
+        f"({len(mixed):,} queries have such ties).",
+        f"  pytrec_eval given ranx's tie order reproduces ranx on {reproduced:,} of the "
+        f"{len(differing):,}: the differences are {only}the order of tied documents "
+        "(trec_eval: document id descending; ranx: unspecified).",
+    ]
+
+
+# --------------------------------------------------------------------------- driver
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What determines the generated files; stored in the manifest."""
+
+    generator: int
+    queries: int
+    docs: int
+    seed: int
+
+
+def prepare(settings: Settings) -> dict[str, Any]:
+    """Generate the files (unless the folder has them for the same settings)."""
+    if MANIFEST.is_file():
+        manifest = json.loads(MANIFEST.read_text("utf-8"))
+        if manifest.get("settings") == asdict(settings):
+            print(f"Reusing the files in {Path.cwd()} (same settings).")
+            facts: dict[str, Any] = manifest["facts"]
+            return facts
+    MANIFEST.unlink(missing_ok=True)
+    started = time.perf_counter()
+    facts = generate(settings.queries, settings.docs, settings.seed)
+    print(f"Generated the run and the qrels in {time.perf_counter() - started:.1f} s.")
+    manifest = {"settings": asdict(settings), "facts": facts}
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return facts
+
+
+def numba_cache_files() -> int:
+    """Index files in ranx's in-tree numba cache (0 means its first use compiles)."""
+    spec = importlib.util.find_spec("ranx")
+    if spec is None or spec.origin is None:
+        return 0
+    return sum(1 for _ in Path(spec.origin).parent.rglob("*.nbi"))
+
+
+def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) -> bool:
+    """Measure memory, check the values, time the rounds, print; True when the target is met."""
+    print(
+        f"Run: {facts['run_lines']:,} lines, {facts['run_mb']} MB; qrels: "
+        f"{facts['qrels_lines']:,} lines, {facts['qrels_mb']} MB; {facts['judged_queries']:,} "
+        f"judged queries ({facts['judged_per_query']} judgments each on average, "
+        f"{facts['zero_only_queries']:,} with grade 0 only, {facts['absent_from_run']:,} "
+        f"absent from the run); {facts['relevant_judgments']:,} relevant judgments, "
+        f"{facts['relevant_never_retrieved']:,} of them never retrieved; "
+        f"{facts['tied_adjacent_pairs']:.1%} of adjacent results tied, "
+        f"{facts['queries_with_tie_in_top_10']:,} queries with a tie in the top 10; doc ids "
+        f"{facts['doc_id_length'][0]}-{facts['doc_id_length'][1]} characters."
+    )
+
+    # peak memory: each tool alone in a fresh interpreter
+    cached = numba_cache_files()
+    cold_dir = Path(tempfile.mkdtemp(prefix="numba-cold-", dir=workdir))
+    try:
+        cold = in_subprocess("ranx", workdir, {**os.environ, "NUMBA_CACHE_DIR": str(cold_dir)})
+    finally:
+        shutil.rmtree(cold_dir, ignore_errors=True)
+    alone = {tool: in_subprocess(tool, workdir) for tool in TOOLS}
+
+    # imports, then the first call of each side in this process (checked below)
+    import_seconds = {}
+    for tool in TOOLS:
+        start = time.perf_counter()
+        importlib.import_module(MODULES[tool])
+        import_seconds[tool] = time.perf_counter() - start
+    firsts = {side: measured(side) for side in ("ranx", "pytrec_eval", "ragsnap")}
+    check = check_values(firsts["pytrec_eval"], firsts["ragsnap"], firsts["ranx"])
+    first_seconds = {side: outcome.total for side, outcome in firsts.items()}
+    del firsts
+    gc.collect()
+
+    times: dict[str, list[float]] = {side: [] for side in SIDES}
+    phases: dict[str, dict[str, list[float]]] = {side: {} for side in SIDES}
+    names = list(SIDES)
+    for round_no in range(repeat):
+        shift = round_no % len(names)
+        for side in names[shift:] + names[:shift]:
+            outcome = measured(side)
+            times[side].append(outcome.total)
+            for phase, seconds in outcome.phases.items():
+                phases[side].setdefault(phase, []).append(seconds)
+            del outcome
+
+    med = {side: statistics.median(values) for side, values in times.items()}
+    med_phase = {
+        side: {phase: statistics.median(v) for phase, v in by_phase.items()}
+        for side, by_phase in phases.items()
+    }
+    reference = med["pytrec_eval"]
+    ratio = med["ragsnap"] / reference
+    passed = ratio <= TARGET_RATIO and check.ragsnap_identical
+
+    def row(label: str, seconds: float, memory: str = "") -> str:
+        return f"| {label:<58} | {seconds:>8.2f} s | {seconds / reference:>6.2f} | {memory:>9} |"
+
+    def mem(tool: str) -> str:
+        return f"{alone[tool]['peak_rss_mb']:,.0f} MB"
+
+    labelled = [
+        ("pytrec_eval: parse_qrel + parse_run", med_phase["pytrec_eval"]["parse"], ""),
+        (
+            "pytrec_eval: RelevanceEvaluator + evaluate + means",
+            med_phase["pytrec_eval"]["evaluate"],
+            "",
+        ),
+        ("pytrec_eval total", reference, mem("pytrec_eval")),
+        ("ragsnap: read_qrels + read_run", med_phase["ragsnap phases"]["read"], ""),
+        ("ragsnap: rankings_from_trec", med_phase["ragsnap phases"]["rankings"], ""),
+        ("ragsnap: evaluate + means", med_phase["ragsnap phases"]["evaluate"], ""),
+        ("ragsnap total (evaluate_files + means)", med["ragsnap"], mem("ragsnap")),
+        ("ranx: Qrels.from_file + Run.from_file", med_phase["ranx"]["load"], ""),
+        ("ranx: evaluate(make_comparable=True)", med_phase["ranx"]["evaluate"], ""),
+        ("ranx total, warm", med["ranx"], mem("ranx")),
+        ("ranx first call in this process (numba cache on disk)", first_seconds["ranx"], ""),
+        ("ranx first call, empty numba cache (compiles; own process)", cold["seconds"], ""),
+    ]
+    print()
+    print(
+        f"metrics_vs_peers: {repeat} rounds in rotating order; ratio = median / pytrec_eval total"
+    )
+    print(f"| {'':<58} | {'median':>10} | {'ratio':>6} | {'peak RSS':>9} |")
+    print(f"|{'-' * 60}|{'-' * 12}|{'-' * 8}|{'-' * 11}|")
+    for label, seconds, memory in labelled:
+        print(row(label, seconds, memory))
+    print()
+    verdict = "PASS" if passed else "FAIL"
+    values_word = "identical" if check.ragsnap_identical else "DIFFER"
+    print(
+        f"Target: ragsnap total <= {TARGET_RATIO} x pytrec_eval total, identical values: "
+        f"{verdict} (ratio {ratio:.3f}; values {values_word})"
+    )
+    print()
+    print("Value checks (first call of each tool):")
+    for line in check.lines:
+        print(line)
+    print()
+    print("Peak RSS (VmHWM) of a fresh interpreter running one tool once (--one TOOL):")
+    for tool in TOOLS:
+        a = alone[tool]
+        print(
+            f"  {tool:<12} start {a['rss_start_mb']:.0f} MB, after imports "
+            f"{a['rss_imports_mb']:.0f} MB, peak {a['peak_rss_mb']:,.0f} MB; that run took "
+            f"{a['seconds']:.2f} s (import {a['import_s']:.2f} s)"
+        )
+    print(
+        f"  ranx, empty numba cache: peak {cold['peak_rss_mb']:,.0f} MB, {cold['seconds']:.2f} s "
+        f"(phases {', '.join(f'{k} {v:.2f} s' for k, v in cold['phases'].items())}); "
+        f"ranx's own numba cache had {cached} index files before this run"
+    )
+    print(
+        "First calls in this process (after the imports): "
+        + ", ".join(f"{side} {seconds:.2f} s" for side, seconds in first_seconds.items())
+        + "; imports: "
+        + ", ".join(f"{tool} {seconds:.2f} s" for tool, seconds in import_seconds.items())
+    )
+    for side, values in times.items():
+        print(f"{side} times: {', '.join(f'{v:.2f}' for v in values)}")
+    print(
+        f"Python {platform.python_version()}, numpy {version('numpy')}, "
+        f"pytrec-eval-terrier {version('pytrec-eval-terrier')}, ranx {version('ranx')}, "
+        f"numba {version('numba')}, ragsnap {version('ragsnap')}; {os.cpu_count()} CPUs"
+    )
+
+    if profile or not passed:
+        profiler = cProfile.Profile()
+        gc.collect()
+        profiler.runcall(run_ragsnap, QRELS_FILE, RUN_FILE)
+        print("\nProfile of one ragsnap run (top 25 by cumulative time):")
+        stats = pstats.Stats(profiler, stream=sys.stdout)
+        stats.sort_stats("cumulative").print_stats(25)
+        print("Top 15 by own time:")
+        stats.sort_stats("tottime").print_stats(15)
+    return passed
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options; every help states its default."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--queries", type=int, default=100_000, help="queries in the run (default: 100000)"
+    )
+    parser.add_argument("--docs", type=int, default=100, help="results per query (default: 100)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default: 3)")
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default: {DEFAULT_SEED})"
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="generate (or reuse) the files here and keep them (default: a temporary folder)",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary folder (default: delete it)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print a cProfile of one more ragsnap run (default: only when the target is missed)",
+    )
+    parser.add_argument(
+        "--one",
+        choices=TOOLS,
+        help="internal: run one tool once on the files in --workdir and print a JSON line",
+    )
+    args = parser.parse_args(argv)
+    if args.queries < 100 or args.docs < 2 or args.repeat < 1:
+        parser.error("--queries must be at least 100, --docs at least 2, --repeat at least 1")
+    if args.one and args.workdir is None:
+        parser.error("--one needs --workdir")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; return 0 when the target is met, else 1."""
+    args = parse_args(argv)
+    if args.one:
+        os.chdir(args.workdir)
+        one(args.one)
+        return 0
+    settings = Settings(GENERATOR_VERSION, args.queries, args.docs, args.seed)
+    if args.workdir is not None:
+        workdir = args.workdir.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+    else:
+        workdir = Path(tempfile.mkdtemp(prefix="ragsnap-metrics-vs-peers-"))
+    home = Path.cwd()
+    os.chdir(workdir)
+    try:
+        facts = prepare(settings)
+        passed = benchmark(workdir, args.repeat, args.profile, facts)
+    finally:
+        os.chdir(home)
+        if args.workdir is None and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"Files kept in {workdir}")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
