@@ -30,6 +30,13 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
         f"strong {percent(s['strongHitRate'])}, {s['missCount']} miss(es), "
         f"{s['noAnswerFalsePositives']} no-answer false positive(s)"
     ]
+    graded = {k: v for k, v in s["metrics"].items() if v["mean"] is not None}
+    if graded:
+        judged = max(v["cases"] for v in graded.values())
+        lines.append(
+            f"Graded ({judged} judged case(s)): "
+            + ", ".join(f"{name} {v['mean']:.3f}" for name, v in graded.items())
+        )
     failing = [c for c in report["cases"] if not c["passed"]]
     if failing:
         lines.append("Failed cases:")
