@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MEASURE",
         help="a measure such as ndcg@10, recall@5, map, mrr@10, precision@10, hit@10, "
         "rprec, ndcg_exp@10, coverage@10; repeatable (default: "
-        "map, rprec, mrr@10, ndcg@10, recall@5, recall@10, precision@5, precision@10, hit@10)",
+        "map, rprec, mrr@10, ndcg@10, recall@5, recall@10, precision@5, precision@10, "
+        "hit@10, coverage@10)",
     )
     metrics.add_argument(
         "-q", "--per-query", action="store_true", help="also print one line per query"

@@ -12,7 +12,7 @@ error. Strictly validated against ``schemas/config.schema.json``::
         missCount: 0       # extra misses allowed
         firstExpectedRank: 0  # rank positions a found document may move down
         metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
-    measures: [recall@5, recall@10, mrr@10, ndcg@10, map]   # for judged cases
+    measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["DEFAULT_CONFIG", "Config", "load_config"]
 
 DEFAULT_CONFIG = Path("ragsnap.yaml")
 #: Graded measures the score report computes for judged cases.
-DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map")
+DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map", "coverage@10")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ Aggregate metrics, overall and per category / language / split:
 * miss count, no-answer false-positive rate: a rise larger than the tolerance
   (``missCount``; ``metrics`` for the rate) is a regression;
 * graded metrics (nDCG@k, Recall@k, MRR, context precision / recall ...):
-  a drop of the mean larger than the ``metrics`` tolerance is a regression.
+  a drop of the mean larger than the ``metrics`` tolerance is a regression;
+  judgment coverage is reported as a change, never a regression (it says how
+  complete the judgments are, not how good retrieval is).
 
 Case-level changes, for every case present in both reports:
 
@@ -109,7 +111,7 @@ def _round(value: Any) -> Any:
 
 
 def _metric_status(metric: str, before: Any, after: Any, tolerance: float) -> str:
-    if before is None or after is None:
+    if before is None or after is None or metric.startswith("coverage"):
         return UNCHANGED if before == after else CHANGED
     delta = after - before
     if metric in LOWER_IS_BETTER:

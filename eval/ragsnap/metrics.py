@@ -114,6 +114,7 @@ DEFAULT_MEASURES = (
     "precision@5",
     "precision@10",
     "hit@10",
+    "coverage@10",
 )
 
 _MEASURE_RE = re.compile(r"^([a-z_-]+)(?:[@_.](\d+))?$")

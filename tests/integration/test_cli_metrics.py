@@ -46,6 +46,8 @@ PER_QUERY = {
     "precision@5": [2 / 5, 1 / 5, 0.0],
     "precision@10": [2 / 10, 1 / 10, 0.0],
     "hit@10": [1.0, 1.0, 0.0],
+    # judged share of the results shown; 1 when nothing was retrieved
+    "coverage@10": [3 / 4, 1 / 2, 1.0],
 }
 
 

@@ -144,3 +144,23 @@ def test_graded_metric_drop_is_a_regression_within_tolerance_not() -> None:
     assert rows[0]["baseline"] == 1.0 and rows[0]["current"] == pytest.approx(0.63093, abs=1e-5)
     loose = [r for r in diff(before, after, metrics=0.5)["aggregates"] if r["metric"] == "ndcg@10"]
     assert all(r["status"] == "changed" for r in loose)
+
+
+def test_coverage_change_is_reported_but_never_a_regression() -> None:
+    from ragsnap.casemetrics import case_metrics
+    from ragsnap.metrics import parse_measures
+
+    c = GoldenCase.from_json(
+        make_case("a", query="query for a", judgments=[{"source": "mysql-pool", "grade": 3}]), {}
+    )
+
+    def judged(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        f = Fixture.from_json(make_fixture("a", blocks))
+        metrics = case_metrics([c], {"a": f}, parse_measures(["coverage@10"]))
+        return build_report([score_case(c, f, metrics.get("a"))], [], INPUTS)
+
+    before = judged([block(1, "mysql-pool")])
+    after = judged([block(1, "mysql-pool"), block(2, "unjudged")])
+    rows = [r for r in diff(before, after)["aggregates"] if r["metric"] == "coverage@10"]
+    assert rows and {r["status"] for r in rows} == {"changed"}
+    assert (rows[0]["baseline"], rows[0]["current"]) == (1.0, 0.5)
