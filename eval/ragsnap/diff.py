@@ -74,36 +74,29 @@ class Tolerances:
     def for_metric(self, metric: str) -> float:
         """The tolerance of a report metric: an aggregate in camelCase, or a graded
         metric (``ndcg@10``, ``contextRecall`` ...), which share ``metrics``."""
-        return {
-            "passRate": self.pass_rate,
-            "recallAtK": self.recall_at_k,
-            "strongHitRate": self.strong_hit_rate,
-            "missCount": self.miss_count,
-        }.get(metric, self.metrics)
+        field = _TOLERANCE_FIELDS.get(metric, "metrics")
+        value: float = getattr(self, field)
+        return value
 
     def to_json(self) -> dict[str, float]:
         """camelCase form for the diff report."""
-        return {
-            "passRate": self.pass_rate,
-            "recallAtK": self.recall_at_k,
-            "strongHitRate": self.strong_hit_rate,
-            "missCount": self.miss_count,
-            "firstExpectedRank": self.first_expected_rank,
-            "metrics": self.metrics,
-        }
+        return {key: getattr(self, field) for key, field in _TOLERANCE_FIELDS.items()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Tolerances:
         """Build from a validated ``tolerances`` mapping (camelCase keys)."""
-        names = {
-            "passRate": "pass_rate",
-            "recallAtK": "recall_at_k",
-            "strongHitRate": "strong_hit_rate",
-            "missCount": "miss_count",
-            "firstExpectedRank": "first_expected_rank",
-            "metrics": "metrics",
-        }
-        return cls(**{names[k]: v for k, v in data.items()})
+        return cls(**{_TOLERANCE_FIELDS[k]: v for k, v in data.items()})
+
+
+#: camelCase key (config, reports) -> Tolerances field.
+_TOLERANCE_FIELDS = {
+    "passRate": "pass_rate",
+    "recallAtK": "recall_at_k",
+    "strongHitRate": "strong_hit_rate",
+    "missCount": "miss_count",
+    "firstExpectedRank": "first_expected_rank",
+    "metrics": "metrics",
+}
 
 
 def _round(value: Any) -> Any:

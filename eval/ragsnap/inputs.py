@@ -59,17 +59,17 @@ def load_cases(path: Path) -> CaseSet:
             )
         seen[case_id] = index
         case = GoldenCase.from_json(item, defaults)
-        _check_case(case, path, pointer, item)
+        _check_case(case, path, pointer)
         cases.append(case)
     return CaseSet(tuple(cases), hashlib.sha256(raw).hexdigest())
 
 
-def _check_case(case: GoldenCase, path: Path, pointer: str, raw: dict[str, Any]) -> None:
-    kinds = [k for j in raw.get("judgments", []) for k in ("chunkId", "docId", "source") if k in j]
-    if len(set(kinds)) > 1:
+def _check_case(case: GoldenCase, path: Path, pointer: str) -> None:
+    kinds = {j.kind for j in case.judgments}
+    if len(kinds) > 1:
         raise InputError(
             path,
-            f"case {case.id!r} mixes judgment targets ({', '.join(sorted(set(kinds)))})",
+            f"case {case.id!r} mixes judgment targets ({', '.join(sorted(kinds))})",
             "judge either chunks (chunkId), documents (docId) or sources (source) in one case",
             pointer=f"{pointer}/judgments",
         )

@@ -321,7 +321,8 @@ def rankings_from_dicts(
     import numpy as np
 
     evaluated = sorted(q for q, judged in qrels.items() if any(g >= 1 for g in judged.values()))
-    excluded = tuple(sorted(q for q in qrels if q not in set(evaluated)))
+    evaluated_set = set(evaluated)
+    excluded = tuple(sorted(q for q in qrels if q not in evaluated_set))
     ranked: list[list[str]] = []
     for query in evaluated:
         result = run.get(query, ())

@@ -49,9 +49,15 @@ JUDGMENT_TARGETS = {"chunkId": "chunk_id", "docId": "doc_id", "source": "source"
 class Judgment:
     """A graded judgment of one chunk, document or source, with exact answer spans."""
 
+    kind: str  # "chunkId", "docId" or "source"
     target: str
     grade: int
     spans: tuple[str, ...] = ()
+
+
+def _judgment(data: dict[str, Any]) -> Judgment:
+    kind = next(k for k in JUDGMENT_TARGETS if k in data)  # the schema allows exactly one
+    return Judgment(kind, data[kind], data["grade"], _strings(data.get("spans")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +83,18 @@ class GoldenCase:
     expected_evidence_status: str | None = None
     expected_context_sources: tuple[str, ...] = ()
     expected_rerank_top_source: str | None = None
-    judgment_kind: str | None = None  # "chunkId", "docId" or "source"
     judgments: tuple[Judgment, ...] = ()
     tags: tuple[str, ...] = ()
+
+    @property
+    def judgment_kind(self) -> str | None:
+        """What this case judges (``chunkId``, ``docId`` or ``source``); None if nothing."""
+        return self.judgments[0].kind if self.judgments else None
 
     @classmethod
     def from_json(cls, data: dict[str, Any], defaults: dict[str, Any]) -> GoldenCase:
         """Build from one validated case object and the file's ``defaults``."""
         reasons = data.get("expectedFallbackReasons")
-        judgments = data.get("judgments", [])
-        kinds = [next(k for k in JUDGMENT_TARGETS if k in j) for j in judgments]
         return cls(
             id=data["id"],
             query=data["query"],
@@ -109,11 +117,7 @@ class GoldenCase:
             expected_evidence_status=data.get("expectedEvidenceStatus"),
             expected_context_sources=_strings(data.get("expectedContextSources")),
             expected_rerank_top_source=data.get("expectedRerankTopSource"),
-            judgment_kind=kinds[0] if kinds else None,
-            judgments=tuple(
-                Judgment(j[kind], j["grade"], _strings(j.get("spans")))
-                for j, kind in zip(judgments, kinds, strict=True)
-            ),
+            judgments=tuple(_judgment(j) for j in data.get("judgments", [])),
             tags=_strings(data.get("tags")),
         )
 
