@@ -31,10 +31,21 @@ def test_overlapping_occurrences_are_unioned_in_the_context() -> None:
     assert context_precision_recall(["ababa", "zzzzz"], ["aba"]) == (0.5, 1.0)
 
 
-def test_duplicate_blocks_cannot_inflate() -> None:
-    once = context_precision_recall(["pool size 20"], ["pool size 20"])
-    # the caller passes one text per chunk id; a repeated text is still one chunk's worth
-    assert once == (1.0, 1.0)
+def test_a_repeated_chunk_counts_once() -> None:
+    case = _case("a", [{"chunkId": "gold#1", "grade": 3, "spans": ["gold"]}])
+    gold = {**block(1, "gold", text="the gold line"), "chunkId": "gold#1"}
+    other = {**block(2, "other", text="filler text"), "chunkId": "other#1"}
+    repeated = {**gold, "rank": 3}
+    measures = parse_measures(["recall@10"])
+
+    def spans(blocks: list[dict[str, Any]]) -> tuple[Any, Any]:
+        fixtures = {"a": Fixture.from_json(make_fixture("a", blocks))}
+        values = case_metrics([case], fixtures, measures)["a"]
+        return values["contextPrecision"], values["contextRecall"]
+
+    # the same chunk returned twice cannot add covered (or returned) characters
+    assert spans([gold, other, repeated]) == spans([gold, other])
+    assert spans([gold, other]) == (pytest.approx(4 / (13 + 11)), 1.0)
 
 
 def test_no_spans_and_nothing_returned() -> None:

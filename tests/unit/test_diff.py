@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from conftest import block, make_case, make_fixture
+from ragsnap.casemetrics import case_metrics
 from ragsnap.diff import Tolerances, diff_reports
 from ragsnap.jsonio import round_floats
+from ragsnap.metrics import parse_measures
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.report import build_report
 from ragsnap.scoring import score_case
@@ -124,21 +126,19 @@ def test_added_and_removed_cases_and_notes() -> None:
     assert d["notes"] == ["the golden cases changed since the baseline was written"]
 
 
+def judged_report(blocks: list[dict[str, Any]], measure: str) -> dict[str, Any]:
+    """A one-case report whose case judges source mysql-pool grade 3."""
+    c = GoldenCase.from_json(
+        make_case("a", query="query for a", judgments=[{"source": "mysql-pool", "grade": 3}]), {}
+    )
+    f = Fixture.from_json(make_fixture("a", blocks))
+    metrics = case_metrics([c], {"a": f}, parse_measures([measure]))
+    return build_report([score_case(c, f, metrics.get("a"))], [], INPUTS)
+
+
 def test_graded_metric_drop_is_a_regression_within_tolerance_not() -> None:
-    def judged(blocks: list[dict[str, Any]]) -> dict[str, Any]:
-        c = GoldenCase.from_json(
-            make_case("a", query="query for a", judgments=[{"source": "mysql-pool", "grade": 3}]),
-            {},
-        )
-        f = Fixture.from_json(make_fixture("a", blocks))
-        from ragsnap.casemetrics import case_metrics
-        from ragsnap.metrics import parse_measures
-
-        metrics = case_metrics([c], {"a": f}, parse_measures(["ndcg@10"]))
-        return build_report([score_case(c, f, metrics.get("a"))], [], INPUTS)
-
-    before = judged([block(1, "mysql-pool")])
-    after = judged([block(1, "x"), block(2, "mysql-pool")])
+    before = judged_report([block(1, "mysql-pool")], "ndcg@10")
+    after = judged_report([block(1, "x"), block(2, "mysql-pool")], "ndcg@10")
     rows = [r for r in diff(before, after)["aggregates"] if r["metric"] == "ndcg@10"]
     assert rows and all(r["status"] == "regression" for r in rows)
     assert rows[0]["baseline"] == 1.0 and rows[0]["current"] == pytest.approx(0.63093, abs=1e-5)
@@ -147,20 +147,8 @@ def test_graded_metric_drop_is_a_regression_within_tolerance_not() -> None:
 
 
 def test_coverage_change_is_reported_but_never_a_regression() -> None:
-    from ragsnap.casemetrics import case_metrics
-    from ragsnap.metrics import parse_measures
-
-    c = GoldenCase.from_json(
-        make_case("a", query="query for a", judgments=[{"source": "mysql-pool", "grade": 3}]), {}
-    )
-
-    def judged(blocks: list[dict[str, Any]]) -> dict[str, Any]:
-        f = Fixture.from_json(make_fixture("a", blocks))
-        metrics = case_metrics([c], {"a": f}, parse_measures(["coverage@10"]))
-        return build_report([score_case(c, f, metrics.get("a"))], [], INPUTS)
-
-    before = judged([block(1, "mysql-pool")])
-    after = judged([block(1, "mysql-pool"), block(2, "unjudged")])
+    before = judged_report([block(1, "mysql-pool")], "coverage@10")
+    after = judged_report([block(1, "mysql-pool"), block(2, "unjudged")], "coverage@10")
     rows = [r for r in diff(before, after)["aggregates"] if r["metric"] == "coverage@10"]
     assert rows and {r["status"] for r in rows} == {"changed"}
     assert (rows[0]["baseline"], rows[0]["current"]) == (1.0, 0.5)
