@@ -10,7 +10,9 @@ traceback means a bug.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -189,7 +191,75 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--tag", default="ragsnap", help="the run tag column (default: ragsnap)")
     export.set_defaults(handler="export_run")
+
+    seed = sub.add_parser(
+        "seed",
+        help="import seed-docs/*.md into the knowledge base (delete-then-upload by source)",
+        description="Make the knowledge base hold exactly the seed documents: new files are "
+        "added, changed files re-chunked and re-embedded, files that are gone removed, "
+        "unchanged files left alone; all in one transaction. Frontmatter feeds metadata only; "
+        "the Markdown body is chunked and indexed.",
+    )
+    seed.add_argument(
+        "--seed-docs",
+        type=Path,
+        metavar="DIR",
+        help="folder of Markdown seed documents (default: kb.seedDocs in ragsnap.yaml, "
+        "else seed-docs)",
+    )
+    _add_kb(seed)
+    seed.add_argument(
+        "--reindex",
+        action="store_true",
+        help="rebuild every document, also to switch embedder or segmenter (default: only "
+        "changed documents)",
+    )
+    seed.set_defaults(handler="seed")
+
+    lookup = sub.add_parser(
+        "lookup",
+        help="run one query through the lookup pipeline and print its lookupResult",
+        description="Print the full lookupResult (evidence blocks, context pack, retrieval and "
+        "rerank traces) of one query as JSON, for debugging the pipeline.",
+    )
+    lookup.add_argument("query", help="the query text")
+    _add_kb(lookup)
+    lookup.add_argument(
+        "--kb-scope",
+        metavar="SCOPE",
+        help="only documents of this kb_scope (default: every document)",
+    )
+    lookup.add_argument(
+        "--top-k", type=int, metavar="N", help="evidence blocks (default: lookup.topK, else 5)"
+    )
+    lookup.add_argument(
+        "--method",
+        choices=("lexical", "vector", "hybrid", "hybrid+rerank"),
+        help="retrieval method (default: lookup.method, else hybrid+rerank)",
+    )
+    lookup.add_argument(
+        "--no-latency",
+        action="store_true",
+        help="write null latencies, so the output is byte-stable (default: measured)",
+    )
+    lookup.set_defaults(handler="lookup")
     return parser
+
+
+def _add_kb(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kb",
+        type=Path,
+        metavar="FILE",
+        help="the SQLite knowledge base (default: kb.path in ragsnap.yaml, else "
+        ".ragsnap/kb.sqlite)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file (default: ragsnap.yaml when it exists, else built-in defaults)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagsnapError as exc:
         print(f"{exc.kind}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `ragsnap lookup ... | head`: the reader left, not an error
+        with contextlib.suppress(OSError):
+            sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115 - no flush error at exit
+        return 0
     except KeyboardInterrupt:
         print("Interrupted; nothing half-written was left behind.", file=sys.stderr)
         return 130

@@ -13,6 +13,27 @@ error. Strictly validated against ``schemas/config.schema.json``::
         firstExpectedRank: 0  # rank positions a found document may move down
         metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
     measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
+    kb:                    # the knowledge base of `ragsnap seed` / `ragsnap lookup`
+      path: .ragsnap/kb.sqlite
+      seedDocs: seed-docs
+      segmenter: bigram    # Chinese segmentation: bigram | jieba (extra `zh`)
+      embedder: {kind: hashing, dimension: 256}
+                           # or {kind: sentence-transformer} (extra `embed`),
+                           # {kind: frozen, path: vectors.json},
+                           # {kind: openai, baseUrl: https://..., model: ..., tokenEnv: VAR}
+      chunking: {maxChars: 1200, overlapChars: 150, headingLevel: 2}
+    lookup:                # the lookup pipeline (see ragsnap.pipeline)
+      method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
+      topK: 5
+      candidates: 50       # per list, before fusion
+      rerankDepth: 20
+      minScore: 0.25       # evidence below this is dropped
+      weakScore: 0.4       # a filtered attempt whose best is below this is retried
+      sufficientScore: 0.5 # evidence status "sufficient" from this top score
+      contextBudgetChars: 2000
+      hints: true          # L0 hints from document metadata
+
+Paths inside the file are relative to the file's folder.
 """
 
 from __future__ import annotations
@@ -21,17 +42,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .corpus import ChunkSettings
 from .diff import Tolerances
 from .errors import InputError, UsageError
 from .jsonio import read_bytes
 from .metrics import parse_measures
+from .pipeline import LookupSettings
 from .schema import validate
 
-__all__ = ["DEFAULT_CONFIG", "Config", "load_config"]
+__all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "load_config"]
 
 DEFAULT_CONFIG = Path("ragsnap.yaml")
 #: Graded measures the score report computes for judged cases.
 DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map", "coverage@10")
+
+
+DEFAULT_KB = Path(".ragsnap/kb.sqlite")
+DEFAULT_SEED_DOCS = Path("seed-docs")
+
+
+@dataclass(frozen=True, slots=True)
+class KbConfig:
+    """Where the knowledge base lives and how it is built."""
+
+    path: Path = DEFAULT_KB
+    seed_docs: Path = DEFAULT_SEED_DOCS
+    segmenter: str = "bigram"
+    embedder: dict[str, Any] = field(default_factory=lambda: {"kind": "hashing"})
+    chunking: ChunkSettings = field(default_factory=ChunkSettings)
+    base: Path | None = None  # folder of the config file, for the embedder's paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +79,52 @@ class Config:
 
     tolerances: Tolerances = field(default_factory=Tolerances)
     measures: tuple[str, ...] = DEFAULT_CASE_MEASURES
+    kb: KbConfig = field(default_factory=KbConfig)
+    lookup: LookupSettings = field(default_factory=LookupSettings)
+
+
+def _kb_config(data: dict[str, Any], base: Path) -> KbConfig:
+    chunking = data.get("chunking", {})
+    defaults = ChunkSettings()
+
+    def where(key: str, default: Path) -> Path:
+        return base / data[key] if key in data else default
+
+    return KbConfig(
+        path=where("path", DEFAULT_KB),
+        seed_docs=where("seedDocs", DEFAULT_SEED_DOCS),
+        segmenter=data.get("segmenter", "bigram"),
+        embedder=dict(data.get("embedder", {"kind": "hashing"})),
+        chunking=ChunkSettings(
+            max_chars=chunking.get("maxChars", defaults.max_chars),
+            overlap_chars=chunking.get("overlapChars", defaults.overlap_chars),
+            heading_level=chunking.get("headingLevel", defaults.heading_level),
+        ),
+        base=base,
+    )
+
+
+def _lookup_settings(data: dict[str, Any], path: Path) -> LookupSettings:
+    keys = {
+        "method": "method",
+        "topK": "top_k",
+        "candidates": "candidates",
+        "rerankDepth": "rerank_depth",
+        "minScore": "min_score",
+        "weakScore": "weak_score",
+        "sufficientScore": "sufficient_score",
+        "contextBudgetChars": "context_budget_chars",
+        "hints": "hints",
+    }
+    settings = LookupSettings(**{keys[k]: v for k, v in data.items()})
+    if not settings.min_score <= settings.sufficient_score:
+        raise InputError(
+            path,
+            "`minScore` is above `sufficientScore`",
+            "make minScore <= sufficientScore",
+            "/lookup",
+        )
+    return settings
 
 
 def load_config(path: Path | None) -> Config:
@@ -72,7 +157,10 @@ def load_config(path: Path | None) -> Config:
         raise InputError(
             path, str(exc).split(";")[0], "use measures such as ndcg@10", "/measures"
         ) from None
+    base = path.parent
     return Config(
         tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
         measures=measures,
+        kb=_kb_config(data.get("kb", {}), base),
+        lookup=_lookup_settings(data.get("lookup", {}), path),
     )

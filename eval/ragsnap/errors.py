@@ -10,6 +10,9 @@ prints ``Kind: message`` and exits with the error's ``exit_code``::
     │                             carries the file, the JSON pointer and the fix
     ├── OutputError               a report that cannot be written safely
     │                             (symlinked destination, unwritable folder)
+    ├── BackendError              a knowledge base or service that cannot do what
+    │   │                         was asked (missing, built differently, unreachable)
+    │   └── EmbedderError         an embedder that cannot produce a vector
     └── MissingDependency         an optional extra is not installed; says which
 
 Every message ends with the next step the user should take.
@@ -20,6 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "BackendError",
+    "EmbedderError",
     "InputError",
     "MissingDependency",
     "OutputError",
@@ -62,6 +67,14 @@ class InputError(RagsnapError):
 
 class OutputError(RagsnapError):
     """A report or fixture that cannot be written safely."""
+
+
+class BackendError(RagsnapError):
+    """A knowledge base or service that cannot serve the request."""
+
+
+class EmbedderError(BackendError):
+    """An embedder that cannot produce a vector (service down, vector missing)."""
 
 
 class MissingDependency(RagsnapError):

@@ -1,0 +1,276 @@
+"""Seed documents: Markdown files with a YAML frontmatter header, and their chunks.
+
+A seed document looks like::
+
+    ---
+    source: mysql-connection-pool          # required, unique: the delete-then-upload key
+    title: MySQL Connection Pool
+    breadcrumb: Database > MySQL > Connection Pool
+    category: database
+    kb_scope: rag-eval                     # isolates eval data from everything else
+    doc_id: doc-mysql-connection-pool
+    keywords: [hikari, pool]               # any other key is kept as metadata
+    ---
+    Body in Markdown ...
+
+The frontmatter feeds metadata (filters, L0 hints, the reranker's title and
+breadcrumb) and is never chunked, embedded or indexed as text: only the body
+is. Chunking is pure: chunk 0 is the text before the first heading of
+``heading_level`` (or the whole body when there is none), then one chunk per
+heading section, the heading line included; a section longer than
+``max_chars`` is cut at paragraph, line or word boundaries into pieces of at
+most ``max_chars`` that overlap by about ``overlap_chars``. Chunk ids are
+``<source>#<n>``, numbered in document order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+__all__ = [
+    "Chunk",
+    "ChunkSettings",
+    "SeedDocument",
+    "chunk_document",
+    "load_seed_docs",
+    "parse_seed_doc",
+]
+
+_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,199}$")
+_STRING_FIELDS = ("title", "breadcrumb", "category", "kb_scope", "doc_id")
+
+
+@dataclass(frozen=True, slots=True)
+class SeedDocument:
+    """One parsed seed document; ``content_hash`` covers the whole file."""
+
+    path: str
+    source: str
+    body: str
+    content_hash: str
+    title: str | None = None
+    breadcrumb: str | None = None
+    category: str | None = None
+    kb_scope: str | None = None
+    doc_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSettings:
+    """How bodies are cut: by headings, then by size with overlap."""
+
+    max_chars: int = 1200
+    overlap_chars: int = 150
+    heading_level: int = 2
+
+    def fingerprint(self) -> str:
+        """Identity of these settings, part of every document's index hash."""
+        return f"md-headings-v1:h{self.heading_level}:max{self.max_chars}:ov{self.overlap_chars}"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One indexed piece of a document body."""
+
+    chunk_id: str
+    source: str
+    ordinal: int
+    text: str
+    heading: str | None = None
+
+
+def _problem(path: Path, problem: str, fix: str, pointer: str | None = None) -> InputError:
+    return InputError(path, problem, fix, pointer)
+
+
+def _split_header(text: str, path: Path) -> tuple[str, str, int]:
+    """Return (header YAML, body, line number where the body starts)."""
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        raise _problem(
+            path,
+            "has no frontmatter header",
+            "start the file with a '---' line, then at least `source: <unique-id>`, then '---'",
+        )
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2
+    raise _problem(path, "frontmatter header is never closed", "end the header with a '---' line")
+
+
+def parse_seed_doc(path: Path, raw: bytes) -> SeedDocument:
+    """Parse one seed document's bytes; every problem is an ``InputError``."""
+    import yaml
+
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _problem(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
+    text = text.replace("\r\n", "\n")
+    header, body, _ = _split_header(text, path)
+    try:
+        meta: Any = yaml.safe_load(header)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 2}" if mark is not None else None
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise _problem(
+            path, f"frontmatter is not valid YAML ({problem})", "fix the header's YAML", where
+        ) from None
+    if not isinstance(meta, dict):
+        raise _problem(
+            path,
+            "frontmatter is not a mapping of keys to values",
+            "write the header as `key: value` lines, with at least `source: <unique-id>`",
+        )
+    source = meta.get("source")
+    if source is None:
+        raise _problem(
+            path,
+            "frontmatter has no `source`",
+            "add `source: <unique-id>` (the key ragsnap deletes and re-uploads by)",
+            "source",
+        )
+    if not isinstance(source, str) or not _SOURCE.match(source):
+        raise _problem(
+            path,
+            f"`source` {source!r} is not a usable id",
+            "use letters, digits and . _ / : - (at most 200 characters), e.g. `mysql-pool`",
+            "source",
+        )
+    strings: dict[str, str | None] = {}
+    for key in _STRING_FIELDS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _problem(
+                path, f"`{key}` must be text, not {type(value).__name__}", "quote the value", key
+            )
+        strings[key] = value.strip() if isinstance(value, str) and value.strip() else None
+    extra = {str(k): _plain(v) for k, v in meta.items() if k not in ("source", *_STRING_FIELDS)}
+    return SeedDocument(
+        path=str(path),
+        source=source,
+        body=body.strip("\n"),
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        metadata=extra,
+        **strings,
+    )
+
+
+def _plain(value: Any) -> Any:
+    """YAML values as JSON-able data (dates become ISO strings)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def load_seed_docs(folder: Path) -> list[SeedDocument]:
+    """Parse every ``*.md`` file of ``folder`` (sorted by name).
+
+    All files are parsed before anything is returned, so one bad file stops
+    the import before it touches the knowledge base.
+    """
+    if not folder.is_dir():
+        raise InputError(
+            folder, "is not a folder", "pass --seed-docs with the folder of Markdown seed docs"
+        )
+    paths = sorted(p for p in folder.glob("*.md") if p.is_file())
+    if not paths:
+        raise InputError(
+            folder, "holds no *.md seed documents", "add Markdown files with a frontmatter header"
+        )
+    docs: list[SeedDocument] = []
+    seen: dict[str, Path] = {}
+    for path in paths:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise InputError(
+                path, f"cannot be read ({exc.strerror})", "check its permissions"
+            ) from None
+        doc = parse_seed_doc(path, raw)
+        if doc.source in seen:
+            raise InputError(
+                path,
+                f"`source` {doc.source!r} is already used by {seen[doc.source]}",
+                "give every seed document its own source",
+                "source",
+            )
+        seen[doc.source] = path
+        docs.append(doc)
+    return docs
+
+
+_FENCE = re.compile(r"^(```|~~~)")
+
+
+def _sections(body: str, level: int) -> list[tuple[str | None, str]]:
+    """Split ``body`` at headings of exactly ``level`` (outside code fences)."""
+    marker = "#" * level + " "
+    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    fenced = False
+    for line in body.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if not fenced and line.startswith(marker):
+            sections.append((line[len(marker) :].strip(), [line]))
+        else:
+            sections[-1][1].append(line)
+    return [(heading, "\n".join(lines).strip()) for heading, lines in sections]
+
+
+def _cut_point(text: str, limit: int) -> int:
+    """Where to end a piece of at most ``limit`` characters: the last paragraph
+    break, else line break, else space, past half of the window."""
+    for sep in ("\n\n", "\n", " "):
+        at = text.rfind(sep, limit // 2, limit)
+        if at > 0:
+            return at
+    return limit
+
+
+def _split_long(text: str, settings: ChunkSettings) -> list[str]:
+    if len(text) <= settings.max_chars:
+        return [text]
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        if len(text) - start <= settings.max_chars:
+            pieces.append(text[start:].strip())
+            break
+        end = start + _cut_point(text[start:], settings.max_chars)
+        pieces.append(text[start:end].strip())
+        # next piece starts about overlap_chars earlier, at a word boundary
+        back = max(end - settings.overlap_chars, start + 1)
+        space = text.find(" ", back, end)
+        start = space + 1 if settings.overlap_chars and space != -1 else end
+    return [p for p in pieces if p]
+
+
+def chunk_document(doc: SeedDocument, settings: ChunkSettings) -> list[Chunk]:
+    """Cut ``doc.body`` into chunks (see the module docstring)."""
+    chunks: list[Chunk] = []
+    for heading, text in _sections(doc.body, settings.heading_level):
+        if not text:
+            continue
+        for piece in _split_long(text, settings):
+            n = len(chunks)
+            chunks.append(Chunk(f"{doc.source}#{n}", doc.source, n, piece, heading))
+    return chunks
+
+
+def chunk_all(docs: Sequence[SeedDocument], settings: ChunkSettings) -> list[list[Chunk]]:
+    """``chunk_document`` for each document."""
+    return [chunk_document(doc, settings) for doc in docs]

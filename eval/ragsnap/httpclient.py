@@ -1,0 +1,159 @@
+"""The one HTTP client ragsnap uses to talk to services, with its safety rules.
+
+* Plain ``http://`` only to a loopback host (``127.0.0.0/8``, ``::1``,
+  ``localhost``); any other host must use ``https://``.
+* Redirects are refused, never followed: a bearer token is never forwarded
+  to a URL the user did not name.
+* The token is read from a file or an environment variable, sent only in the
+  ``Authorization`` header, and never appears in a message, log or report.
+* Every request has a timeout. Connection errors, timeouts and 5xx answers are
+  retried with exponential backoff; 4xx answers are not (the request is wrong).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import BackendError, InputError, UsageError
+
+__all__ = ["HttpClient", "check_url", "read_token"]
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` without a trailing slash, or refuse an unsafe one."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{url!r} is not an http(s) URL; pass e.g. http://127.0.0.1:9900")
+    if parts.username or parts.password:
+        raise UsageError(
+            "credentials in a URL would be logged; remove them and pass a token file "
+            "or environment variable instead"
+        )
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise UsageError(
+            f"plain http:// is allowed only to loopback hosts, not {parts.hostname}; "
+            "use https:// for remote services"
+        )
+    return url.rstrip("/")
+
+
+def read_token(token_file: Path | None, token_env: str | None) -> str | None:
+    """The bearer token from ``token_file`` (first line) or ``$token_env``; None if neither."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise InputError(
+                token_file, f"cannot be read ({exc.strerror})", "pass a readable token file"
+            ) from None
+        if not token:
+            raise InputError(token_file, "is empty", "write the token into the file")
+        return token.splitlines()[0].strip()
+    if token_env is not None:
+        token = os.environ.get(token_env, "").strip()
+        if not token:
+            raise UsageError(f"the environment variable {token_env} is not set or empty; set it")
+        return token
+    return None
+
+
+class HttpClient:
+    """JSON over HTTP to one base URL, with the rules of the module docstring."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+    ):
+        import requests
+
+        self.base_url = check_url(base_url)
+        self._timeout = timeout
+        self._retries = retries
+        self._backoff = backoff
+        self._session = requests.Session()
+        self._session.trust_env = False  # no proxies or .netrc credentials from the environment
+        self._session.headers["Accept"] = "application/json"
+        if token is not None:
+            self._session.headers["Authorization"] = f"Bearer {token}"
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Send one request; return the parsed JSON body (None when empty)."""
+        import requests
+
+        url = self._url(path)
+        attempt = 0
+        while True:
+            try:
+                response = self._session.request(
+                    method, url, timeout=self._timeout, allow_redirects=False, **kwargs
+                )
+            except requests.RequestException as exc:
+                if attempt < self._retries:
+                    attempt += 1
+                    time.sleep(self._backoff * 2 ** (attempt - 1))
+                    continue
+                raise BackendError(
+                    f"{method} {url}: cannot connect ({type(exc).__name__}); check that the "
+                    "service is running and the URL is right"
+                ) from None
+            if 300 <= response.status_code < 400:
+                raise BackendError(
+                    f"{method} {url}: answered with a redirect ({response.status_code}) to "
+                    f"{response.headers.get('Location', '?')}; redirects are never followed "
+                    "(a token must not travel elsewhere): use the final URL"
+                )
+            if response.status_code >= 500 and attempt < self._retries:
+                attempt += 1
+                time.sleep(self._backoff * 2 ** (attempt - 1))
+                continue
+            if response.status_code >= 400:
+                detail = response.text.strip().replace("\n", " ")[:300]
+                raise BackendError(
+                    f"{method} {url}: HTTP {response.status_code} {detail}; "
+                    + (
+                        "check the token"
+                        if response.status_code in (401, 403)
+                        else "check the request and the service's logs"
+                    )
+                )
+            if not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError:
+                raise BackendError(
+                    f"{method} {url}: the answer is not JSON; check the endpoint path"
+                ) from None
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return self.request("GET", path, params=params)
+
+    def post_json(self, path: str, body: Any) -> Any:
+        return self.request("POST", path, json=body)
+
+    def close(self) -> None:
+        self._session.close()

@@ -1,0 +1,554 @@
+"""The modular lookup pipeline: a query in, a ``lookupResult`` (fixture schema) out.
+
+Steps, each recorded in the trace::
+
+    L0 hints     category / breadcrumb prefix guessed from document metadata
+                 (category names, breadcrumbs, titles, tags, keywords)
+    L1 filtered  retrieval inside kb_scope AND the hinted category
+    retry        "unfiltered": drops only the L0 category, never kb_scope, when the
+                 filtered attempt is empty (filtered-empty), below weak_score
+                 (filtered-weak), or there was no hint (no-l0-hint)
+    fusion       weighted reciprocal rank fusion of the lexical (BM25) and vector
+                 (cosine) lists: sum of w / (k + rank), profile wrrf-v1
+    rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
+    evidence     dedupe by chunk, drop scores below min_score, keep top_k;
+                 status none / partial / sufficient (top score >= sufficient_score)
+    context      evidence texts in rank order within context_budget_chars
+
+Scores. Every candidate gets a *confidence* in [0, 1] that does not depend on
+which list found it: ``lexical`` = IDF-weighted share of the query's terms the
+chunk contains (IDF = BM25's ln(1 + (N - df + 0.5) / (df + 0.5))); ``vector`` =
+cosine clamped at 0; ``hybrid`` = the fusion-weighted mean of both. Rankings
+come from the method (BM25 order, cosine order, fused order, reranked order);
+an evidence block's ``score`` is its confidence (its rerank score after
+reranking), which the thresholds compare. ``metadata`` keeps the raw BM25,
+cosine, fused value and list ranks.
+
+heuristic-v1 rerank score = 0.45 confidence + 0.20 phrase + 0.15 identifiers
++ 0.10 title + 0.10 coverage, where phrase is the share of the query's adjacent
+term pairs found adjacent in the chunk, identifiers the share of code-like query
+words (``maxPoolSize``, ``ERR-4031``) found verbatim (coverage when the query has
+none), title the share of query terms in the title / breadcrumb / heading, and
+coverage the unweighted share of query terms in the chunk.
+
+Methods: ``lexical``, ``vector``, ``hybrid`` and ``hybrid+rerank`` (default).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .backends import Filter, KnowledgeBase, StoredChunk
+from .embedders import Embedder
+from .errors import UsageError
+from .text import Tokenizer, is_identifier
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "METHODS",
+    "PIPELINE_VERSION",
+    "FusionProfile",
+    "LookupSettings",
+    "Pipeline",
+]
+
+PIPELINE_VERSION = "ragsnap-lookup/1"
+METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
+RERANKER = "heuristic-v1"
+_PUNCT = ".,;:?!()[]\"'"
+
+
+@dataclass(frozen=True, slots=True)
+class FusionProfile:
+    """A fixed, versioned weighted-RRF profile; requests cannot change it."""
+
+    name: str = "wrrf-v1"
+    k: int = 60
+    lexical_weight: float = 1.0
+    vector_weight: float = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "profile": self.name,
+            "k": self.k,
+            "weights": {"lexical": self.lexical_weight, "vector": self.vector_weight},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LookupSettings:
+    """Pipeline knobs (``lookup:`` in ragsnap.yaml)."""
+
+    method: str = "hybrid+rerank"
+    top_k: int = 5
+    candidates: int = 50
+    rerank_depth: int = 20
+    min_score: float = 0.25
+    weak_score: float = 0.4
+    sufficient_score: float = 0.5
+    context_budget_chars: int = 2000
+    hints: bool = True
+    fusion: FusionProfile = field(default_factory=FusionProfile)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise UsageError(f"unknown method {self.method!r}; use one of {', '.join(METHODS)}")
+
+
+@dataclass
+class _Candidate:
+    chunk: StoredChunk
+    lexical: float | None = None
+    lexical_rank: int | None = None
+    cosine: float | None = None
+    vector_rank: int | None = None
+    fused: float = 0.0
+    confidence: float = 0.0
+    rerank: float | None = None
+
+    @property
+    def score(self) -> float:
+        return self.confidence if self.rerank is None else self.rerank
+
+
+@dataclass
+class _Attempt:
+    name: str
+    flt: Filter
+    method: str
+    ranked: list[_Candidate]
+    hit_count: int
+    top_score: float | None
+    latency_ms: float
+
+    def to_json(self, with_latency: bool) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "filter": self.flt.to_json(),
+            "method": self.method,
+            "hitCount": self.hit_count,
+            "topScore": self.top_score,
+            "latencyMs": round(self.latency_ms, 3) if with_latency else None,
+        }
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+def _label(score: float) -> str:
+    return "high" if score >= 0.6 else "medium" if score >= 0.4 else "low"
+
+
+def _common_prefix(breadcrumbs: Sequence[str]) -> str | None:
+    split = [[s.strip() for s in b.split(">")] for b in breadcrumbs]
+    if not split:
+        return None
+    prefix: list[str] = []
+    for parts in zip(*split, strict=False):
+        if all(p == parts[0] for p in parts):
+            prefix.append(parts[0])
+        else:
+            break
+    return " > ".join(prefix) or None
+
+
+class Pipeline:
+    """Runs lookups against one store with one embedder and tokenizer."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        settings: LookupSettings | None = None,
+    ):
+        self.kb = kb
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.settings = settings or LookupSettings()
+        self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
+        self._chunk_tokens: dict[int, list[str]] = {}
+
+    # -- L0 -------------------------------------------------------------------
+
+    def _hint_index(self, kb_scope: str | None) -> _HintIndex:
+        generation = self.kb.read_meta().get("generation", "0")
+        key = (generation, kb_scope)
+        if key not in self._hint_cache:
+            self._hint_cache.clear()
+            self._hint_cache[key] = _HintIndex.build(self.kb, self.tokenizer, kb_scope)
+        return self._hint_cache[key]
+
+    # -- one attempt ----------------------------------------------------------
+
+    def _tokens_of(self, chunk: StoredChunk) -> list[str]:
+        cached = self._chunk_tokens.get(chunk.row)
+        if cached is None:
+            cached = self.tokenizer.tokens(chunk.text)
+            if len(self._chunk_tokens) > 200_000:
+                self._chunk_tokens.clear()
+            self._chunk_tokens[chunk.row] = cached
+        return cached
+
+    def _attempt(
+        self,
+        name: str,
+        flt: Filter,
+        method: str,
+        query: _Query,
+    ) -> _Attempt:
+        s = self.settings
+        start = time.perf_counter()
+        lexical: list[tuple[int, float]] = []
+        vector: list[tuple[int, float]] = []
+        if method != "vector":
+            lexical = self.kb.lexical_search(query.tokens, flt, s.candidates)
+        if method != "lexical" and query.vector is not None:
+            vector = self.kb.vector_search(query.vector, flt, s.candidates)
+        rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        stored = self.kb.chunks(rows)
+        cands = {r: _Candidate(stored[r]) for r in rows}
+        f = s.fusion
+        for rank, (r, value) in enumerate(lexical, 1):
+            cands[r].lexical, cands[r].lexical_rank = value, rank
+            cands[r].fused += f.lexical_weight / (f.k + rank)
+        for rank, (r, value) in enumerate(vector, 1):
+            cands[r].cosine, cands[r].vector_rank = value, rank
+            cands[r].fused += f.vector_weight / (f.k + rank)
+        missing = [r for r in rows if cands[r].cosine is None]
+        if method in ("hybrid", "hybrid+rerank") and missing and query.vector is not None:
+            for r, sim in zip(missing, self._similarities(query.vector, missing), strict=True):
+                cands[r].cosine = sim
+        for c in cands.values():
+            lex = query.coverage(self._tokens_of(c.chunk))
+            cos = max(c.cosine or 0.0, 0.0)
+            if method == "lexical":
+                c.confidence = lex
+            elif method == "vector":
+                c.confidence = cos
+            else:
+                total = f.lexical_weight + f.vector_weight
+                c.confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
+        if method == "lexical":
+            ranked = [cands[r] for r, _ in lexical]
+        elif method == "vector":
+            ranked = [cands[r] for r, _ in vector]
+        else:
+            ranked = sorted(cands.values(), key=lambda c: (-c.fused, c.chunk.chunk_id))
+        hits = sum(1 for c in ranked if c.confidence >= s.min_score)
+        top = max((c.confidence for c in ranked), default=None)
+        return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
+
+    def _similarities(self, vector: NDArray[np.float32], rows: list[int]) -> list[float]:
+        return self.kb.similarities(vector, rows)
+
+    # -- rerank ---------------------------------------------------------------
+
+    def _rerank(self, query: _Query, ranked: list[_Candidate]) -> list[_Candidate]:
+        head = ranked[: self.settings.rerank_depth]
+        for c in head:
+            tokens = self._tokens_of(c.chunk)
+            meta = " ".join(x for x in (c.chunk.title, c.chunk.breadcrumb, c.chunk.heading) if x)
+            title = query.share_in(set(self.tokenizer.tokens(meta)))
+            coverage = query.share_in(set(tokens))
+            phrase = query.phrase_share(tokens)
+            ident = query.identifier_share(c.chunk.text, coverage)
+            c.rerank = (
+                0.45 * c.confidence + 0.20 * phrase + 0.15 * ident + 0.10 * title + 0.10 * coverage
+            )
+        return sorted(head, key=lambda c: (-(c.rerank or 0.0), c.chunk.chunk_id))
+
+    # -- the lookup -----------------------------------------------------------
+
+    def lookup(
+        self,
+        query: str,
+        *,
+        kb_scope: str | None = None,
+        top_k: int | None = None,
+        method: str | None = None,
+        record_latency: bool = True,
+    ) -> dict[str, Any]:
+        """Run the pipeline; return a ``lookupResult`` dict (fixture schema)."""
+        s = self.settings
+        method = method or s.method
+        if method not in METHODS:
+            raise UsageError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+        top_k = top_k or s.top_k
+        base = "hybrid" if method == "hybrid+rerank" else method
+        tokens = self.tokenizer.tokens(query)
+        vector = None if base == "lexical" else self.embedder.embed_query(query)
+        df, total = self.kb.doc_frequencies(tokens)
+        q = _Query(query, tokens, vector, df, total)
+
+        hints: dict[str, str] = {}
+        if s.hints:
+            hints = self._hint_index(kb_scope).hints(tokens)
+        attempts: list[dict[str, Any]] = []
+        reasons: list[str] = []
+        scope = Filter(kb_scope=kb_scope)
+        selected: _Attempt
+        if "category" in hints:
+            first = self._attempt("filtered", Filter(kb_scope, hints["category"]), base, q)
+            attempts.append(first.to_json(record_latency))
+            if first.hit_count == 0:
+                reasons.append("filtered-empty")
+            elif first.top_score is None or first.top_score < s.weak_score:
+                reasons.append("filtered-weak")
+            selected = first
+        else:
+            attempts.append(
+                {
+                    "name": "filtered",
+                    "filter": scope.to_json(),
+                    "method": base,
+                    "hitCount": 0,
+                    "topScore": None,
+                    "latencyMs": None,
+                    "skipped": True,
+                    "reason": "no L0 hint matched the query" if s.hints else "hints disabled",
+                }
+            )
+            reasons.append("no-l0-hint")
+        if reasons:
+            selected = self._attempt("unfiltered", scope, base, q)
+            attempts.append(selected.to_json(record_latency))
+
+        ranked = selected.ranked
+        before = ranked[: max(top_k, s.rerank_depth)]
+        rerank_json: dict[str, Any]
+        if method == "hybrid+rerank":
+            before = ranked[: s.rerank_depth]
+            before_json = [self._ranked_item(c, c.confidence) for c in before]
+            ranked = self._rerank(q, ranked)
+            rerank_json = {
+                "applied": True,
+                "reranker": RERANKER,
+                "before": before_json,
+                "after": [self._ranked_item(c, c.score) for c in ranked],
+            }
+        else:
+            items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
+            rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
+
+        blocks = self._evidence(ranked, top_k)
+        status = (
+            "none"
+            if not blocks
+            else "sufficient"
+            if blocks[0]["score"] >= s.sufficient_score
+            else "partial"
+        )
+        trace: dict[str, Any] = {
+            "l0Hints": hints,
+            "attempts": attempts,
+            "selectedAttempt": selected.name,
+            "fallbackReasons": reasons,
+            "evidenceStatus": status,
+        }
+        if base != "lexical" and base != "vector":
+            trace["fusion"] = s.fusion.to_json()
+        return {
+            "evidenceBlocks": blocks,
+            "contextPack": self._context(blocks),
+            "retrievalTrace": trace,
+            "rerankTrace": rerank_json,
+        }
+
+    @staticmethod
+    def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
+        return {"chunkId": c.chunk.chunk_id, "source": c.chunk.source, "score": round(score, 6)}
+
+    def _evidence(self, ranked: list[_Candidate], top_k: int) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for c in ranked:
+            if c.chunk.chunk_id in seen or c.score < self.settings.min_score:
+                continue
+            seen.add(c.chunk.chunk_id)
+            ch = c.chunk
+            meta: dict[str, Any] = {
+                "confidence": round(c.confidence, 6),
+                "fused": round(c.fused, 6),
+            }
+            if c.lexical is not None:
+                meta["bm25"] = round(c.lexical, 6)
+                meta["lexicalRank"] = c.lexical_rank
+            if c.cosine is not None:
+                meta["cosine"] = round(c.cosine, 6)
+            if c.vector_rank is not None:
+                meta["vectorRank"] = c.vector_rank
+            if ch.category is not None:
+                meta["category"] = ch.category
+            if ch.kb_scope is not None:
+                meta["kbScope"] = ch.kb_scope
+            blocks.append(
+                {
+                    "rank": len(blocks) + 1,
+                    "chunkId": ch.chunk_id,
+                    "docId": ch.doc_id,
+                    "source": ch.source,
+                    "title": ch.title,
+                    "breadcrumb": ch.breadcrumb,
+                    "text": ch.text,
+                    "score": round(c.score, 6),
+                    "scoreLabel": _label(c.score),
+                    "metadata": meta,
+                }
+            )
+            if len(blocks) == top_k:
+                break
+        return blocks
+
+    def _context(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        budget = self.settings.context_budget_chars
+        parts: list[str] = []
+        sources: list[str] = []
+        used = 0
+        truncated = False
+        for b in blocks:
+            sep = 2 if parts else 0
+            room = budget - used - sep
+            text = b["text"]
+            if len(text) > room:
+                truncated = True
+                if room >= 200:  # a useful piece still fits: cut at a word boundary
+                    cut = text.rfind(" ", 0, room - 1)
+                    parts.append(text[: cut if cut > room // 2 else room - 1] + "…")
+                    used = budget
+                    if b["source"] not in sources:
+                        sources.append(b["source"])
+                break
+            parts.append(text)
+            used += sep + len(text)
+            if b["source"] not in sources:
+                sources.append(b["source"])
+        joined = "\n\n".join(parts)
+        return {
+            "sources": sources,
+            "text": joined,
+            "charCount": len(joined),
+            "budgetChars": budget,
+            "truncated": truncated,
+        }
+
+
+class _Query:
+    """A query's tokens, vector and term weights, with the overlap features."""
+
+    def __init__(
+        self,
+        text: str,
+        tokens: list[str],
+        vector: NDArray[np.float32] | None,
+        df: dict[str, int],
+        total: int,
+    ):
+        self.text = text
+        self.tokens = tokens
+        self.vector = vector
+        self.distinct = list(dict.fromkeys(tokens))
+        n = max(total, 1)
+        self.idf = {
+            t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+            for t in self.distinct
+        }
+        self.idf_total = sum(self.idf.values())
+        self.pairs = set(itertools.pairwise(tokens))
+        words = (w.strip(_PUNCT) for w in text.replace("`", " ").split())
+        self.identifiers = [w for w in dict.fromkeys(words) if is_identifier(w)]
+
+    def coverage(self, chunk_tokens: list[str]) -> float:
+        """IDF-weighted share of the query's terms found in the chunk."""
+        if self.idf_total <= 0:
+            return 0.0
+        have = set(chunk_tokens)
+        return sum(w for t, w in self.idf.items() if t in have) / self.idf_total
+
+    def share_in(self, terms: set[str]) -> float:
+        """Unweighted share of distinct query terms in ``terms``."""
+        if not self.distinct:
+            return 0.0
+        return sum(1 for t in self.distinct if t in terms) / len(self.distinct)
+
+    def phrase_share(self, chunk_tokens: list[str]) -> float:
+        """Share of the query's adjacent term pairs that are adjacent in the chunk."""
+        if not self.pairs:
+            return self.share_in(set(chunk_tokens))
+        have = set(itertools.pairwise(chunk_tokens))
+        return len(self.pairs & have) / len(self.pairs)
+
+    def identifier_share(self, text: str, fallback: float) -> float:
+        """Share of code-like query words found verbatim (case-insensitive)."""
+        if not self.identifiers:
+            return fallback
+        lowered = text.lower()
+        found = sum(1 for w in self.identifiers if w.lower() in lowered)
+        return found / len(self.identifiers)
+
+
+@dataclass
+class _HintIndex:
+    """Per-category vocabularies from document metadata, for L0 hints."""
+
+    categories: dict[str, Counter[str]]
+    docs: list[tuple[str, str | None, set[str]]]  # category, breadcrumb, vocabulary
+    spread: Counter[str]
+
+    @classmethod
+    def build(cls, kb: KnowledgeBase, tokenizer: Tokenizer, kb_scope: str | None) -> _HintIndex:
+        categories: dict[str, Counter[str]] = {}
+        docs: list[tuple[str, str | None, set[str]]] = []
+        for info in kb.documents().values():
+            if info.category is None or (kb_scope is not None and info.kb_scope != kb_scope):
+                continue
+            parts: list[str] = [info.category, info.breadcrumb or "", info.title or ""]
+            for key in ("tags", "keywords"):
+                value = info.metadata.get(key)
+                if isinstance(value, list):
+                    parts.extend(str(v) for v in value)
+                elif isinstance(value, str):
+                    parts.append(value)
+            vocab = set(tokenizer.tokens(" ".join(parts)))
+            categories.setdefault(info.category, Counter()).update(vocab)
+            docs.append((info.category, info.breadcrumb, vocab))
+        spread: Counter[str] = Counter()
+        for counts in categories.values():
+            spread.update(counts.keys())
+        return cls(categories, docs, spread)
+
+    def hints(self, tokens: list[str]) -> dict[str, str]:
+        """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
+        when nothing matches or two categories tie."""
+        distinct = set(tokens)
+        scores = {
+            name: sum(1.0 / self.spread[t] for t in distinct if t in vocab)
+            for name, vocab in self.categories.items()
+        }
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not ranked or ranked[0][1] <= 0 or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+            return {}
+        category = ranked[0][0]
+        matched = [
+            (len(distinct & vocab), crumb)
+            for cat, crumb, vocab in self.docs
+            if cat == category and crumb
+        ]
+        best = max((m for m, _ in matched), default=0)
+        crumbs = [crumb for m, crumb in matched if m == best and crumb]
+        hint = {"category": category}
+        prefix = _common_prefix(crumbs)
+        if prefix:
+            hint["breadcrumbPrefix"] = prefix
+        return hint

@@ -1,0 +1,143 @@
+"""Seed import: make a knowledge base hold exactly the seed documents.
+
+Delete-then-upload by ``source``. Each stored document keeps the hash it was
+indexed from (the file's bytes plus the chunk settings), which is the
+manifest: a re-run with nothing changed writes nothing, a changed file is
+re-chunked and re-embedded alone, a document whose file is gone is removed,
+and ``reindex`` rebuilds everything. All of it is one ``WriteBatch``, so the
+knowledge base moves from the old state to the new one in one step.
+
+A knowledge base remembers the embedder and tokenizer it was built with;
+seeding with different ones is refused unless ``reindex`` rebuilds it all,
+because old and new vectors (or tokens) would not be comparable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from .backends import DocumentInfo, KnowledgeBase, Upload, WriteBatch
+from .corpus import ChunkSettings, SeedDocument, chunk_document
+from .embedders import Embedder, Fingerprint
+from .errors import BackendError
+from .text import Tokenizer
+
+__all__ = ["SeedPlan", "check_compatible", "index_hash", "plan_seed", "seed"]
+
+
+def index_hash(doc: SeedDocument, settings: ChunkSettings) -> str:
+    """What a document was indexed from: its file and the chunk settings."""
+    return hashlib.sha256(f"{doc.content_hash}\n{settings.fingerprint()}".encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SeedPlan:
+    """Which sources an import adds, updates, leaves alone and removes."""
+
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    removed: tuple[str, ...]
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.removed)} removed"
+        )
+
+
+def plan_seed(
+    docs: Sequence[SeedDocument],
+    stored: dict[str, DocumentInfo],
+    settings: ChunkSettings,
+    reindex: bool = False,
+) -> SeedPlan:
+    """Compare seed documents with what the store holds (pure)."""
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged: list[str] = []
+    for doc in docs:
+        have = stored.get(doc.source)
+        if have is None:
+            added.append(doc.source)
+        elif reindex or have.index_hash != index_hash(doc, settings):
+            updated.append(doc.source)
+        else:
+            unchanged.append(doc.source)
+    present = {doc.source for doc in docs}
+    removed = sorted(s for s in stored if s not in present)
+    return SeedPlan(tuple(added), tuple(updated), tuple(unchanged), tuple(removed))
+
+
+def check_compatible(
+    meta: dict[str, str], embedder: Fingerprint, tokenizer: str, where: str, *, fix: str
+) -> None:
+    """Refuse an embedder or tokenizer other than the one the store was built with."""
+    if "embedder" in meta:
+        built = Fingerprint.from_json(json.loads(meta["embedder"]))
+        if built != embedder:
+            raise BackendError(
+                f"{where} was built with the embedder {built}, not {embedder}; {fix}"
+            )
+    built_tokens = meta.get("tokenizer")
+    if built_tokens is not None and built_tokens != tokenizer:
+        raise BackendError(
+            f"{where} was built with the {built_tokens} tokenizer, not {tokenizer}; {fix}"
+        )
+
+
+def seed(
+    kb: KnowledgeBase,
+    docs: Sequence[SeedDocument],
+    embedder: Embedder,
+    tokenizer: Tokenizer,
+    settings: ChunkSettings,
+    *,
+    reindex: bool = False,
+    where: str = "the knowledge base",
+    on_upload: Callable[[Upload], None] | None = None,
+    before_write: Callable[[SeedPlan], None] | None = None,
+) -> SeedPlan:
+    """Bring ``kb`` in line with ``docs``; return what was done."""
+    fingerprint = embedder.fingerprint
+    stored = kb.documents()
+    if stored and not reindex:
+        check_compatible(
+            kb.read_meta(),
+            fingerprint,
+            tokenizer.name,
+            where,
+            fix="run `ragsnap seed --reindex` to rebuild every document with the new one, "
+            "or configure the old one again",
+        )
+    plan = plan_seed(docs, stored, settings, reindex)
+    meta = {
+        "embedder": json.dumps(fingerprint.to_json(), sort_keys=True),
+        "tokenizer": tokenizer.name,
+        "chunking": settings.fingerprint(),
+    }
+    if not plan.changes and kb.read_meta().get("embedder") == meta["embedder"]:
+        return plan
+    if before_write is not None:
+        before_write(plan)
+    by_source = {doc.source: doc for doc in docs}
+
+    def uploads() -> Iterator[Upload]:
+        for source in (*plan.added, *plan.updated):
+            doc = by_source[source]
+            chunks = chunk_document(doc, settings)
+            vectors = embedder.embed_documents(
+                [c.text for c in chunks], [c.chunk_id for c in chunks]
+            )
+            tokens = [" ".join(tokenizer.tokens(c.text)) for c in chunks]
+            yield Upload(doc, index_hash(doc, settings), chunks, tokens, vectors)
+
+    kb.write(WriteBatch(plan.removed, uploads(), meta, on_upload))
+    return plan
