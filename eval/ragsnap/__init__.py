@@ -17,9 +17,29 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .aggregates import Aggregate, aggregate, group
+    from .backends import Filter, KnowledgeBase, WriteBatch
+    from .backends.sqlite import SqliteKnowledgeBase
     from .casemetrics import case_metrics, context_precision_recall
+    from .corpus import Chunk, ChunkSettings, SeedDocument, chunk_document, load_seed_docs
     from .diff import Tolerances, diff_reports, render_diff_markdown
-    from .errors import InputError, MissingDependency, OutputError, RagsnapError, UsageError
+    from .embedders import (
+        Embedder,
+        Fingerprint,
+        FrozenEmbedder,
+        HashingEmbedder,
+        OpenAIEmbedder,
+        SentenceTransformerEmbedder,
+        make_embedder,
+    )
+    from .errors import (
+        BackendError,
+        EmbedderError,
+        InputError,
+        MissingDependency,
+        OutputError,
+        RagsnapError,
+        UsageError,
+    )
     from .inputs import CaseSet, FixtureSet, load_cases, load_fixtures, load_report
     from .metrics import (
         Measure,
@@ -30,8 +50,11 @@ if TYPE_CHECKING:
         rankings_from_dicts,
     )
     from .models import EvidenceBlock, Fixture, GoldenCase, Judgment, LookupResult
+    from .pipeline import FusionProfile, LookupSettings, Pipeline
     from .report import build_report, render_markdown
     from .scoring import CaseResult, score_case
+    from .seeding import SeedPlan, plan_seed, seed
+    from .text import Tokenizer, get_tokenizer
     from .trec import rankings_from_trec, read_qrels, read_run, write_qrels, write_run
 
 #: Public name -> the module that defines it. Imported on first use (PEP 562),
@@ -75,6 +98,32 @@ _EXPORTS = {
     "render_markdown": "report",
     "CaseResult": "scoring",
     "score_case": "scoring",
+    "BackendError": "errors",
+    "EmbedderError": "errors",
+    "Chunk": "corpus",
+    "ChunkSettings": "corpus",
+    "SeedDocument": "corpus",
+    "chunk_document": "corpus",
+    "load_seed_docs": "corpus",
+    "Filter": "backends",
+    "KnowledgeBase": "backends",
+    "WriteBatch": "backends",
+    "SqliteKnowledgeBase": "backends.sqlite",
+    "Embedder": "embedders",
+    "Fingerprint": "embedders",
+    "HashingEmbedder": "embedders",
+    "FrozenEmbedder": "embedders",
+    "OpenAIEmbedder": "embedders",
+    "SentenceTransformerEmbedder": "embedders",
+    "make_embedder": "embedders",
+    "SeedPlan": "seeding",
+    "plan_seed": "seeding",
+    "seed": "seeding",
+    "LookupSettings": "pipeline",
+    "Pipeline": "pipeline",
+    "FusionProfile": "pipeline",
+    "Tokenizer": "text",
+    "get_tokenizer": "text",
 }
 
 
@@ -89,35 +138,60 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Aggregate",
+    "BackendError",
     "CaseResult",
     "CaseSet",
+    "Chunk",
+    "ChunkSettings",
+    "Embedder",
+    "EmbedderError",
     "EvidenceBlock",
+    "Filter",
+    "Fingerprint",
     "Fixture",
     "FixtureSet",
+    "FrozenEmbedder",
+    "FusionProfile",
     "GoldenCase",
+    "HashingEmbedder",
     "InputError",
     "Judgment",
+    "KnowledgeBase",
     "LookupResult",
+    "LookupSettings",
     "Measure",
     "MissingDependency",
+    "OpenAIEmbedder",
     "OutputError",
+    "Pipeline",
     "RagsnapError",
     "Rankings",
+    "SeedDocument",
+    "SeedPlan",
+    "SentenceTransformerEmbedder",
+    "SqliteKnowledgeBase",
+    "Tokenizer",
     "Tolerances",
     "UsageError",
+    "WriteBatch",
     "__version__",
     "aggregate",
     "build_report",
     "case_metrics",
+    "chunk_document",
     "context_precision_recall",
     "diff_reports",
     "evaluate",
+    "get_tokenizer",
     "group",
     "load_cases",
     "load_fixtures",
     "load_report",
+    "load_seed_docs",
+    "make_embedder",
     "parse_measure",
     "parse_measures",
+    "plan_seed",
     "rankings_from_dicts",
     "rankings_from_trec",
     "read_qrels",
@@ -125,6 +199,7 @@ __all__ = [
     "render_diff_markdown",
     "render_markdown",
     "score_case",
+    "seed",
     "write_qrels",
     "write_run",
 ]

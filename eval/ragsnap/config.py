@@ -27,9 +27,10 @@ error. Strictly validated against ``schemas/config.schema.json``::
       topK: 5
       candidates: 50       # per list, before fusion
       rerankDepth: 20
-      minScore: 0.25       # evidence below this is dropped
-      weakScore: 0.4       # a filtered attempt whose best is below this is retried
-      sufficientScore: 0.5 # evidence status "sufficient" from this top score
+      minScore: 0.15       # evidence below this is dropped
+      relativeScore: 0.5   # ...and evidence below this share of the best score
+      weakScore: 0.35      # a filtered attempt whose best is below this is retried
+      sufficientScore: 0.45 # evidence status "sufficient" from this top score
       contextBudgetChars: 2000
       hints: true          # L0 hints from document metadata
 
@@ -111,6 +112,7 @@ def _lookup_settings(data: dict[str, Any], path: Path) -> LookupSettings:
         "candidates": "candidates",
         "rerankDepth": "rerank_depth",
         "minScore": "min_score",
+        "relativeScore": "relative_score",
         "weakScore": "weak_score",
         "sufficientScore": "sufficient_score",
         "contextBudgetChars": "context_budget_chars",

@@ -93,9 +93,10 @@ class LookupSettings:
     top_k: int = 5
     candidates: int = 50
     rerank_depth: int = 20
-    min_score: float = 0.25
-    weak_score: float = 0.4
-    sufficient_score: float = 0.5
+    min_score: float = 0.15
+    relative_score: float = 0.5
+    weak_score: float = 0.35
+    sufficient_score: float = 0.45
     context_budget_chars: int = 2000
     hints: bool = True
     fusion: FusionProfile = field(default_factory=FusionProfile)
@@ -373,8 +374,10 @@ class Pipeline:
     def _evidence(self, ranked: list[_Candidate], top_k: int) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         seen: set[str] = set()
+        best = max((c.score for c in ranked), default=0.0)
+        floor = max(self.settings.min_score, self.settings.relative_score * best)
         for c in ranked:
-            if c.chunk.chunk_id in seen or c.score < self.settings.min_score:
+            if c.chunk.chunk_id in seen or c.score < floor:
                 continue
             seen.add(c.chunk.chunk_id)
             ch = c.chunk

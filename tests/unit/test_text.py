@@ -1,0 +1,87 @@
+"""Normalisation and tokenisation (ragsnap.text)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragsnap.errors import UsageError
+from ragsnap.text import STOP_WORDS, Tokenizer, get_tokenizer, is_identifier, normalize
+
+
+def test_normalize_is_nfkc_and_lowercase() -> None:
+    assert normalize("ＭａｘＰｏｏｌＳｉｚｅ") == "maxpoolsize"
+    assert normalize("ERR－４０３１") == "err-4031"
+    assert normalize("Kafka") == "kafka"
+    assert normalize("Ｒｅｄｉｓ 缓存") == "redis 缓存"
+
+
+def test_full_width_text_tokenises_like_ascii() -> None:
+    tok = Tokenizer()
+    assert tok.tokens("ＭａｘＰｏｏｌＳｉｚｅ ＥＲＲ") == tok.tokens("maxPoolSize err") == [
+        "maxpoolsize",
+        "err",
+    ]
+
+
+def test_stop_words_are_dropped() -> None:
+    tok = Tokenizer()
+    assert tok.tokens("The pool is full and it should be drained") == ["pool", "full", "drained"]
+    assert tok.tokens("The AND Of") == []
+    assert {"the", "and", "of"} <= STOP_WORDS
+    assert tok.words("What is the pool") == [(False, "pool")]
+
+
+def test_chinese_runs_become_overlapping_bigrams() -> None:
+    tok = Tokenizer("bigram")
+    assert tok.name == "bigram-v1"
+    assert tok.tokens("缓存雪崩") == ["缓存", "存雪", "雪崩"]
+    assert tok.tokens("缓存") == ["缓存"]
+    assert tok.tokens("雪") == ["雪"]
+    assert tok.tokens("x 雪 y") == ["x", "雪", "y"]
+    # punctuation ends a run: no bigram crosses it
+    assert tok.tokens("缓存，雪崩") == ["缓存", "雪崩"]
+
+
+def test_mixed_latin_and_cjk_split_into_word_and_bigrams() -> None:
+    tok = get_tokenizer()
+    assert tok.tokens("Redis缓存雪崩") == ["redis", "缓存", "存雪", "雪崩"]
+    assert tok.tokens("Redis缓存雪崩 ERR-4031") == ["redis", "缓存", "存雪", "雪崩", "err", "4031"]
+    assert tok.words("Redis缓存雪崩") == [(False, "redis"), (True, "缓存雪崩")]
+
+
+def test_get_tokenizer_is_shared() -> None:
+    assert get_tokenizer("bigram") is get_tokenizer("bigram")
+
+
+def test_jieba_segmenter_produces_words() -> None:
+    pytest.importorskip("jieba")
+    tok = Tokenizer("jieba")
+    assert tok.name == "jieba-v1"
+    tokens = tok.tokens("Redis缓存雪崩的预防")
+    assert tokens[0] == "redis"
+    assert "缓存" in tokens
+    assert "雪崩" in tokens
+    assert "存雪" not in tokens
+    assert all(t.strip() == t and t for t in tokens)
+
+
+@pytest.mark.parametrize("name", ["spacy", "", "Bigram"])
+def test_unknown_segmenter_is_a_usage_error(name: str) -> None:
+    with pytest.raises(UsageError) as info:
+        Tokenizer(name)
+    assert repr(name) in str(info.value)
+    assert "bigram" in str(info.value) and "jieba" in str(info.value)
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["maxPoolSize", "ERR-4031", "runbook_url", "max.poll.records", "HikariCP", "http2", "gc:pause"],
+)
+def test_identifiers(token: str) -> None:
+    assert is_identifier(token)
+
+
+@pytest.mark.parametrize("token", ["pool", "Kafka", "redis", "ab", "A1", "缓存", "Connection"])
+def test_plain_words_are_not_identifiers(token: str) -> None:
+    assert not is_identifier(token)
