@@ -8,7 +8,6 @@ then uploads) as one unit: either all of it is visible afterwards or none.
 =============  =========================================================
 ``embedded``   ``ragsnap.backends.sqlite``: one SQLite file, FTS5 BM25,
                float32 vectors with exact cosine in numpy (the default)
-``memory``     ``ragsnap.backends.memory``: plain Python, for unit tests
 =============  =========================================================
 
 The lookup pipeline (``ragsnap.pipeline``) runs on top of any store.
