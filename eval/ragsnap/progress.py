@@ -25,7 +25,7 @@ class Progress:
         self.done = 0
         self._stream = stream if stream is not None else sys.stderr
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
-        self._next_line = max(1, total // 10)
+        self._next_line = max(1, -(-total // 10))
         self._last_draw = 0.0
         self._started = time.monotonic()
         self._drawn = False
@@ -46,7 +46,7 @@ class Progress:
                 self._drawn = True
         elif self.done >= self._next_line and self.done < self.total:
             while self._next_line <= self.done:
-                self._next_line += max(1, self.total // 10)
+                self._next_line += max(1, -(-self.total // 10))
             if time.monotonic() - self._started >= 1.0:
                 self._stream.write(f"{self.label}: {self.done}/{self.total} {self.unit}\n")
                 self._stream.flush()

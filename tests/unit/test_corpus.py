@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 
 import pytest
@@ -306,7 +307,7 @@ def test_long_section_is_split_into_overlapping_pieces() -> None:
     for chunk in chunks:
         assert chunk.text and chunk.text == chunk.text.strip()
         assert len(chunk.text) <= 300
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in itertools.pairwise(chunks):
         first_word = nxt.text.split()[0]
         assert first_word in prev.text.split(), (prev.text, nxt.text)
         # the overlap is the end of the previous piece
@@ -321,7 +322,7 @@ def test_no_overlap_when_overlap_is_zero() -> None:
     settings = ChunkSettings(max_chars=300, overlap_chars=0)
     chunks = chunk_document(doc(long_section()), settings)
     assert len(chunks) > 5
-    for prev, nxt in zip(chunks, chunks[1:]):
+    for prev, nxt in itertools.pairwise(chunks):
         assert len(prev.text) <= 300
         assert nxt.text.split()[0] not in prev.text.split()
     words = [w for c in chunks for w in c.text.split() if w.startswith("w")]
@@ -358,7 +359,7 @@ def assert_covered(body: str, texts: list[str]) -> None:
         for i in range(at, at + len(text)):
             covered[i] = True
         cursor = at + 1
-    lost = "".join(ch for ch, ok in zip(body, covered) if not ok and not ch.isspace())
+    lost = "".join(ch for ch, ok in zip(body, covered, strict=True) if not ok and not ch.isspace())
     assert lost == ""
 
 

@@ -1,0 +1,151 @@
+"""Progress output (ragsnap.progress)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from ragsnap import progress
+from ragsnap.progress import Progress
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class Clock:
+    """A fake ``time.monotonic`` that only moves when a test moves it."""
+
+    def __init__(self, start: float = 1000.0):
+        self.now = start
+        self.step = 0.0  # seconds each unit of work takes, see ``run``
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(progress.time, "monotonic", fake)
+    return fake
+
+
+def run(bar: Progress, steps: int, clock: Clock | None = None) -> None:
+    for _ in range(steps):
+        if clock is not None:
+            clock.now += clock.step
+        bar.advance()
+    bar.close()
+
+
+def test_short_job_on_a_log_prints_nothing(clock: Clock) -> None:
+    stream = io.StringIO()
+    bar = Progress(500, "seed", "documents", stream)
+    run(bar, 500)
+    assert bar.done == 500
+    assert stream.getvalue() == ""
+
+
+def test_short_job_in_real_time_prints_nothing() -> None:
+    stream = io.StringIO()
+    run(Progress(50, "seed", "documents", stream), 50)
+    assert stream.getvalue() == ""
+
+
+def test_long_job_on_a_log_prints_sparse_lines(clock: Clock) -> None:
+    clock.step = 0.5  # every advance takes half a second
+    stream = io.StringIO()
+    run(Progress(1000, "seed", "documents", stream), 1000, clock)
+    out = stream.getvalue()
+    assert "\r" not in out
+    lines = out.splitlines()
+    assert 1 <= len(lines) <= 10
+    assert lines[0] == "seed: 100/1000 documents"
+    assert all(line.startswith("seed: ") and line.endswith("/1000 documents") for line in lines)
+    counts = [int(line.split()[1].split("/")[0]) for line in lines]
+    assert counts == sorted(set(counts))
+
+
+def test_log_lines_with_uneven_steps(clock: Clock) -> None:
+    clock.step = 2.0
+    stream = io.StringIO()
+    bar = Progress(100, "embed", "chunks", stream)
+    for n in (7, 30, 1, 50, 12):
+        clock.now += clock.step
+        bar.advance(n)
+    bar.close()
+    # a line when a tenth boundary (10, 20, ...) is crossed, never at the end
+    lines = stream.getvalue().splitlines()
+    assert lines == ["embed: 37/100 chunks", "embed: 88/100 chunks"]
+
+
+def test_log_quiet_for_the_first_second(clock: Clock) -> None:
+    clock.step = 0.001  # 1000 advances take one second
+    stream = io.StringIO()
+    run(Progress(1000, "seed", "documents", stream), 1000, clock)
+    assert stream.getvalue() == ""
+
+
+def test_log_starts_after_the_first_second(clock: Clock) -> None:
+    clock.step = 0.004  # 250 advances take one second
+    stream = io.StringIO()
+    run(Progress(1000, "seed", "documents", stream), 1000, clock)
+    counts = [int(line.split()[1].split("/")[0]) for line in stream.getvalue().splitlines()]
+    assert counts == [300, 400, 500, 600, 700, 800, 900]
+
+
+@pytest.mark.parametrize("total", [1, 3, 10, 11, 18, 19, 25, 59, 1000, 1099])
+def test_slow_job_prints_at_most_ten_lines(clock: Clock, total: int) -> None:
+    # "a line at each tenth of the work": never more than ten lines, whatever the total
+    clock.step = 5.0
+    stream = io.StringIO()
+    run(Progress(total, "seed", "documents", stream), total, clock)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) <= 10, lines
+    if total >= 10:
+        assert lines
+
+
+def test_zero_total_prints_nothing(clock: Clock) -> None:
+    clock.step = 5.0
+    for stream in (io.StringIO(), FakeTTY()):
+        run(Progress(0, "seed", "documents", stream), 3, clock)
+        assert stream.getvalue() == ""
+
+
+def test_tty_redraws_in_place_and_close_ends_the_line(clock: Clock) -> None:
+    clock.step = 1.0
+    stream = FakeTTY()
+    bar = Progress(4, "seed", "documents", stream)
+    for _ in range(4):
+        clock.now += clock.step
+        bar.advance()
+    out = stream.getvalue()
+    assert out.startswith("\r")
+    assert "\n" not in out
+    frames = out.split("\r")[1:]
+    assert frames == [
+        f"seed {n}/4 documents [{'#' * (30 * n // 4)}{' ' * (30 - 30 * n // 4)}]"
+        for n in (1, 2, 3, 4)
+    ]
+    bar.close()
+    assert stream.getvalue() == out + "\n"
+    bar.close()
+    assert stream.getvalue() == out + "\n"  # a second close writes nothing
+
+
+def test_tty_throttles_but_always_draws_the_end(clock: Clock) -> None:
+    stream = FakeTTY()  # the clock stands still: only the first and last draw
+    run(Progress(10, "seed", "documents", stream), 10)
+    frames = stream.getvalue().split("\r")[1:]
+    assert [f.split(" [")[0] for f in frames] == ["seed 1/10 documents", "seed 10/10 documents"]
+    assert stream.getvalue().endswith("]\n")
+
+
+def test_close_without_drawing_writes_nothing(clock: Clock) -> None:
+    stream = FakeTTY()
+    Progress(10, "seed", "documents", stream).close()
+    assert stream.getvalue() == ""
