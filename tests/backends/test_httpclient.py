@@ -1,0 +1,381 @@
+"""The HTTP client (ragsnap.httpclient) against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragsnap.errors import BackendError, InputError, RagsnapError, UsageError
+from ragsnap.httpclient import HttpClient, check_url, read_token
+
+TOKEN = "sk-test-7f3a9c1e-SECRET"
+
+
+@dataclass
+class Reply:
+    """One canned answer: status, body (a dict becomes JSON), extra headers."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class Server:
+    """A ThreadingHTTPServer on 127.0.0.1 whose answers the test scripts per path.
+
+    ``routes[path]`` is a list of replies served in turn, the last one repeated;
+    an unknown path answers 404. Every request is recorded in ``seen``.
+    """
+
+    def __init__(self) -> None:
+        self.routes: dict[str, list[Reply]] = {}
+        self.seen: list[Seen] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = self.path.split("?", 1)[0]
+                with server._lock:
+                    server.seen.append(Seen(self.command, path, dict(self.headers), body))
+                    queue = server.routes.get(path)
+                    reply = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else Reply(404)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body
+                if callable(payload):
+                    payload = payload(self)
+                if isinstance(payload, (dict, list)):
+                    payload = json.dumps(payload)
+                data = payload.encode("utf-8") if isinstance(payload, str) else payload or b""
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def route(self, path: str, *replies: Reply) -> None:
+        self.routes[path] = list(replies)
+
+    def hits(self, path: str) -> list[Seen]:
+        with self._lock:
+            return [s for s in self.seen if s.path == path]
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=10)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    srv = Server()
+    try:
+        yield srv
+    finally:
+        srv.close()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def client(server: Server, **kwargs: Any) -> HttpClient:
+    kwargs.setdefault("backoff", 0.01)
+    return HttpClient(server.url, **kwargs)
+
+
+def backend_error(call: Any, *args: Any) -> BackendError:
+    with pytest.raises(BackendError) as info:
+        call(*args)
+    return info.value
+
+
+# --- check_url --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com",
+        "http://example.com:80/v1",
+        "http://10.0.0.1",
+        "http://192.168.1.20:9900",
+        "http://0.0.0.0:9900",
+        "http://[2001:db8::1]:9900",
+        "http://localhost.example.com",
+        "http://127.0.0.1.nip.io",
+    ],
+)
+def test_check_url_refuses_plain_http_to_non_loopback(url: str) -> None:
+    with pytest.raises(UsageError, match="plain http:// is allowed only to loopback"):
+        check_url(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://example.com", "https://example.com"),
+        ("https://example.com/v1/", "https://example.com/v1"),
+        ("http://127.0.0.1:9", "http://127.0.0.1:9"),
+        ("http://127.8.9.10:9/", "http://127.8.9.10:9"),
+        ("http://[::1]:9", "http://[::1]:9"),
+        ("http://localhost", "http://localhost"),
+        ("http://LOCALHOST:9900/v1", "http://LOCALHOST:9900/v1"),
+    ],
+)
+def test_check_url_accepts_https_and_loopback(url: str, expected: str) -> None:
+    assert check_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:pass@127.0.0.1:9",
+        "https://user:pass@example.com",
+        "https://token@example.com",
+        "https://:pass@example.com",
+    ],
+)
+def test_check_url_refuses_credentials(url: str) -> None:
+    with pytest.raises(UsageError) as info:
+        check_url(url)
+    assert "credentials" in str(info.value)
+    assert "user:pass" not in str(info.value) and "token@" not in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1", "127.0.0.1:9900", "http://", "", "file:///x"])
+def test_check_url_refuses_non_http_urls(url: str) -> None:
+    with pytest.raises(UsageError, match="not an http"):
+        check_url(url)
+
+
+def test_client_checks_its_url() -> None:
+    with pytest.raises(UsageError):
+        HttpClient("http://example.com")
+
+
+# --- requests and retries ---------------------------------------------------------------
+
+
+def test_get_and_post_json(server: Server) -> None:
+    server.route("/v1/items", Reply(200, {"items": [1, 2]}))
+    server.route("/v1/empty", Reply(204))
+    http = HttpClient(server.url + "/v1/")
+    assert http.get_json("items", {"q": "pool"}) == {"items": [1, 2]}
+    assert http.post_json("/items", {"a": "连接池"}) == {"items": [1, 2]}
+    assert http.get_json("empty") is None
+    get, post = server.hits("/v1/items")
+    assert get.method == "GET" and post.method == "POST"
+    assert json.loads(post.body) == {"a": "连接池"}
+    assert post.headers["Accept"] == "application/json"
+    assert "Authorization" not in post.headers
+    http.close()
+
+
+def test_5xx_is_retried_until_success(server: Server) -> None:
+    server.route("/x", Reply(503, "busy"), Reply(503, "busy"), Reply(200, {"ok": True}))
+    assert client(server).get_json("x") == {"ok": True}
+    assert len(server.hits("/x")) == 3
+
+
+def test_5xx_gives_up_after_the_retries(server: Server) -> None:
+    server.route("/x", Reply(500, "database is down"))
+    err = backend_error(client(server, retries=2).get_json, "x")
+    assert len(server.hits("/x")) == 3
+    assert "HTTP 500" in str(err) and "database is down" in str(err)
+    assert "service's logs" in str(err)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 429])
+def test_4xx_is_not_retried(server: Server, status: int) -> None:
+    server.route("/x", Reply(status, {"error": "nope"}))
+    err = backend_error(client(server).post_json, "x", {})
+    assert len(server.hits("/x")) == 1
+    assert f"HTTP {status}" in str(err)
+    assert ("check the token" in str(err)) == (status in (401, 403))
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirect_is_refused_and_never_followed(server: Server, status: int) -> None:
+    server.route("/start", Reply(status, "", {"Location": server.url + "/target"}))
+    server.route("/target", Reply(200, {"ok": True}))
+    err = backend_error(client(server, token=TOKEN).post_json, "start", {"a": 1})
+    assert f"redirect ({status})" in str(err) and "/target" in str(err)
+    assert len(server.hits("/start")) == 1
+    assert server.hits("/target") == []
+
+
+def test_connection_refused_after_retries(closed_port: int) -> None:
+    http = HttpClient(f"http://127.0.0.1:{closed_port}", retries=2, backoff=0.01)
+    err = backend_error(http.get_json, "x")
+    assert "cannot connect" in str(err) and "ConnectionError" in str(err)
+    assert f"127.0.0.1:{closed_port}/x" in str(err)
+
+
+def test_connection_recovers_within_the_retries(server: Server) -> None:
+    # the first answer arrives only after the timeout: a timeout is retried like a refusal
+    server.route("/slow", Reply(200, {"late": True}, delay=1.0), Reply(200, {"ok": True}))
+    assert client(server, timeout=0.3).get_json("slow") == {"ok": True}
+    assert len(server.hits("/slow")) == 2
+
+
+def test_timeout_gives_up_with_cannot_connect(server: Server) -> None:
+    server.route("/slow", Reply(200, {"late": True}, delay=1.0))
+    err = backend_error(client(server, timeout=0.2, retries=1).get_json, "slow")
+    assert "cannot connect (ReadTimeout)" in str(err)
+    assert len(server.hits("/slow")) == 2
+
+
+@pytest.mark.parametrize("body", ["<html>Not Found</html>", "{bad json", "\x00\x01"])
+def test_non_json_body_is_backend_error(server: Server, body: str) -> None:
+    server.route("/x", Reply(200, body))
+    err = backend_error(client(server).get_json, "x")
+    assert "not JSON" in str(err) and "check the endpoint path" in str(err)
+    assert len(server.hits("/x")) == 1
+
+
+# --- the token --------------------------------------------------------------------------
+
+
+def test_token_from_file_is_sent_as_bearer(server: Server, tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text(f"  {TOKEN}  \nsecond line is ignored\n", encoding="utf-8")
+    token = read_token(path, None)
+    assert token == TOKEN
+    server.route("/x", Reply(200, {}))
+    client(server, token=token).get_json("x")
+    assert server.hits("/x")[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_token_from_env_is_sent_as_bearer(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSNAP_TEST_TOKEN", f"{TOKEN}\n")
+    token = read_token(None, "RAGSNAP_TEST_TOKEN")
+    assert token == TOKEN
+    server.route("/x", Reply(200, {}))
+    client(server, token=token).post_json("x", {})
+    assert server.hits("/x")[0].headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_token_file_wins_over_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "token").write_text("from-file", encoding="utf-8")
+    monkeypatch.setenv("RAGSNAP_TEST_TOKEN", "from-env")
+    assert read_token(tmp_path / "token", "RAGSNAP_TEST_TOKEN") == "from-file"
+    assert read_token(None, None) is None
+
+
+def test_proxy_environment_is_ignored(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    # trust_env is off: a proxy in the environment would otherwise see the token
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "")
+    server.route("/x", Reply(200, {"ok": True}))
+    assert client(server, token=TOKEN).get_json("x") == {"ok": True}
+
+
+@pytest.mark.parametrize(
+    ("path", "replies"),
+    [
+        ("/unauthorized", [Reply(401, {"error": "invalid token"})]),
+        ("/forbidden", [Reply(403, "forbidden")]),
+        ("/broken", [Reply(500, "internal error")]),
+        ("/moved", [Reply(302, "", {"Location": "/elsewhere"})]),
+        ("/html", [Reply(200, "<html>login page</html>")]),
+    ],
+)
+def test_token_never_appears_in_messages(
+    server: Server, tmp_path: Path, path: str, replies: list[Reply]
+) -> None:
+    (tmp_path / "token").write_text(TOKEN, encoding="utf-8")
+    server.route(path, *replies)
+    err = backend_error(client(server, token=read_token(tmp_path / "token", None)).get_json, path)
+    assert server.hits(path)[0].headers["Authorization"] == f"Bearer {TOKEN}"
+    # neither the message nor the printed traceback (chained exceptions included)
+    assert TOKEN not in str(err) and TOKEN not in repr(err)
+    assert TOKEN not in "".join(traceback.format_exception(err))
+
+
+def echo_authorization(handler: BaseHTTPRequestHandler) -> str:
+    return json.dumps({"error": f"invalid credentials: {handler.headers['Authorization']}"})
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_token_echoed_by_the_server_is_not_in_the_message(server: Server, status: int) -> None:
+    server.route("/x", Reply(status, echo_authorization))
+    err = backend_error(client(server, token=TOKEN, retries=0).get_json, "x")
+    assert TOKEN not in str(err)
+
+
+def test_read_token_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        read_token(tmp_path / "nope", "IGNORED_WHEN_A_FILE_IS_GIVEN")
+    assert info.value.path == str(tmp_path / "nope") and "cannot be read" in str(info.value)
+
+
+@pytest.mark.parametrize("content", ["", "  \n\n \t"])
+def test_read_token_empty_file(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "token"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match="is empty"):
+        read_token(path, None)
+
+
+def test_read_token_folder_is_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot be read"):
+        read_token(tmp_path, None)
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_read_token_unset_env(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    if value is None:
+        monkeypatch.delenv("RAGSNAP_TEST_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("RAGSNAP_TEST_TOKEN", value)
+    with pytest.raises(UsageError, match="RAGSNAP_TEST_TOKEN is not set"):
+        read_token(None, "RAGSNAP_TEST_TOKEN")
+
+
+def test_token_outside_latin1_is_a_ragsnap_error(server: Server, tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("sk-abc\u2019def", encoding="utf-8")
+    server.route("/x", Reply(200, {}))
+    with pytest.raises(RagsnapError):
+        client(server, token=read_token(tmp_path / "token", None)).get_json("x")
