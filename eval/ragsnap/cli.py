@@ -230,7 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="only documents of this kb_scope (default: every document)",
     )
     lookup.add_argument(
-        "--top-k", type=int, metavar="N", help="evidence blocks (default: lookup.topK, else 5)"
+        "--top-k",
+        type=_positive_int,
+        metavar="N",
+        help="evidence blocks (default: lookup.topK, else 5)",
     )
     lookup.add_argument(
         "--method",
@@ -244,6 +247,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lookup.set_defaults(handler="lookup")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _add_kb(parser: argparse.ArgumentParser) -> None:

@@ -179,12 +179,12 @@ class Pipeline:
         self.tokenizer = tokenizer
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
-        self._chunk_tokens: dict[int, list[str]] = {}
+        self._chunk_tokens: dict[int, list[str]] = {}  # by row, for one generation
+        self._generation: str | None = None
 
     # -- L0 -------------------------------------------------------------------
 
-    def _hint_index(self, kb_scope: str | None) -> _HintIndex:
-        generation = self.kb.read_meta().get("generation", "0")
+    def _hint_index(self, kb_scope: str | None, generation: str) -> _HintIndex:
         key = (generation, kb_scope)
         if key not in self._hint_cache:
             self._hint_cache.clear()
@@ -286,7 +286,13 @@ class Pipeline:
         method = method or s.method
         if method not in METHODS:
             raise UsageError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
-        top_k = top_k or s.top_k
+        top_k = s.top_k if top_k is None else top_k
+        if top_k < 1:
+            raise UsageError(f"top_k must be at least 1, not {top_k}")
+        generation = self.kb.read_meta().get("generation", "0")
+        if generation != self._generation:  # rows are reused after a write
+            self._chunk_tokens.clear()
+            self._generation = generation
         base = "hybrid" if method == "hybrid+rerank" else method
         tokens = self.tokenizer.tokens(query)
         vector = None if base == "lexical" else self.embedder.embed_query(query)
@@ -295,7 +301,7 @@ class Pipeline:
 
         hints: dict[str, str] = {}
         if s.hints:
-            hints = self._hint_index(kb_scope).hints(tokens)
+            hints = self._hint_index(kb_scope, generation).hints(tokens)
         attempts: list[dict[str, Any]] = []
         reasons: list[str] = []
         scope = Filter(kb_scope=kb_scope)

@@ -70,11 +70,16 @@ class Filter:
 
 def breadcrumb_has_prefix(breadcrumb: str | None, prefix: str) -> bool:
     """Segment-wise prefix test: ``A > B`` is a prefix of ``A > B > C``, not of ``A > BC``."""
+    want = _segments(prefix)
+    if not want:
+        return True
     if breadcrumb is None:
         return False
-    have = [s.strip() for s in breadcrumb.split(">")]
-    want = [s.strip() for s in prefix.split(">")]
-    return have[: len(want)] == want
+    return _segments(breadcrumb)[: len(want)] == want
+
+
+def _segments(breadcrumb: str) -> list[str]:
+    return [s for s in (part.strip() for part in breadcrumb.split(">")) if s]
 
 
 @dataclass(frozen=True, slots=True)

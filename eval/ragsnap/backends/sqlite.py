@@ -8,8 +8,9 @@ Tables::
     chunks_fts(body)              FTS5 over the pre-tokenised chunk text, rowid = chunks.id
 
 Lexical search is FTS5's BM25 (k1 = 1.2, b = 0.75) over tokens produced by
-``ragsnap.text`` (stored space-separated, so FTS5's ``unicode61`` tokeniser only
-splits at the spaces and Chinese segmentation happens in Python). Vector search
+``ragsnap.text`` (stored space-separated, so FTS5's ``unicode61`` tokeniser, with
+diacritics kept, only splits at the spaces and every normalisation and the
+Chinese segmentation happen in Python). Vector search
 is exact cosine in numpy over every vector of the file, loaded once into memory
 and reloaded when the file's generation changes. Filters are SQL conditions for
 lexical search and precomputed row masks for vector search.
@@ -59,7 +60,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     vector BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    body, tokenize = 'unicode61 remove_diacritics 0'
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
 

@@ -1,0 +1,416 @@
+"""The lookup pipeline over a real SQLite knowledge base (no mocks).
+
+Scores and thresholds may be re-tuned, so these tests check structure and
+behaviour (which documents, which attempts, which order properties), never
+exact score values. Settings are passed explicitly where a test depends on them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragsnap.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.corpus import ChunkSettings, load_seed_docs
+from ragsnap.embedders import HashingEmbedder
+from ragsnap.errors import UsageError
+from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
+from ragsnap.schema import validate
+from ragsnap.seeding import seed
+from ragsnap.text import get_tokenizer
+
+SETTINGS = LookupSettings(
+    method="hybrid+rerank",
+    top_k=5,
+    candidates=50,
+    rerank_depth=20,
+    min_score=0.25,
+    weak_score=0.4,
+    sufficient_score=0.5,
+    context_budget_chars=2000,
+)
+
+POOL_QUERY = "hikari pool maximum size twenty connections"
+
+
+def write_doc(folder: Path, source: str, body: str, **meta: str | None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    header = [f"source: {source}"] + [f"{k}: {v}" for k, v in meta.items() if v is not None]
+    path = folder / f"{source}.md"
+    path.write_text("---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8")
+    return path
+
+
+def filler(topic: str, n: int) -> str:
+    """A long paragraph of ordinary words about ``topic`` (for budget tests)."""
+    return " ".join(
+        f"The {topic} runbook step {k} is reviewed weekly by operators." for k in range(n)
+    )
+
+
+def write_corpus(folder: Path) -> Path:
+    write_doc(
+        folder,
+        "pool-eval",
+        "Pool sizing for order-service.\n\n"
+        f"## Pool size\n\nThe hikari pool maximum size is twenty connections per pod. "
+        f"{filler('pool', 12)}\n\n"
+        f"## Leak detection\n\nHikari logs a leak warning after sixty seconds. {filler('leak', 12)}",
+        title="Connection pool sizing",
+        breadcrumb="Database > MySQL > Pool",
+        category="database",
+        kb_scope="eval",
+        keywords="[hikari, pool]",
+    )
+    write_doc(
+        folder,
+        "pool-other",
+        f"Another team's copy: {POOL_QUERY}. quokka\n\n## Pool size\n\n{POOL_QUERY} quokka.",
+        title="Connection pool sizing",
+        breadcrumb="Database > MySQL > Pool",
+        category="database",
+        kb_scope="other",
+        keywords="[hikari, pool, quokka]",
+    )
+    write_doc(
+        folder,
+        "cache-zh",
+        "缓存雪崩是指大量缓存同时过期，请求全部落到数据库。\n\n"
+        "## 处理方法\n\n给过期时间加上随机抖动，并使用互斥锁重建缓存。",
+        title="缓存雪崩",
+        breadcrumb="缓存 > Redis",
+        category="cache",
+        kb_scope="eval",
+    )
+    write_doc(
+        folder,
+        "net-hint",
+        "DNS resolvers are configured through resolv conf files on every host.\n\n"
+        "## Search domains\n\nSearch domains are appended to short host names by the resolver.",
+        title="Network basics",
+        breadcrumb="Network > DNS",
+        category="network",
+        kb_scope="eval",
+        keywords="[latency, timeout, jitter]",
+    )
+    write_doc(
+        folder,
+        "disk-answer",
+        "Volumes are attached by the storage driver.\n\n"
+        "## Slow writes\n\nWhen write latency spikes on a volume, raise the driver timeout "
+        "to thirty seconds and check the queue depth.",
+        title="Disk volumes",
+        breadcrumb="Storage > Disks",
+        category="storage",
+        kb_scope="eval",
+        keywords="[disk, volume]",
+    )
+    write_doc(
+        folder,
+        "kafka-lag",
+        f"Consumer lag grows when consumers are slow. {filler('kafka', 10)}\n\n"
+        f"## Rebalance\n\nA rebalance pauses every consumer of the group. {filler('rebalance', 10)}",
+        title="Kafka consumer lag",
+        breadcrumb="Messaging > Kafka",
+        category="messaging",
+        kb_scope="eval",
+    )
+    return folder
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Iterator[SqliteKnowledgeBase]:
+    docs = load_seed_docs(write_corpus(tmp_path / "docs"))
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as store:
+        seed(store, docs, HashingEmbedder(), get_tokenizer(), ChunkSettings())
+        yield store
+
+
+def pipeline(kb: SqliteKnowledgeBase, **overrides: Any) -> Pipeline:
+    settings = LookupSettings(**{**_fields(SETTINGS), **overrides})
+    return Pipeline(kb, HashingEmbedder(), get_tokenizer(), settings)
+
+
+def _fields(settings: LookupSettings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
+
+
+def as_fixture(result: dict[str, Any], query: str, kb_scope: str | None) -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "caseId": "pipeline-test",
+        "query": query,
+        "retrievedAt": "2026-01-01T00:00:00Z",
+        "generator": {
+            "backend": "embedded",
+            "embedder": HashingEmbedder().fingerprint.to_json(),
+            "pipelineVersion": "test",
+            "kbScope": kb_scope,
+            "topK": 5,
+        },
+        "lookupResult": result,
+    }
+
+
+def all_sources(result: dict[str, Any]) -> set[str]:
+    """Every source a result mentions anywhere: evidence, context, rerank trace."""
+    rerank = result["rerankTrace"]
+    return (
+        {b["source"] for b in result["evidenceBlocks"]}
+        | set(result["contextPack"]["sources"])
+        | {i["source"] for i in rerank["before"]}
+        | {i["source"] for i in rerank["after"]}
+    )
+
+
+def evidence_sources(result: dict[str, Any]) -> list[str]:
+    return [b["source"] for b in result["evidenceBlocks"]]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "query",
+    [POOL_QUERY, "缓存雪崩处理方法", "latency timeout", "xylophqz vwkjrtq", '"AND* NEAR(-'],
+)
+def test_result_validates_against_the_fixture_schema(
+    kb: SqliteKnowledgeBase, method: str, query: str
+) -> None:
+    for scope in ("eval", None):
+        result = pipeline(kb).lookup(query, kb_scope=scope, method=method)
+        validate(as_fixture(result, query, scope), "fixture", "<lookup>", "fixture")
+        assert result["retrievalTrace"]["attempts"][-1]["method"] == (
+            "hybrid" if method == "hybrid+rerank" else method
+        )
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_other_scope_is_never_returned(kb: SqliteKnowledgeBase, method: str) -> None:
+    p = pipeline(kb)
+    for query in (POOL_QUERY, f"{POOL_QUERY} quokka", "quokka"):
+        result = p.lookup(query, kb_scope="eval", method=method, top_k=50)
+        assert "pool-other" not in all_sources(result), (query, method)
+        assert all(b["metadata"]["kbScope"] == "eval" for b in result["evidenceBlocks"])
+        for attempt in result["retrievalTrace"]["attempts"]:
+            assert attempt["filter"]["kbScope"] == "eval"
+    # the test can fail: in its own scope (or unscoped) the copy is found
+    assert evidence_sources(p.lookup("quokka", kb_scope="other", method=method))[0] == (
+        "pool-other"
+    )
+    unscoped = p.lookup(f"{POOL_QUERY} quokka", kb_scope=None, method=method, top_k=50)
+    assert "pool-other" in evidence_sources(unscoped)
+    assert set(evidence_sources(p.lookup(POOL_QUERY, kb_scope="other", method=method))) == {
+        "pool-other"
+    }
+
+
+def test_chinese_query_finds_the_chinese_doc(kb: SqliteKnowledgeBase) -> None:
+    result = pipeline(kb).lookup("缓存雪崩处理方法", kb_scope="eval", method="lexical")
+    sources = evidence_sources(result)
+    assert sources and sources[0] == "cache-zh"
+    assert set(sources) == {"cache-zh"}
+    assert result["retrievalTrace"]["evidenceStatus"] != "none"
+    assert "cache-zh" in result["contextPack"]["sources"]
+    assert "缓存" in result["contextPack"]["text"]
+
+
+def test_wrong_l0_hint_falls_back_to_unfiltered(kb: SqliteKnowledgeBase) -> None:
+    # net-hint's keywords point L0 at "network"; the answer is in "storage"
+    result = pipeline(kb).lookup("latency timeout", kb_scope="eval")
+    trace = result["retrievalTrace"]
+    assert trace["l0Hints"]["category"] == "network"
+    first, second = trace["attempts"]
+    assert first["name"] == "filtered"
+    assert first["filter"] == {"kbScope": "eval", "category": "network"}
+    assert not first.get("skipped", False)
+    assert second["name"] == "unfiltered"
+    assert second["filter"] == {"kbScope": "eval"}
+    assert trace["selectedAttempt"] == "unfiltered"
+    assert set(trace["fallbackReasons"]) & {"filtered-empty", "filtered-weak"}
+    assert "no-l0-hint" not in trace["fallbackReasons"]
+    assert evidence_sources(result)[0] == "disk-answer"
+    assert "net-hint" not in evidence_sources(result)
+
+
+def test_a_good_hint_keeps_the_filtered_attempt(kb: SqliteKnowledgeBase) -> None:
+    result = pipeline(kb).lookup("hikari pool maximum size", kb_scope="eval")
+    trace = result["retrievalTrace"]
+    assert trace["l0Hints"]["category"] == "database"
+    assert [a["name"] for a in trace["attempts"]] == ["filtered"]
+    assert trace["attempts"][0]["filter"] == {"kbScope": "eval", "category": "database"}
+    assert (trace["selectedAttempt"], trace["fallbackReasons"]) == ("filtered", [])
+    assert evidence_sources(result)[0] == "pool-eval"
+
+
+def test_no_metadata_match_skips_the_filtered_attempt(kb: SqliteKnowledgeBase) -> None:
+    # words of net-hint's body, none of them in any document's metadata
+    result = pipeline(kb).lookup("resolvers configured resolv conf", kb_scope="eval")
+    trace = result["retrievalTrace"]
+    assert trace["l0Hints"] == {}
+    first, second = trace["attempts"]
+    assert first["name"] == "filtered" and first["skipped"] is True
+    assert first["hitCount"] == 0 and first["filter"] == {"kbScope": "eval"}
+    assert second["name"] == "unfiltered" and not second.get("skipped", False)
+    assert trace["fallbackReasons"] == ["no-l0-hint"]
+    assert trace["selectedAttempt"] == "unfiltered"
+    assert evidence_sources(result)[0] == "net-hint"
+
+
+def test_hints_disabled_also_goes_unfiltered(kb: SqliteKnowledgeBase) -> None:
+    result = pipeline(kb, hints=False).lookup("latency timeout", kb_scope="eval")
+    trace = result["retrievalTrace"]
+    assert trace["l0Hints"] == {}
+    assert trace["attempts"][0]["skipped"] is True
+    assert trace["fallbackReasons"] == ["no-l0-hint"]
+    assert evidence_sources(result)[0] == "disk-answer"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_query_without_answer_gives_no_evidence(kb: SqliteKnowledgeBase, method: str) -> None:
+    result = pipeline(kb).lookup("xylophqz vwkjrtq", kb_scope="eval", method=method)
+    assert result["retrievalTrace"]["evidenceStatus"] == "none"
+    assert result["evidenceBlocks"] == []
+    pack = result["contextPack"]
+    assert (pack["sources"], pack["text"], pack["charCount"], pack["truncated"]) == (
+        [],
+        "",
+        0,
+        False,
+    )
+
+
+@pytest.mark.parametrize("method", ["lexical", "vector", "hybrid"])
+def test_methods_without_rerank(kb: SqliteKnowledgeBase, method: str) -> None:
+    result = pipeline(kb).lookup(POOL_QUERY, kb_scope="eval", method=method)
+    rerank = result["rerankTrace"]
+    assert rerank["applied"] is False
+    assert rerank["reranker"] is None
+    assert rerank["before"] == rerank["after"]
+    assert [i["chunkId"] for i in rerank["after"]][:1] == [
+        b["chunkId"] for b in result["evidenceBlocks"]
+    ][:1]
+    assert ("fusion" in result["retrievalTrace"]) == (method == "hybrid")
+    assert evidence_sources(result)[0] == "pool-eval"
+
+
+def test_hybrid_rerank_reorders_a_prefix_of_the_fused_list(kb: SqliteKnowledgeBase) -> None:
+    result = pipeline(kb, rerank_depth=6, hints=False).lookup(
+        "pool runbook step reviewed by operators", kb_scope="eval", top_k=3
+    )
+    rerank = result["rerankTrace"]
+    assert rerank["applied"] is True
+    assert rerank["reranker"] == "heuristic-v1"
+    before = [i["chunkId"] for i in rerank["before"]]
+    after = [i["chunkId"] for i in rerank["after"]]
+    assert len(before) == 6 and 1 <= len(after) <= 6
+    assert sorted(after) == sorted(before[: len(after)])
+    assert [i["score"] for i in rerank["after"]] == sorted(
+        (i["score"] for i in rerank["after"]), reverse=True
+    )
+    # evidence follows the reranked order
+    ids = [b["chunkId"] for b in result["evidenceBlocks"]]
+    assert ids == [c for c in after if c in ids]
+    assert "fusion" in result["retrievalTrace"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("top_k", [1, 2, 4])
+def test_evidence_blocks_are_ranked_unique_and_capped(
+    kb: SqliteKnowledgeBase, method: str, top_k: int
+) -> None:
+    result = pipeline(kb, min_score=0.0, relative_score=0.0).lookup(
+        "runbook step reviewed weekly operators", kb_scope="eval", method=method, top_k=top_k
+    )
+    blocks = result["evidenceBlocks"]
+    assert 1 <= len(blocks) <= top_k
+    assert [b["rank"] for b in blocks] == list(range(1, len(blocks) + 1))
+    assert len({b["chunkId"] for b in blocks}) == len(blocks)
+    assert all(b["source"] != "pool-other" for b in blocks)
+
+
+def test_min_score_drops_weak_evidence(kb: SqliteKnowledgeBase) -> None:
+    result = pipeline(kb, min_score=0.9, sufficient_score=0.95).lookup(
+        "latency", kb_scope="eval", method="vector"
+    )
+    assert all(b["score"] >= 0.9 for b in result["evidenceBlocks"])
+
+
+@pytest.mark.parametrize("budget", [0, 50, 250, 700])
+def test_context_pack_respects_the_budget(kb: SqliteKnowledgeBase, budget: int) -> None:
+    result = pipeline(kb, context_budget_chars=budget, relative_score=0.0).lookup(
+        "runbook step reviewed weekly operators", kb_scope="eval", top_k=5
+    )
+    blocks = result["evidenceBlocks"]
+    assert blocks and sum(len(b["text"]) for b in blocks) > budget
+    pack = result["contextPack"]
+    assert pack["budgetChars"] == budget
+    assert pack["truncated"] is True
+    assert pack["charCount"] == len(pack["text"]) <= budget
+    assert set(pack["sources"]) <= {b["source"] for b in blocks}
+
+
+def test_context_pack_holds_all_evidence_when_it_fits(kb: SqliteKnowledgeBase) -> None:
+    result = pipeline(kb, context_budget_chars=100_000, relative_score=0.0).lookup(
+        "runbook step reviewed weekly operators", kb_scope="eval", top_k=5
+    )
+    blocks = result["evidenceBlocks"]
+    pack = result["contextPack"]
+    assert pack["truncated"] is False
+    assert pack["text"] == "\n\n".join(b["text"] for b in blocks)
+    assert pack["charCount"] == len(pack["text"])
+    assert pack["sources"] == list(dict.fromkeys(b["source"] for b in blocks))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_without_latency_two_lookups_are_identical(kb: SqliteKnowledgeBase, method: str) -> None:
+    p = pipeline(kb)
+    outputs = [
+        json.dumps(
+            q.lookup("latency timeout", kb_scope="eval", method=method, record_latency=False),
+            sort_keys=True,
+        )
+        for q in (p, p, pipeline(kb))
+    ]
+    assert outputs[0] == outputs[1] == outputs[2]
+    attempts = json.loads(outputs[0])["retrievalTrace"]["attempts"]
+    assert attempts and all(a["latencyMs"] is None for a in attempts)
+    measured = p.lookup("latency timeout", kb_scope="eval", method=method)
+    ran = [a for a in measured["retrievalTrace"]["attempts"] if not a.get("skipped")]
+    assert ran and all(a["latencyMs"] is not None for a in ran)
+
+
+def test_a_pipeline_outliving_a_reseed_sees_the_new_documents(tmp_path: Path) -> None:
+    """Row ids of removed chunks are reused by the next import; nothing cached by row may
+    survive it (the L0 hint cache already follows the knowledge base's generation)."""
+    docs = tmp_path / "docs"
+    write_doc(docs, "a-doc", "Alpha document about apples.", kb_scope="eval")
+    write_doc(docs, "zz-doc", "Zulu document about zebras.", kb_scope="eval")
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as store:
+
+        def reseed() -> None:
+            seed(store, load_seed_docs(docs), HashingEmbedder(), get_tokenizer(), ChunkSettings())
+
+        reseed()
+        long_lived = pipeline(store)
+        for method in METHODS:
+            result = long_lived.lookup("zebras", kb_scope="eval", method=method)
+            assert evidence_sources(result) == ["zz-doc"]
+        (docs / "zz-doc.md").unlink()
+        write_doc(docs, "new-doc", "Fresh document about kiwis.", kb_scope="eval")
+        reseed()
+        for method in METHODS:
+            fresh = pipeline(store).lookup("kiwis", kb_scope="eval", method=method)
+            assert evidence_sources(fresh) == ["new-doc"]
+            result = long_lived.lookup("kiwis", kb_scope="eval", method=method)
+            assert evidence_sources(result) == ["new-doc"], method
+            assert evidence_sources(long_lived.lookup("zebras", kb_scope="eval")) == []
+
+
+def test_unknown_method_raises_usage_error(kb: SqliteKnowledgeBase) -> None:
+    with pytest.raises(UsageError, match="unknown method 'bm25'"):
+        pipeline(kb).lookup(POOL_QUERY, method="bm25")
+    with pytest.raises(UsageError, match="unknown method"):
+        LookupSettings(method="semantic")

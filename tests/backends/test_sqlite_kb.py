@@ -1,0 +1,518 @@
+"""The embedded SQLite knowledge base, filled through ``ragsnap.seeding.seed``.
+
+Real SQLite files in tmp_path, no mocks. Every corpus is written here as
+Markdown files with a frontmatter header.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ragsnap.backends import Filter, Upload, WriteBatch
+from ragsnap.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.corpus import ChunkSettings, chunk_document, load_seed_docs
+from ragsnap.embedders import Fingerprint, HashingEmbedder
+from ragsnap.errors import BackendError
+from ragsnap.seeding import index_hash, seed
+from ragsnap.text import get_tokenizer
+
+SETTINGS = ChunkSettings()
+TOKENIZER = get_tokenizer()
+
+# source -> (kb_scope, category, breadcrumb); every body holds "quartzshared"
+# and one word of its own, "<source without dashes>uniq".
+DOCS: dict[str, tuple[str | None, str, str]] = {
+    "mysql-pool": ("eval", "database", "Database > MySQL > Pool"),
+    "mysql-root": ("eval", "database", "Database > MySQL"),
+    "mysql-replica": ("eval", "database", "Database > MySQLReplica"),
+    "kafka-lag": ("eval", "messaging", "Messaging > Kafka"),
+    "other-pool": ("other", "database", "Database > MySQL > Pool"),
+    "unscoped": (None, "database", "Database>MySQL >  Pool"),  # stored normalised
+}
+
+
+def unique_word(source: str) -> str:
+    return source.replace("-", "") + "uniq"
+
+
+def write_doc(folder: Path, source: str, body: str, **meta: str | None) -> Path:
+    """A seed document ``<source>.md`` with ``source`` and ``meta`` in its header."""
+    folder.mkdir(parents=True, exist_ok=True)
+    header = [f"source: {source}"] + [f"{k}: {v}" for k, v in meta.items() if v is not None]
+    path = folder / f"{source}.md"
+    path.write_text("---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8")
+    return path
+
+
+def body_of(source: str, version: str = "one") -> str:
+    word = unique_word(source)
+    return (
+        f"Intro of {source}: {word} quartzshared overview, version {version}.\n\n"
+        f"## Settings\n\nThe settings section of {source} mentions {word} and tuning knobs.\n\n"
+        f"## Errors\n\nThe errors section of {source} lists alarms, quartzshared and retries."
+    )
+
+
+def write_corpus(folder: Path) -> Path:
+    for source, (scope, category, crumb) in DOCS.items():
+        write_doc(
+            folder,
+            source,
+            body_of(source),
+            title=f"Title of {source}",
+            category=category,
+            kb_scope=scope,
+            breadcrumb=crumb,
+            keywords=f"[{source}, extra]",
+        )
+    return folder
+
+
+def seed_folder(kb: SqliteKnowledgeBase, folder: Path, embedder: Any = None, **kw: Any) -> Any:
+    docs = load_seed_docs(folder)
+    return seed(kb, docs, embedder or HashingEmbedder(), TOKENIZER, SETTINGS, **kw)
+
+
+@pytest.fixture
+def docs_dir(tmp_path: Path) -> Path:
+    return write_corpus(tmp_path / "docs")
+
+
+@pytest.fixture
+def kb(tmp_path: Path, docs_dir: Path) -> Iterator[SqliteKnowledgeBase]:
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as store:
+        seed_folder(store, docs_dir)
+        yield store
+
+
+def raw_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` through a separate connection (committed state only)."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute(sql).fetchall()
+
+
+def snapshot(kb: SqliteKnowledgeBase) -> dict[str, Any]:
+    """Everything a write could change, as the store and a second connection see it."""
+    return {
+        "documents": kb.documents(),
+        "count": kb.count(),
+        "meta": kb.read_meta(),
+        "chunks": raw_rows(kb.path, "SELECT id, chunk_id, source, text, vector FROM chunks"),
+        "fts": raw_rows(kb.path, "SELECT rowid, body FROM chunks_fts ORDER BY rowid"),
+        "docs": raw_rows(kb.path, "SELECT * FROM documents ORDER BY source"),
+        "rawMeta": raw_rows(kb.path, "SELECT key, value FROM meta ORDER BY key"),
+    }
+
+
+def sources_of(kb: SqliteKnowledgeBase, hits: Sequence[tuple[int, float]]) -> set[str]:
+    chunks = kb.chunks([row for row, _ in hits])
+    return {chunks[row].source for row, _ in hits}
+
+
+def lexical(kb: SqliteKnowledgeBase, text: str, flt: Filter | None = None) -> set[str]:
+    return sources_of(kb, kb.lexical_search(TOKENIZER.tokens(text), flt or Filter(), 100))
+
+
+# -- what a seed stores --------------------------------------------------------------
+
+
+def test_seed_stores_documents_chunks_and_settings(kb: SqliteKnowledgeBase, docs_dir: Path) -> None:
+    docs = load_seed_docs(docs_dir)
+    stored = kb.documents()
+    assert set(stored) == set(DOCS)
+    expected_chunks = {d.source: len(chunk_document(d, SETTINGS)) for d in docs}
+    assert {s: info.chunk_count for s, info in stored.items()} == expected_chunks
+    assert kb.count() == sum(expected_chunks.values()) == 3 * len(DOCS)
+    pool = stored["mysql-pool"]
+    assert (pool.kb_scope, pool.category, pool.breadcrumb, pool.title) == (
+        "eval",
+        "database",
+        "Database > MySQL > Pool",
+        "Title of mysql-pool",
+    )
+    assert pool.metadata == {"keywords": ["mysql-pool", "extra"]}
+    assert stored["unscoped"].kb_scope is None
+    assert stored["unscoped"].breadcrumb == "Database > MySQL > Pool"
+    meta = kb.read_meta()
+    assert Fingerprint.from_json(json.loads(meta["embedder"])) == (HashingEmbedder().fingerprint)
+    assert meta["tokenizer"] == TOKENIZER.name
+    assert meta["chunking"] == SETTINGS.fingerprint()
+    assert "generation" in meta
+    chunk_ids = [r[0] for r in raw_rows(kb.path, "SELECT chunk_id FROM chunks ORDER BY id")]
+    assert "mysql-pool#0" in chunk_ids and len(set(chunk_ids)) == len(chunk_ids)
+    # the frontmatter is metadata only: its words are not indexed
+    assert lexical(kb, "Title") == set()
+
+
+def test_reseed_unchanged_writes_nothing(kb: SqliteKnowledgeBase, docs_dir: Path) -> None:
+    before = snapshot(kb)
+    plan = seed_folder(kb, docs_dir)
+    assert not plan.changes
+    assert sorted(plan.unchanged) == sorted(DOCS)
+    assert plan.summary() == f"0 added, 0 updated, {len(DOCS)} unchanged, 0 removed"
+    assert kb.read_meta()["generation"] == before["meta"]["generation"]
+    assert snapshot(kb) == before
+
+
+def test_editing_one_file_updates_only_that_source(kb: SqliteKnowledgeBase, docs_dir: Path) -> None:
+    others_sql = "SELECT id, chunk_id, text, vector FROM chunks WHERE source != 'kafka-lag'"
+    others = raw_rows(kb.path, others_sql)
+    old_hashes = {s: info.index_hash for s, info in kb.documents().items()}
+    generation = kb.read_meta()["generation"]
+    write_doc(
+        docs_dir,
+        "kafka-lag",
+        "Rewritten intro with brandnewword.\n\n## Only section\n\nConsumers lag, quartzshared.",
+        category="messaging",
+        kb_scope="eval",
+        breadcrumb="Messaging > Kafka",
+    )
+    plan = seed_folder(kb, docs_dir)
+    assert (plan.added, plan.updated, plan.removed) == ((), ("kafka-lag",), ())
+    assert kb.read_meta()["generation"] != generation
+    assert raw_rows(kb.path, others_sql) == others  # same rows, ids, chunk ids, vectors
+    stored = kb.documents()
+    assert stored["kafka-lag"].chunk_count == 2
+    assert stored["kafka-lag"].index_hash != old_hashes["kafka-lag"]
+    assert {s: i.index_hash for s, i in stored.items() if s != "kafka-lag"} == {
+        s: h for s, h in old_hashes.items() if s != "kafka-lag"
+    }
+    assert kb.count() == 3 * len(DOCS) - 1
+    assert lexical(kb, "brandnewword") == {"kafka-lag"}
+    assert lexical(kb, unique_word("kafka-lag")) == set()
+    assert raw_rows(kb.path, "SELECT chunk_id FROM chunks WHERE source = 'kafka-lag'") == [
+        ("kafka-lag#0",),
+        ("kafka-lag#1",),
+    ]
+
+
+def test_deleting_a_file_removes_document_chunks_and_fts_rows(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    word = unique_word("mysql-replica")
+    assert lexical(kb, word) == {"mysql-replica"}
+    (docs_dir / "mysql-replica.md").unlink()
+    plan = seed_folder(kb, docs_dir)
+    assert (plan.added, plan.updated, plan.removed) == ((), (), ("mysql-replica",))
+    assert "mysql-replica" not in kb.documents()
+    assert raw_rows(kb.path, "SELECT count(*) FROM chunks WHERE source = 'mysql-replica'") == [(0,)]
+    assert kb.count() == 3 * (len(DOCS) - 1)
+    assert raw_rows(kb.path, "SELECT count(*) FROM chunks_fts") == [(kb.count(),)]
+    orphans = "SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)"
+    assert raw_rows(kb.path, orphans) == [(0,)]
+    assert lexical(kb, word) == set()
+    assert kb.doc_frequencies([word]) == ({word: 0}, kb.count())
+    vec = HashingEmbedder().embed_query(f"{word} quartzshared")
+    assert "mysql-replica" not in sources_of(kb, kb.vector_search(vec, Filter(), 100))
+
+
+# -- atomic writes ----------------------------------------------------------------------
+
+
+class FailingEmbedder:
+    """The hashing embedder, except that its ``fail_on``-th document call raises."""
+
+    def __init__(self, fail_on: int):
+        self.inner = HashingEmbedder()
+        self.fail_on = fail_on
+        self.calls = 0
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return self.inner.fingerprint
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> Any:
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeError("embedding service went away")
+        return self.inner.embed_documents(texts, ids)
+
+    def embed_query(self, text: str) -> Any:
+        return self.inner.embed_query(text)
+
+
+def test_embedder_failing_on_third_document_leaves_previous_kb(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    before = snapshot(kb)
+    # a batch with a delete, an update and three additions
+    (docs_dir / "mysql-root.md").unlink()
+    write_doc(docs_dir, "kafka-lag", "Changed body with changedword.", kb_scope="eval")
+    for n in range(3):
+        write_doc(docs_dir, f"new-{n}", f"New doc {n} with freshword{n} text.", kb_scope="eval")
+    staged: list[str] = []
+    embedder = FailingEmbedder(fail_on=3)
+    with pytest.raises(RuntimeError, match="went away"):
+        seed_folder(kb, docs_dir, embedder, on_upload=lambda up: staged.append(up.document.source))
+    assert len(staged) == 2  # two documents were written inside the transaction
+    assert snapshot(kb) == before
+    assert lexical(kb, "freshword0 freshword1 changedword") == set()
+    assert lexical(kb, unique_word("mysql-root")) == {"mysql-root"}
+    # the store is still usable: the same import with a working embedder goes through
+    plan = seed_folder(kb, docs_dir)
+    assert sorted(plan.added) == ["new-0", "new-1", "new-2"]
+    assert (plan.updated, plan.removed) == (("kafka-lag",), ("mysql-root",))
+    assert lexical(kb, "freshword1") == {"new-1"}
+
+
+def make_upload(folder: Path, source: str, body: str) -> Upload:
+    path = write_doc(folder, source, body, kb_scope="eval")
+    (doc,) = [d for d in load_seed_docs(folder) if d.path == str(path)]
+    chunks = chunk_document(doc, SETTINGS)
+    vectors = HashingEmbedder().embed_documents([c.text for c in chunks], [])
+    tokens = [" ".join(TOKENIZER.tokens(c.text)) for c in chunks]
+    return Upload(doc, index_hash(doc, SETTINGS), chunks, tokens, vectors)
+
+
+def test_uploads_iterable_raising_midway_rolls_everything_back(
+    kb: SqliteKnowledgeBase, tmp_path: Path
+) -> None:
+    before = snapshot(kb)
+    extra = tmp_path / "extra"
+    first = make_upload(extra, "staged-one", "Staged document with stagedword.")
+    replacing = make_upload(extra, "mysql-pool", "Replacement body with replacedword.")
+
+    def uploads() -> Iterator[Upload]:
+        yield first
+        yield replacing
+        raise OSError("disk went away")
+
+    batch = WriteBatch(deletes=["kafka-lag"], uploads=uploads(), meta={"embedder": "changed"})
+    with pytest.raises(OSError, match="disk went away"):
+        kb.write(batch)
+    assert snapshot(kb) == before
+    assert lexical(kb, "stagedword replacedword") == set()
+    assert lexical(kb, unique_word("kafka-lag")) == {"kafka-lag"}
+    # and a good batch afterwards commits
+    kb.write(WriteBatch(deletes=["kafka-lag"], uploads=[first], meta={}))
+    assert lexical(kb, "stagedword") == {"staged-one"}
+    assert "kafka-lag" not in kb.documents()
+
+
+# -- lexical search ---------------------------------------------------------------------
+
+
+def test_lexical_search_finds_a_unique_word(kb: SqliteKnowledgeBase) -> None:
+    word = unique_word("mysql-pool")
+    hits = kb.lexical_search([word], Filter(), 10)
+    chunks = kb.chunks([r for r, _ in hits])
+    assert {chunks[r].chunk_id for r, _ in hits} == {"mysql-pool#0", "mysql-pool#1"}
+    assert all(score > 0 for _, score in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert kb.lexical_search(["nowhereword"], Filter(), 10) == []
+    assert kb.lexical_search([word], Filter(), 0) == []
+    assert kb.lexical_search([], Filter(), 10) == []
+    assert len(kb.lexical_search(["quartzshared"], Filter(), 3)) == 3
+
+
+FILTER_CASES = [
+    (Filter(), set(DOCS)),
+    (Filter(kb_scope="eval"), {"mysql-pool", "mysql-root", "mysql-replica", "kafka-lag"}),
+    (Filter(kb_scope="other"), {"other-pool"}),
+    (Filter(kb_scope="nope"), set()),
+    (Filter(category="messaging"), {"kafka-lag"}),
+    (Filter(kb_scope="eval", category="database"), {"mysql-pool", "mysql-root", "mysql-replica"}),
+    (Filter(kb_scope="other", category="messaging"), set()),
+    (
+        Filter(breadcrumb_prefix="Database > MySQL"),
+        {"mysql-pool", "mysql-root", "other-pool", "unscoped"},
+    ),
+    (Filter(kb_scope="eval", breadcrumb_prefix="Database>MySQL"), {"mysql-pool", "mysql-root"}),
+    (Filter(kb_scope="eval", breadcrumb_prefix="Database > MySQL > Pool"), {"mysql-pool"}),
+    (Filter(breadcrumb_prefix="Database > MySQLReplica"), {"mysql-replica"}),
+    (Filter(breadcrumb_prefix="Database > My"), set()),
+    (Filter(breadcrumb_prefix="Database > MySQL > Po"), set()),
+    (Filter(breadcrumb_prefix="Database"), set(DOCS) - {"kafka-lag"}),
+    (Filter(breadcrumb_prefix="Data"), set()),
+    (
+        Filter(kb_scope="eval", category="database", breadcrumb_prefix="Database > MySQL"),
+        {"mysql-pool", "mysql-root"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("flt", "expected"), FILTER_CASES)
+def test_lexical_search_respects_filters(
+    kb: SqliteKnowledgeBase, flt: Filter, expected: set[str]
+) -> None:
+    assert lexical(kb, "quartzshared", flt) == expected
+    # a document's own unique word is found only when the filter admits it
+    for source in DOCS:
+        assert lexical(kb, unique_word(source), flt) == ({source} & expected)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("Database > MySQL >", {"mysql-pool", "mysql-root"}),
+        ("Database >  > MySQL", {"mysql-pool", "mysql-root"}),
+        ("> Database > MySQL", {"mysql-pool", "mysql-root"}),
+        (" Database>MySQL ", {"mysql-pool", "mysql-root"}),
+        ("", {"mysql-pool", "mysql-root", "mysql-replica", "kafka-lag"}),
+    ],
+)
+def test_lexical_and_vector_search_agree_on_prefix_spelling(
+    kb: SqliteKnowledgeBase, prefix: str, expected: set[str]
+) -> None:
+    """Stored breadcrumbs are normalised (empty segments dropped, ``""`` is no breadcrumb);
+    one Filter must admit the same documents in both searches."""
+    flt = Filter(kb_scope="eval", breadcrumb_prefix=prefix)
+    vector = HashingEmbedder().embed_query("quartzshared")
+    assert lexical(kb, "quartzshared", flt) == expected
+    assert sources_of(kb, kb.vector_search(vector, flt, 1000)) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '""',
+        '"quartzshared',
+        "quartzshared AND",
+        "AND",
+        "OR NOT",
+        "*",
+        "quartzshared*",
+        "NEAR(",
+        "NEAR(quartzshared, 2)",
+        "-",
+        "-quartzshared",
+        "^quartzshared",
+        "body:quartzshared",
+        "{body}: x",
+        "(",
+        ")",
+        "'",
+        "a'b\"c",
+    ],
+)
+def test_fts_syntax_in_queries_does_not_crash(kb: SqliteKnowledgeBase, query: str) -> None:
+    # raw strings straight to the store, as one token and as whitespace-split tokens
+    for tokens in ([query], query.split(), TOKENIZER.tokens(query)):
+        hits = kb.lexical_search(tokens, Filter(kb_scope="eval"), 10)
+        assert all(isinstance(r, int) for r, _ in hits)
+    if "quartzshared" in TOKENIZER.tokens(query):
+        assert lexical(kb, query, Filter(kb_scope="eval")) == {
+            "mysql-pool",
+            "mysql-root",
+            "mysql-replica",
+            "kafka-lag",
+        }
+
+
+# -- vector search ----------------------------------------------------------------------
+
+
+def test_vector_search_is_cosine_ordered(kb: SqliteKnowledgeBase) -> None:
+    embedder = HashingEmbedder()
+    query = embedder.embed_query(f"{unique_word('kafka-lag')} settings tuning knobs")
+    hits = kb.vector_search(query, Filter(), 1000)
+    assert len(hits) == kb.count()
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True)
+    chunks = kb.chunks([r for r, _ in hits])
+    texts = [chunks[r].text for r, _ in hits]
+    expected = embedder.embed_documents(texts, []) @ query
+    np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
+    assert chunks[hits[0][0]].chunk_id == "kafka-lag#1"
+    assert kb.similarities(query, [r for r, _ in hits[:5]]) == pytest.approx(scores[:5], abs=1e-6)
+    top3 = kb.vector_search(query, Filter(), 3)
+    assert top3 == hits[:3]
+    assert kb.vector_search(query, Filter(), 0) == []
+
+
+@pytest.mark.parametrize(("flt", "expected"), FILTER_CASES)
+def test_vector_search_respects_filters(
+    kb: SqliteKnowledgeBase, flt: Filter, expected: set[str]
+) -> None:
+    query = HashingEmbedder().embed_query("quartzshared overview")
+    hits = kb.vector_search(query, flt, 1000)
+    assert sources_of(kb, hits) == expected
+    assert len(hits) == 3 * len(expected)
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True)
+    # a limit below the admitted count keeps the best admitted rows
+    if expected:
+        assert kb.vector_search(query, flt, 2) == hits[:2]
+
+
+# -- doc frequencies, dimension, opening ------------------------------------------------
+
+
+def test_doc_frequencies(kb: SqliteKnowledgeBase) -> None:
+    words = ["quartzshared", unique_word("mysql-pool"), "settings", "nowhereword", "quartzshared"]
+    df, total = kb.doc_frequencies(words)
+    assert total == kb.count()
+    # quartzshared: every intro and every errors section; the unique word: intro and settings
+    assert df == {
+        "quartzshared": 2 * len(DOCS),
+        unique_word("mysql-pool"): 2,
+        "settings": len(DOCS),
+        "nowhereword": 0,
+    }
+    assert kb.doc_frequencies([]) == ({}, kb.count())
+
+
+def test_doc_frequencies_count_accented_words(tmp_path: Path) -> None:
+    """Tokens keep their accents; FTS5's unicode61 folds them in its vocabulary."""
+    folder = tmp_path / "docs"
+    write_doc(folder, "fr", "Le café est prêt.\n\n## Zwei\n\nDie Größe der Tabelle, café.")
+    write_doc(folder, "en", "Plain english text.")
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as store:
+        seed_folder(store, folder)
+        tokens = TOKENIZER.tokens("café prêt größe")
+        assert lexical(store, "café") == {"fr"}  # lexical search finds the word ...
+        df, total = store.doc_frequencies(tokens)
+        assert total == 3
+        assert df == {"café": 2, "prêt": 1, "größe": 1}  # ... so its frequency is not 0
+
+
+def test_other_embedder_dimension_needs_reindex(kb: SqliteKnowledgeBase, docs_dir: Path) -> None:
+    before = snapshot(kb)
+    small = HashingEmbedder(dimension=128)
+    with pytest.raises(BackendError, match="--reindex") as info:
+        seed_folder(kb, docs_dir, small)
+    assert "dimension 256" in str(info.value) and "dimension 128" in str(info.value)
+    assert snapshot(kb) == before
+    plan = seed_folder(kb, docs_dir, small, reindex=True)
+    assert sorted(plan.updated) == sorted(DOCS)
+    assert (plan.added, plan.removed) == ((), ())
+    assert '"dimension": 128' in kb.read_meta()["embedder"]
+    assert kb.count() == before["count"]
+    hits = kb.vector_search(small.embed_query("quartzshared"), Filter(kb_scope="eval"), 5)
+    assert len(hits) == 5
+    # after the reindex the old dimension is the one refused
+    with pytest.raises(BackendError, match="--reindex"):
+        seed_folder(kb, docs_dir)
+    assert not seed_folder(kb, docs_dir, small).changes
+
+
+def test_missing_file_without_create_raises(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "absent.sqlite"
+    with pytest.raises(BackendError, match="run `ragsnap seed` first"):
+        SqliteKnowledgeBase(path, create=False)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"this is not a database\n" * 300, b"SQLite format 3\x00" + b"\xff" * 8000],
+    ids=["text", "bad-header"],
+)
+@pytest.mark.parametrize("create", [True, False])
+def test_garbage_file_raises_delete_and_reseed(
+    tmp_path: Path, content: bytes, create: bool
+) -> None:
+    path = tmp_path / "kb.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(BackendError, match=r"delete it and run `ragsnap seed`"):
+        SqliteKnowledgeBase(path, create=create)
+    assert path.read_bytes() == content

@@ -1,0 +1,204 @@
+"""``ragsnap lookup`` driven as a user would: real processes, a real seeded knowledge base."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO, Run, run_cli
+from ragsnap.schema import validate
+
+QUERY = "hikari pool maximum size"
+
+
+def write_doc(folder: Path, source: str, body: str, **meta: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    header = [f"source: {source}"] + [f"{k}: {v}" for k, v in meta.items()]
+    (folder / f"{source}.md").write_text(
+        "---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8"
+    )
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Path:
+    """A project folder with seed-docs/ imported into .ragsnap/kb.sqlite."""
+    docs = tmp_path / "seed-docs"
+    write_doc(
+        docs,
+        "pool-eval",
+        "Pool sizing.\n\n## Pool size\n\nThe hikari pool maximum size is twenty per pod.",
+        title="Connection pool",
+        category="database",
+        kb_scope="eval",
+        breadcrumb="Database > MySQL > Pool",
+    )
+    write_doc(
+        docs,
+        "pool-other",
+        "Another team's copy.\n\n## Pool size\n\nThe hikari pool maximum size is forty, quokka.",
+        title="Connection pool",
+        category="database",
+        kb_scope="other",
+        breadcrumb="Database > MySQL > Pool",
+    )
+    write_doc(
+        docs,
+        "cache-zh",
+        "缓存雪崩是指大量缓存同时过期。\n\n## 处理方法\n\n给过期时间加上随机抖动。",
+        title="缓存雪崩",
+        category="cache",
+        kb_scope="eval",
+    )
+    write_doc(
+        docs,
+        "kafka-lag",
+        "Consumer lag grows when consumers are slow.\n\n## Rebalance\n\nA rebalance pauses them.",
+        title="Kafka lag",
+        category="messaging",
+        kb_scope="eval",
+    )
+    run = run_cli("seed", cwd=tmp_path)
+    assert run.code == 0, run.err
+    return tmp_path
+
+
+def lookup(cwd: Path, *args: str) -> tuple[Run, dict[str, Any]]:
+    run = run_cli("lookup", *args, cwd=cwd)
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert list(data) == ["lookupResult"]
+    return run, data["lookupResult"]
+
+
+def as_fixture(result: dict[str, Any], query: str) -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "caseId": "cli-lookup",
+        "query": query,
+        "retrievedAt": "2026-01-01T00:00:00Z",
+        "generator": {"backend": "embedded", "pipelineVersion": "t", "kbScope": None, "topK": 5},
+        "lookupResult": result,
+    }
+
+
+def sources(result: dict[str, Any]) -> list[str]:
+    return [b["source"] for b in result["evidenceBlocks"]]
+
+
+def test_lookup_prints_a_valid_lookup_result(seeded: Path) -> None:
+    run, result = lookup(seeded, QUERY)
+    assert run.err == ""
+    validate(as_fixture(result, QUERY), "fixture", "<stdout>", "fixture")
+    assert sources(result)[0] in {"pool-eval", "pool-other"}
+    assert result["rerankTrace"]["applied"] is True
+    assert result["rerankTrace"]["reranker"] == "heuristic-v1"
+    assert run.out.endswith("}\n")
+
+
+def test_kb_scope_isolation(seeded: Path) -> None:
+    for query in (QUERY, f"{QUERY} quokka forty"):
+        _, result = lookup(seeded, query, "--kb-scope", "eval", "--top-k", "10")
+        assert sources(result) and "pool-other" not in sources(result)
+        mentioned = {i["source"] for i in result["rerankTrace"]["before"]} | set(
+            result["contextPack"]["sources"]
+        )
+        assert "pool-other" not in mentioned
+        assert all(a["filter"]["kbScope"] == "eval" for a in result["retrievalTrace"]["attempts"])
+    _, result = lookup(seeded, f"{QUERY} quokka", "--kb-scope", "other")
+    assert set(sources(result)) == {"pool-other"}
+
+
+def test_method_lexical(seeded: Path) -> None:
+    _, result = lookup(seeded, QUERY, "--method", "lexical", "--kb-scope", "eval")
+    assert {a["method"] for a in result["retrievalTrace"]["attempts"]} == {"lexical"}
+    assert result["rerankTrace"]["applied"] is False
+    assert "fusion" not in result["retrievalTrace"]
+    assert sources(result)[0] == "pool-eval"
+    assert all("cosine" not in b["metadata"] for b in result["evidenceBlocks"])
+
+
+def test_unknown_method_is_a_usage_error(seeded: Path) -> None:
+    run = run_cli("lookup", QUERY, "--method", "bm25", cwd=seeded)
+    assert run.code == 2 and "invalid choice" in run.err and "Traceback" not in run.err
+
+
+def test_chinese_query(seeded: Path) -> None:
+    _, result = lookup(seeded, "缓存雪崩怎么处理", "--kb-scope", "eval", "--method", "lexical")
+    assert sources(result)[0] == "cache-zh"
+    assert "缓存" in result["evidenceBlocks"][0]["text"]
+
+
+def test_top_k_and_no_latency_give_stable_output(seeded: Path) -> None:
+    args = ("consumer lag rebalance pool", "--kb-scope", "eval", "--top-k", "2", "--no-latency")
+    first, result = lookup(seeded, *args)
+    second, _ = lookup(seeded, *args)
+    assert first.out == second.out
+    assert 1 <= len(result["evidenceBlocks"]) <= 2
+    assert all(a["latencyMs"] is None for a in result["retrievalTrace"]["attempts"])
+
+
+@pytest.mark.parametrize("top_k", ["0", "-1"])
+def test_top_k_below_1_is_a_usage_error(seeded: Path, top_k: str) -> None:
+    run = run_cli("lookup", "consumer lag pool", "--top-k", top_k, "--method", "hybrid", cwd=seeded)
+    assert run.code == 2, (
+        f"exit {run.code}; {len(json.loads(run.out)['lookupResult']['evidenceBlocks'])} blocks"
+    )
+    assert "--top-k" in run.err and "Traceback" not in run.err
+
+
+def test_missing_kb_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    run = run_cli("lookup", QUERY, cwd=tmp_path)
+    assert run.code == 2
+    assert "run `ragsnap seed` first" in run.err
+    assert run.out == "" and "Traceback" not in run.err
+    assert not (tmp_path / ".ragsnap").exists()
+    run = run_cli("lookup", QUERY, "--kb", "sub/none.sqlite", cwd=tmp_path)
+    assert run.code == 2 and "run `ragsnap seed` first" in run.err
+    assert not any(tmp_path.iterdir())
+
+
+def test_garbage_kb_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "kb.sqlite").write_text("not a database\n" * 500)
+    run = run_cli("lookup", QUERY, "--kb", "kb.sqlite", cwd=tmp_path)
+    assert run.code == 2
+    assert "delete it and run `ragsnap seed`" in run.err and "Traceback" not in run.err
+
+
+def test_reader_closing_the_pipe_early_is_not_an_error(tmp_path: Path) -> None:
+    """``ragsnap lookup ... | head -1``: the output must outgrow the pipe buffer."""
+    words = " ".join(f"filler{k % 50} pipeline" for k in range(12_000))
+    for i in range(3):
+        write_doc(
+            tmp_path / "docs", f"big{i}", f"Giant body about zebrafish throughput.\n\n{words}"
+        )
+    (tmp_path / "big.yaml").write_text("kb:\n  chunking: {maxChars: 60000, overlapChars: 0}\n")
+    base = ("--config", "big.yaml", "--kb", "kb.sqlite")
+    assert run_cli("seed", "--seed-docs", "docs", *base, cwd=tmp_path).code == 0
+    full = run_cli("lookup", "zebrafish throughput pipeline", *base, cwd=tmp_path)
+    assert full.code == 0 and len(full.out.encode()) > 2 * 65536  # a Linux pipe holds 64 KiB
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "eval"), "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragsnap", "lookup", "zebrafish throughput pipeline", *base],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode("utf-8", "replace")
+    proc.stderr.close()
+    code = proc.wait(timeout=120)
+    assert first == b"{\n"
+    assert "Traceback" not in err
+    assert "BrokenPipeError" not in err and "Exception ignored" not in err
+    assert err == ""
+    assert code == 0
