@@ -46,7 +46,7 @@ from typing import Any
 from .corpus import ChunkSettings
 from .diff import Tolerances
 from .errors import InputError, UsageError
-from .jsonio import read_bytes
+from .jsonio import parse_yaml, read_bytes
 from .metrics import parse_measures
 from .pipeline import LookupSettings
 from .schema import validate
@@ -135,20 +135,12 @@ def load_config(path: Path | None) -> Config:
         if not DEFAULT_CONFIG.is_file():
             return Config()
         path = DEFAULT_CONFIG
-    import yaml
-
     raw = read_bytes(path, "pass --config with an existing file, or leave it out")
     try:
-        data: Any = yaml.safe_load(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(
-            path, f"is not valid YAML ({problem})", "fix the YAML syntax", where
-        ) from None
+    data: Any = parse_yaml(text, path, "fix the YAML syntax")
     if data is None:
         return Config()
     validate(data, "config", path, "configuration")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .jsonio import parse_yaml
 
 __all__ = [
     "Chunk",
@@ -108,23 +109,15 @@ def _split_header(text: str, path: Path) -> tuple[str, str, int]:
 
 def parse_seed_doc(path: Path, raw: bytes) -> SeedDocument:
     """Parse one seed document's bytes; every problem is an ``InputError``."""
-    import yaml
-
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise _problem(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
     text = text.replace("\r\n", "\n")
     header, body, _ = _split_header(text, path)
-    try:
-        meta: Any = yaml.safe_load(header)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 2}" if mark is not None else None
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise _problem(
-            path, f"frontmatter is not valid YAML ({problem})", "fix the header's YAML", where
-        ) from None
+    meta: Any = parse_yaml(
+        header, path, "fix the header's YAML", subject="frontmatter ", first_line=2
+    )
     if not isinstance(meta, dict):
         raise _problem(
             path,

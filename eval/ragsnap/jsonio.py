@@ -30,6 +30,7 @@ __all__ = [
     "check_distinct",
     "dump_json",
     "parse_json",
+    "parse_yaml",
     "read_bytes",
     "read_json",
     "round_floats",
@@ -75,6 +76,21 @@ def parse_json(raw: bytes, path: Path) -> Any:
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
             "fix the JSON syntax (a JSON linter shows the exact spot)",
         ) from None
+
+
+def parse_yaml(text: str, path: Path, fix: str, *, subject: str = "", first_line: int = 1) -> Any:
+    """Parse YAML ``text`` (safe loader); a failure becomes ``InputError`` reading
+    ``<subject>is not valid YAML (...)`` with ``fix`` and the line, counted from
+    ``first_line`` (for YAML embedded in a larger file)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + first_line}" if mark is not None else None
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(path, f"{subject}is not valid YAML ({problem})", fix, where) from None
 
 
 def read_json(path: Path, fix: str) -> Any:
