@@ -179,8 +179,6 @@ class Pipeline:
         self.tokenizer = tokenizer
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
-        self._chunk_tokens: dict[int, list[str]] = {}  # by row, for one generation
-        self._generation: str | None = None
 
     # -- L0 -------------------------------------------------------------------
 
@@ -193,14 +191,10 @@ class Pipeline:
 
     # -- one attempt ----------------------------------------------------------
 
-    def _tokens_of(self, chunk: StoredChunk) -> list[str]:
-        cached = self._chunk_tokens.get(chunk.row)
-        if cached is None:
-            cached = self.tokenizer.tokens(chunk.text)
-            if len(self._chunk_tokens) > 200_000:
-                self._chunk_tokens.clear()
-            self._chunk_tokens[chunk.row] = cached
-        return cached
+    @staticmethod
+    def _tokens_of(chunk: StoredChunk) -> tuple[str, ...]:
+        """The chunk's index tokens (stored with it, so never re-tokenised)."""
+        return chunk.tokens
 
     def _attempt(
         self,
@@ -290,9 +284,6 @@ class Pipeline:
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, not {top_k}")
         generation = self.kb.read_meta().get("generation", "0")
-        if generation != self._generation:  # rows are reused after a write
-            self._chunk_tokens.clear()
-            self._generation = generation
         base = "hybrid" if method == "hybrid+rerank" else method
         tokens = self.tokenizer.tokens(query)
         vector = None if base == "lexical" else self.embedder.embed_query(query)
@@ -478,7 +469,7 @@ class _Query:
         words = (w.strip(_PUNCT) for w in text.replace("`", " ").split())
         self.identifiers = [w for w in dict.fromkeys(words) if is_identifier(w)]
 
-    def coverage(self, chunk_tokens: list[str]) -> float:
+    def coverage(self, chunk_tokens: Sequence[str]) -> float:
         """IDF-weighted share of the query's terms found in the chunk."""
         if self.idf_total <= 0:
             return 0.0
@@ -491,7 +482,7 @@ class _Query:
             return 0.0
         return sum(1 for t in self.distinct if t in terms) / len(self.distinct)
 
-    def phrase_share(self, chunk_tokens: list[str]) -> float:
+    def phrase_share(self, chunk_tokens: Sequence[str]) -> float:
         """Share of the query's adjacent term pairs that are adjacent in the chunk."""
         if not self.pairs:
             return self.share_in(set(chunk_tokens))
@@ -509,16 +500,26 @@ class _Query:
 
 @dataclass
 class _HintIndex:
-    """Per-category vocabularies from document metadata, for L0 hints."""
+    """Per-category vocabularies from document metadata, for L0 hints.
 
-    categories: dict[str, Counter[str]]
-    docs: list[tuple[str, str | None, set[str]]]  # category, breadcrumb, vocabulary
-    spread: Counter[str]
+    A category scores the sum, over distinct query terms in its vocabulary, of
+    1 / (number of categories whose vocabulary has the term); the best
+    category wins unless two tie. Its breadcrumb prefix is the longest common
+    prefix of its documents that share the most query terms (all of its
+    documents when none shares any).
+    """
+
+    term_categories: dict[str, list[str]]
+    postings: dict[tuple[str, str], list[int]]  # (category, term) -> documents
+    breadcrumbs: list[str]
+    by_category: dict[str, list[int]]  # documents with a breadcrumb
 
     @classmethod
     def build(cls, kb: KnowledgeBase, tokenizer: Tokenizer, kb_scope: str | None) -> _HintIndex:
-        categories: dict[str, Counter[str]] = {}
-        docs: list[tuple[str, str | None, set[str]]] = []
+        term_categories: dict[str, list[str]] = {}
+        postings: dict[tuple[str, str], list[int]] = {}
+        breadcrumbs: list[str] = []
+        by_category: dict[str, list[int]] = {}
         for info in kb.documents().values():
             if info.category is None or (kb_scope is not None and info.kb_scope != kb_scope):
                 continue
@@ -530,34 +531,42 @@ class _HintIndex:
                 elif isinstance(value, str):
                     parts.append(value)
             vocab = set(tokenizer.tokens(" ".join(parts)))
-            categories.setdefault(info.category, Counter()).update(vocab)
-            docs.append((info.category, info.breadcrumb, vocab))
-        spread: Counter[str] = Counter()
-        for counts in categories.values():
-            spread.update(counts.keys())
-        return cls(categories, docs, spread)
+            doc = -1
+            if info.breadcrumb:
+                doc = len(breadcrumbs)
+                breadcrumbs.append(info.breadcrumb)
+                by_category.setdefault(info.category, []).append(doc)
+            for term in vocab:
+                categories = term_categories.setdefault(term, [])
+                if info.category not in categories:
+                    categories.append(info.category)
+                if doc >= 0:
+                    postings.setdefault((info.category, term), []).append(doc)
+        return cls(term_categories, postings, breadcrumbs, by_category)
 
-    def hints(self, tokens: list[str]) -> dict[str, str]:
+    def hints(self, tokens: Sequence[str]) -> dict[str, str]:
         """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
         when nothing matches or two categories tie."""
         distinct = set(tokens)
-        scores = {
-            name: sum(1.0 / self.spread[t] for t in distinct if t in vocab)
-            for name, vocab in self.categories.items()
-        }
+        scores: dict[str, float] = {}
+        for term in distinct:
+            categories = self.term_categories.get(term, ())
+            for category in categories:
+                scores[category] = scores.get(category, 0.0) + 1.0 / len(categories)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        if not ranked or ranked[0][1] <= 0 or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+        if not ranked or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
             return {}
         category = ranked[0][0]
-        matched = [
-            (len(distinct & vocab), crumb)
-            for cat, crumb, vocab in self.docs
-            if cat == category and crumb
-        ]
-        best = max((m for m, _ in matched), default=0)
-        crumbs = [crumb for m, crumb in matched if m == best and crumb]
+        tally: Counter[int] = Counter()
+        for term in distinct:
+            tally.update(self.postings.get((category, term), ()))
+        if tally:
+            best = max(tally.values())
+            docs = sorted(d for d, n in tally.items() if n == best)
+        else:
+            docs = self.by_category.get(category, [])
         hint = {"category": category}
-        prefix = _common_prefix(crumbs)
+        prefix = _common_prefix([self.breadcrumbs[d] for d in docs])
         if prefix:
             hint["breadcrumbPrefix"] = prefix
         return hint

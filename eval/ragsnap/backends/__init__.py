@@ -113,6 +113,7 @@ class StoredChunk:
     breadcrumb: str | None
     category: str | None
     kb_scope: str | None
+    tokens: tuple[str, ...] = ()  # the index tokens, as lexical search saw them
 
 
 @dataclass(frozen=True, slots=True)
