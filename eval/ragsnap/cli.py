@@ -204,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed-docs",
         type=Path,
         metavar="DIR",
-        help="folder of Markdown seed documents (default: kb.seedDocs in ragsnap.yaml, "
-        "else seed-docs)",
+        help="folder of Markdown seed documents, or a .jsonl corpus (one {source, text, ...} "
+        "object a line) (default: kb.seedDocs in ragsnap.yaml, else seed-docs)",
     )
     _add_kb(seed)
     seed.add_argument(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,12 @@ from .jsonio import parse_yaml
 __all__ = [
     "Chunk",
     "ChunkSettings",
+    "SeedCorpus",
     "SeedDocument",
     "chunk_document",
     "load_seed_docs",
+    "open_seed_docs",
+    "parse_jsonl_doc",
     "parse_seed_doc",
 ]
 
@@ -139,14 +142,7 @@ def parse_seed_doc(path: Path, raw: bytes) -> SeedDocument:
             "use letters, digits and . _ / : - (at most 200 characters), e.g. `mysql-pool`",
             "source",
         )
-    strings: dict[str, str | None] = {}
-    for key in _STRING_FIELDS:
-        value = meta.get(key)
-        if value is not None and not isinstance(value, str):
-            raise _problem(
-                path, f"`{key}` must be text, not {type(value).__name__}", "quote the value", key
-            )
-        strings[key] = value.strip() if isinstance(value, str) and value.strip() else None
+    strings = _check_meta_values(path, meta, "")
     extra = {str(k): _plain(v) for k, v in meta.items() if k not in ("source", *_STRING_FIELDS)}
     return SeedDocument(
         path=str(path),
@@ -169,41 +165,153 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def load_seed_docs(folder: Path) -> list[SeedDocument]:
-    """Parse every ``*.md`` file of ``folder`` (sorted by name).
+def _check_meta_values(path: Path, meta: dict[str, Any], where: str) -> dict[str, str | None]:
+    """The frontmatter string fields of ``meta``, stripped (empty becomes None)."""
+    strings: dict[str, str | None] = {}
+    for key in _STRING_FIELDS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _problem(
+                path,
+                f"`{key}` must be text, not {type(value).__name__}",
+                "quote the value",
+                f"{where}{key}",
+            )
+        strings[key] = value.strip() if isinstance(value, str) and value.strip() else None
+    return strings
 
-    All files are parsed before anything is returned, so one bad file stops
-    the import before it touches the knowledge base.
+
+def parse_jsonl_doc(path: Path, line_no: int, raw: bytes) -> SeedDocument:
+    """Parse one line of a JSONL seed corpus::
+
+        {"source": "mysql-pool", "text": "Body ...", "title": "...", "kb_scope": "...", ...}
+
+    ``source`` and ``text`` are required; ``title``, ``breadcrumb``,
+    ``category``, ``kb_scope`` and ``doc_id`` are the frontmatter fields; any
+    other key is kept as metadata. The content hash covers the line's bytes.
     """
-    if not folder.is_dir():
-        raise InputError(
-            folder, "is not a folder", "pass --seed-docs with the folder of Markdown seed docs"
+    import orjson
+
+    where = f"line {line_no}"
+    fix = "write one JSON object a line with at least `source` and `text`"
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _problem(path, f"is not valid JSON ({exc.msg})", fix, where) from None
+    if not isinstance(data, dict):
+        raise _problem(path, "is not a JSON object", fix, where)
+    source = data.get("source")
+    if not isinstance(source, str) or not _SOURCE.match(source):
+        raise _problem(
+            path,
+            f"`source` {source!r} is missing or not a usable id",
+            "give each line a `source` of letters, digits and . _ / : - (at most 200)",
+            where,
         )
-    paths = sorted(p for p in folder.glob("*.md") if p.is_file())
-    if not paths:
-        raise InputError(
-            folder, "holds no *.md seed documents", "add Markdown files with a frontmatter header"
-        )
-    docs: list[SeedDocument] = []
-    seen: dict[str, Path] = {}
-    for path in paths:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise InputError(
-                path, f"cannot be read ({exc.strerror})", "check its permissions"
-            ) from None
-        doc = parse_seed_doc(path, raw)
-        if doc.source in seen:
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise _problem(path, "`text` is missing or not a string", "put the body in `text`", where)
+    strings = _check_meta_values(path, data, f"{where}, field ")
+    extra = {k: v for k, v in data.items() if k not in ("source", "text", *_STRING_FIELDS)}
+    return SeedDocument(
+        path=f"{path}:{line_no}",
+        source=source,
+        body=text.replace("\r\n", "\n").strip("\n"),
+        content_hash=hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest(),
+        metadata=extra,
+        **strings,
+    )
+
+
+class SeedCorpus:
+    """The seed documents of a folder of ``*.md`` files or of one ``.jsonl`` file.
+
+    Iterating reads and parses them afresh, one at a time, so a corpus of any
+    size can be planned in one pass and uploaded in a second without holding
+    every body in memory. Each pass checks that sources are unique.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._paths: list[Path] = []
+        if path.is_file() and path.suffix == ".jsonl":
+            self.kind = "jsonl"
+        elif path.is_dir():
+            self.kind = "markdown"
+            self._paths = sorted(p for p in path.glob("*.md") if p.is_file())
+            if not self._paths:
+                raise InputError(
+                    path,
+                    "holds no *.md seed documents",
+                    "add Markdown files with a frontmatter header",
+                )
+        elif not path.exists():
             raise InputError(
                 path,
-                f"`source` {doc.source!r} is already used by {seen[doc.source]}",
-                "give every seed document its own source",
-                "source",
+                "not found",
+                "pass --seed-docs with a folder of *.md seed documents or a .jsonl corpus",
             )
-        seen[doc.source] = path
-        docs.append(doc)
-    return docs
+        else:
+            raise InputError(
+                path,
+                "is neither a folder of *.md seed documents nor a .jsonl corpus",
+                "pass --seed-docs with one of those",
+            )
+
+    def _markdown(self) -> Iterator[SeedDocument]:
+        for path in self._paths:
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise InputError(
+                    path, f"cannot be read ({exc.strerror})", "check its permissions"
+                ) from None
+            yield parse_seed_doc(path, raw)
+
+    def _jsonl(self) -> Iterator[SeedDocument]:
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            raise InputError(
+                self.path, f"cannot be read ({exc.strerror})", "check its permissions"
+            ) from None
+        empty = True
+        with handle:
+            for line_no, raw in enumerate(handle, 1):
+                if raw.strip():
+                    empty = False
+                    yield parse_jsonl_doc(self.path, line_no, raw)
+        if empty:
+            raise InputError(
+                self.path, "holds no documents", "write one JSON object a line (source, text)"
+            )
+
+    def __iter__(self) -> Iterator[SeedDocument]:
+        seen: dict[str, str] = {}
+        for doc in self._jsonl() if self.kind == "jsonl" else self._markdown():
+            if doc.source in seen:
+                raise InputError(
+                    doc.path,
+                    f"`source` {doc.source!r} is already used by {seen[doc.source]}",
+                    "give every seed document its own source",
+                    "source",
+                )
+            seen[doc.source] = doc.path
+            yield doc
+
+
+def open_seed_docs(path: Path) -> SeedCorpus:
+    """The seed corpus at ``path`` (a folder of ``*.md`` or a ``.jsonl`` file)."""
+    return SeedCorpus(path)
+
+
+def load_seed_docs(folder: Path) -> list[SeedDocument]:
+    """Parse every seed document of ``folder`` (or a ``.jsonl`` corpus) into a list.
+
+    All of them are parsed before anything is returned, so one bad file stops
+    an import before it touches the knowledge base.
+    """
+    return list(SeedCorpus(folder))
 
 
 _FENCE = re.compile(r"^(```|~~~)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .backends import DocumentInfo, KnowledgeBase, Upload, WriteBatch
@@ -25,7 +25,15 @@ from .embedders import Embedder, Fingerprint
 from .errors import BackendError
 from .text import Tokenizer
 
-__all__ = ["SeedPlan", "check_compatible", "index_hash", "plan_seed", "seed"]
+__all__ = [
+    "SeedPlan",
+    "check_compatible",
+    "index_hash",
+    "index_hashes",
+    "plan_from_hashes",
+    "plan_seed",
+    "seed",
+]
 
 
 def index_hash(doc: SeedDocument, settings: ChunkSettings) -> str:
@@ -43,6 +51,11 @@ class SeedPlan:
     removed: tuple[str, ...]
 
     @property
+    def total(self) -> int:
+        """Seed documents (removed ones not counted)."""
+        return len(self.added) + len(self.updated) + len(self.unchanged)
+
+    @property
     def changes(self) -> bool:
         return bool(self.added or self.updated or self.removed)
 
@@ -53,27 +66,39 @@ class SeedPlan:
         )
 
 
+def index_hashes(docs: Iterable[SeedDocument], settings: ChunkSettings) -> dict[str, str]:
+    """Source -> index hash of every document, in order: one pass that parses and
+    checks the whole corpus (a streamed corpus is read once here)."""
+    return {doc.source: index_hash(doc, settings) for doc in docs}
+
+
+def plan_from_hashes(
+    hashes: Mapping[str, str], stored: Mapping[str, DocumentInfo], reindex: bool = False
+) -> SeedPlan:
+    """Compare the seed documents' index hashes with what the store holds (pure)."""
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged: list[str] = []
+    for source, digest in hashes.items():
+        have = stored.get(source)
+        if have is None:
+            added.append(source)
+        elif reindex or have.index_hash != digest:
+            updated.append(source)
+        else:
+            unchanged.append(source)
+    removed = sorted(s for s in stored if s not in hashes)
+    return SeedPlan(tuple(added), tuple(updated), tuple(unchanged), tuple(removed))
+
+
 def plan_seed(
-    docs: Sequence[SeedDocument],
-    stored: dict[str, DocumentInfo],
+    docs: Iterable[SeedDocument],
+    stored: Mapping[str, DocumentInfo],
     settings: ChunkSettings,
     reindex: bool = False,
 ) -> SeedPlan:
     """Compare seed documents with what the store holds (pure)."""
-    added: list[str] = []
-    updated: list[str] = []
-    unchanged: list[str] = []
-    for doc in docs:
-        have = stored.get(doc.source)
-        if have is None:
-            added.append(doc.source)
-        elif reindex or have.index_hash != index_hash(doc, settings):
-            updated.append(doc.source)
-        else:
-            unchanged.append(doc.source)
-    present = {doc.source for doc in docs}
-    removed = sorted(s for s in stored if s not in present)
-    return SeedPlan(tuple(added), tuple(updated), tuple(unchanged), tuple(removed))
+    return plan_from_hashes(index_hashes(docs, settings), stored, reindex)
 
 
 def check_compatible(
@@ -95,17 +120,25 @@ def check_compatible(
 
 def seed(
     kb: KnowledgeBase,
-    docs: Sequence[SeedDocument],
+    docs: Iterable[SeedDocument],
     embedder: Embedder,
     tokenizer: Tokenizer,
     settings: ChunkSettings,
     *,
     reindex: bool = False,
+    hashes: Mapping[str, str] | None = None,
     where: str = "the knowledge base",
     on_upload: Callable[[Upload], None] | None = None,
     before_write: Callable[[SeedPlan], None] | None = None,
 ) -> SeedPlan:
-    """Bring ``kb`` in line with ``docs``; return what was done."""
+    """Bring ``kb`` in line with ``docs``; return what was done.
+
+    ``docs`` is read twice (a list, or a ``SeedCorpus`` that re-reads its
+    files): once to plan, then for the documents to upload, so only one body
+    at a time is in memory. Every document is parsed and checked in the first
+    pass, before anything is written; pass ``hashes`` (``index_hashes``) when
+    that pass already ran, e.g. before the store was opened.
+    """
     fingerprint = embedder.fingerprint
     stored = kb.documents()
     if stored and not reindex:
@@ -117,7 +150,9 @@ def seed(
             fix="run `ragsnap seed --reindex` to rebuild every document with the new one, "
             "or configure the old one again",
         )
-    plan = plan_seed(docs, stored, settings, reindex)
+    if hashes is None:
+        hashes = index_hashes(docs, settings)
+    plan = plan_from_hashes(hashes, stored, reindex)
     meta = {
         "embedder": json.dumps(fingerprint.to_json(), sort_keys=True),
         "tokenizer": tokenizer.name,
@@ -127,11 +162,12 @@ def seed(
         return plan
     if before_write is not None:
         before_write(plan)
-    by_source = {doc.source: doc for doc in docs}
+    wanted = {*plan.added, *plan.updated}
 
     def uploads() -> Iterator[Upload]:
-        for source in (*plan.added, *plan.updated):
-            doc = by_source[source]
+        for doc in docs:
+            if doc.source not in wanted:
+                continue
             chunks = chunk_document(doc, settings)
             vectors = embedder.embed_documents(
                 [c.text for c in chunks], [c.chunk_id for c in chunks]

@@ -191,7 +191,7 @@ def test_a_bad_doc_stops_the_import_before_the_kb_is_touched(tmp_path: Path, kin
 def test_missing_seed_docs_folder_exits_2(tmp_path: Path) -> None:
     run = seed_cli(tmp_path, "--seed-docs", "nowhere", "--kb", "kb.sqlite")
     assert run.code == 2
-    assert "nowhere: is not a folder; pass --seed-docs" in run.err
+    assert "nowhere: not found; pass --seed-docs" in run.err
     assert not (tmp_path / "kb.sqlite").exists()
 
 

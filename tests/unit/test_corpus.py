@@ -219,7 +219,10 @@ def test_not_a_folder(tmp_path: Path) -> None:
         with pytest.raises(InputError) as info:
             load_seed_docs(path)
         assert info.value.path == str(path)
-        assert "not a folder" in info.value.problem
+        assert info.value.problem in (
+            "not found",
+            "is neither a folder of *.md seed documents nor a .jsonl corpus",
+        )
         assert "--seed-docs" in info.value.fix
 
 

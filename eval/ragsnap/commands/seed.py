@@ -1,4 +1,4 @@
-"""``ragsnap seed``: import seed-docs/*.md into the knowledge base."""
+"""``ragsnap seed``: import seed-docs/*.md (or a JSONL corpus) into the knowledge base."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import time
 
 from ..backends.sqlite import SqliteKnowledgeBase
 from ..config import load_config
-from ..corpus import load_seed_docs
+from ..corpus import open_seed_docs
 from ..progress import Progress
-from ..seeding import SeedPlan, seed
+from ..seeding import SeedPlan, index_hashes, seed
 from ._kb import kb_path, open_embedder, open_tokenizer
 
 
@@ -18,7 +18,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
     started = time.perf_counter()
-    docs = load_seed_docs(folder)  # every file is checked before the store is touched
+    docs = open_seed_docs(folder)
+    hashes = index_hashes(docs, config.kb.chunking)  # every document checked before the store opens
     tokenizer = open_tokenizer(config)
     embedder = open_embedder(config)
     path = kb_path(args, config)
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
             tokenizer,
             config.kb.chunking,
             reindex=args.reindex,
+            hashes=hashes,
             where=str(path),
             on_upload=lambda _up: progress.advance() if progress else None,
             before_write=before_write,
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         chunks = kb.count()
     elapsed = time.perf_counter() - started
     print(
-        f"seed: {plan.summary()}; {len(docs)} documents, {chunks} chunks in {path} "
+        f"seed: {plan.summary()}; {plan.total} documents, {chunks} chunks in {path} "
         f"({elapsed:.1f} s)"
     )
     changed = (("added", plan.added), ("updated", plan.updated), ("removed", plan.removed))
