@@ -246,6 +246,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="write null latencies, so the output is byte-stable (default: measured)",
     )
     lookup.set_defaults(handler="lookup")
+
+    imp = sub.add_parser(
+        "import",
+        help="convert another tool's corpus and judgments (BEIR, TREC, GoodBuddy, Qilbee)",
+        description="Write ragsnap's own files from another format: DIR/corpus.jsonl (seed "
+        "documents), DIR/golden-cases.json (graded judgments, spans, splits, no-answer "
+        "queries), DIR/vectors.json (frozen vectors, when the format has them) and "
+        "DIR/ragsnap.yaml pointing at them. Formats: beir (a folder with corpus.jsonl, "
+        "queries.jsonl, qrels/<split>.tsv), trec (SGML documents, --topics, --qrels), "
+        "goodbuddy (a JSON fixture), qilbee (a JSON contract fixture).",
+    )
+    imp.add_argument("format", choices=("beir", "trec", "goodbuddy", "qilbee"), help="the format")
+    imp.add_argument("source", type=Path, help="the file or folder to read")
+    imp.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    imp.add_argument(
+        "--kb-scope",
+        metavar="SCOPE",
+        help="kb_scope for documents that have none, and the cases' default (default: none)",
+    )
+    imp.add_argument(
+        "--split",
+        help="beir: which qrels/<split>.tsv (default: every one found); others: the cases' "
+        "split when the format has none (default: test)",
+    )
+    imp.add_argument(
+        "--language", help="the queries' language when the format has none (default: en)"
+    )
+    imp.add_argument(
+        "--category", help="the cases' category when the format has none (default: imported)"
+    )
+    imp.add_argument("--topics", type=Path, metavar="FILE", help="trec: the topics file")
+    imp.add_argument("--qrels", type=Path, metavar="FILE", help="trec: the qrels file")
+    imp.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file for the chunk counts (default: ragsnap.yaml when it exists)",
+    )
+    imp.set_defaults(handler="import_")
     return parser
 
 

@@ -27,6 +27,7 @@ from .errors import InputError, OutputError, UsageError
 
 __all__ = [
     "FLOAT_DIGITS",
+    "AtomicFile",
     "check_distinct",
     "dump_json",
     "parse_json",
@@ -172,6 +173,54 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+class AtomicFile:
+    """A file written in pieces that appears whole or not at all.
+
+    ``open()`` returns a binary handle on a temporary file beside ``path``;
+    ``commit()`` fsyncs it and renames it over ``path``; ``discard()`` (or
+    leaving a ``with`` block by an exception) deletes it. Several can be
+    prepared and then committed together, so a failed import replaces none
+    of its outputs.
+    """
+
+    def __init__(self, path: Path):
+        _refuse_symlink(path)
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise OutputError(
+                f"{path.parent}: cannot write there ({exc.strerror}); choose a writable path"
+            ) from None
+        self._tmp = Path(name)
+        self.handle = os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        umask = os.umask(0)
+        os.umask(umask)
+        self._tmp.chmod(0o666 & ~umask)
+        _refuse_symlink(self.path)
+        self._tmp.replace(self.path)
+        _fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        if not self.handle.closed:
+            self.handle.close()
+        with contextlib.suppress(FileNotFoundError):
+            self._tmp.unlink()
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is not None:
+            self.discard()
 
 
 def write_json(path: Path, value: Any) -> None:

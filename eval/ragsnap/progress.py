@@ -16,16 +16,20 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    """Counts ``total`` units of work named ``unit`` under ``label``."""
+    """Counts ``total`` units of work named ``unit`` under ``label``.
 
-    def __init__(self, total: int, label: str, unit: str, stream: TextIO | None = None):
+    ``total=None`` is for streams of unknown length: a terminal shows a
+    running count, a log gets a line every ten seconds.
+    """
+
+    def __init__(self, total: int | None, label: str, unit: str, stream: TextIO | None = None):
         self.total = total
         self.label = label
         self.unit = unit
         self.done = 0
         self._stream = stream if stream is not None else sys.stderr
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
-        self._next_line = max(1, -(-total // 10))
+        self._next_line = max(1, -(-(total or 0) // 10))
         self._last_draw = 0.0
         self._started = time.monotonic()
         self._drawn = False
@@ -33,6 +37,9 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         """Record ``n`` more units done."""
         self.done += n
+        if self.total is None:
+            self._count()
+            return
         if self.total <= 0:
             return
         if self._tty:
@@ -50,6 +57,19 @@ class Progress:
             if time.monotonic() - self._started >= 1.0:
                 self._stream.write(f"{self.label}: {self.done}/{self.total} {self.unit}\n")
                 self._stream.flush()
+
+    def _count(self) -> None:
+        now = time.monotonic()
+        if self._tty:
+            if now - self._last_draw >= 0.1:
+                self._last_draw = now
+                self._stream.write(f"\r{self.label} {self.done:,} {self.unit}")
+                self._stream.flush()
+                self._drawn = True
+        elif now - max(self._last_draw, self._started) >= 10.0:
+            self._last_draw = now
+            self._stream.write(f"{self.label}: {self.done:,} {self.unit}\n")
+            self._stream.flush()
 
     def close(self) -> None:
         """End the bar's line (the caller prints its own summary)."""

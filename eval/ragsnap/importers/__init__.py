@@ -15,16 +15,22 @@ itself in ``FORMATS``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+from ..errors import UsageError
 
 __all__ = [
     "FORMATS",
+    "ImportOptions",
     "Importer",
     "SourceDoc",
     "SourceJudgment",
     "SourceQuery",
     "VectorSpace",
+    "make_importer",
 ]
 
 
@@ -41,6 +47,7 @@ class SourceDoc:
     kb_scope: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     vector: list[float] | None = None
+    origin: str = ""  # where it was read, for messages: "corpus.jsonl line 12"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +99,25 @@ class Importer(Protocol):
         """Every document, streamed in the format's order."""
         ...
 
-    def queries(self) -> list[SourceQuery]:
-        """Every query with its judgments, in the format's order."""
+    def queries(self, sources: AbstractSet[str]) -> list[SourceQuery]:
+        """Every query with its judgments, in the format's order.
+
+        ``sources`` are the imported documents' ids: a judgment of any other
+        id is a dangling reference and raises ``InputError`` naming the file,
+        the line or JSON pointer, and the fix.
+        """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """Command-line choices an importer may use (None: the format's own or a default)."""
+
+    split: str | None = None  # BEIR: which qrels/<split>.tsv; others: the cases' split
+    language: str | None = None  # for formats that do not say
+    category: str | None = None  # for formats that do not say
+    topics: Path | None = None  # TREC topic file (or one "id text" query a line)
+    qrels: Path | None = None  # TREC qrels
 
 
 #: format name -> "module:Class" of its importer (imported when used)
@@ -104,3 +127,14 @@ FORMATS = {
     "goodbuddy": "ragsnap.importers.goodbuddy:GoodBuddyImporter",
     "qilbee": "ragsnap.importers.qilbee:QilbeeImporter",
 }
+
+
+def make_importer(name: str, source: Path, options: ImportOptions) -> Importer:
+    """The importer of format ``name`` reading ``source``: ``Class(source, options)``."""
+    import importlib
+
+    if name not in FORMATS:
+        raise UsageError(f"unknown format {name!r}; use one of {', '.join(FORMATS)}")
+    module, cls = FORMATS[name].split(":")
+    importer: Importer = getattr(importlib.import_module(module), cls)(source, options)
+    return importer

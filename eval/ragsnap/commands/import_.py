@@ -1,0 +1,29 @@
+"""``ragsnap import FORMAT SOURCE --out DIR``: another tool's corpus and judgments, converted."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import load_config
+from ..importers import ImportOptions, make_importer
+from ..importers.writer import write_import
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    options = ImportOptions(
+        split=args.split,
+        language=args.language,
+        category=args.category,
+        topics=args.topics,
+        qrels=args.qrels,
+    )
+    importer = make_importer(args.format, args.source, options)
+    summary = write_import(importer, args.out, kb_scope=args.kb_scope, settings=config.kb.chunking)
+    for line in summary.lines():
+        print(line)
+    print(
+        f"next: ragsnap seed --config {args.out / 'ragsnap.yaml'}, then score against "
+        f"{args.out / 'golden-cases.json'}"
+    )
+    return 0

@@ -1,0 +1,231 @@
+"""Write what an importer reads as ragsnap's own files.
+
+In the output folder::
+
+    corpus.jsonl          one seed document a line: {"source", "text", "title", ...}
+    golden-cases.json     one case per query, graded ``source`` judgments with spans
+    vectors.json          frozen vectors (only when the format carries them)
+    ragsnap.yaml          kb.seedDocs -> corpus.jsonl (and the frozen embedder), so
+                          `ragsnap seed --config DIR/ragsnap.yaml` just works
+
+Documents are streamed to a temporary file as they are read (memory holds
+their ids, not their text); every output is committed only after the whole
+input was read and checked, so a bad input replaces none of the files of an
+earlier import. Output is deterministic: the format's order, sorted keys.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from ..corpus import ChunkSettings, SeedDocument, chunk_document
+from ..errors import InputError, UsageError
+from ..jsonio import AtomicFile, dump_json, round_floats
+from ..progress import Progress
+from . import Importer, SourceDoc, SourceQuery
+
+__all__ = ["ImportSummary", "write_import"]
+
+_CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_RESERVED = frozenset({"source", "text", "title", "breadcrumb", "category", "kb_scope", "doc_id"})
+
+
+@dataclass
+class ImportSummary:
+    """What an import wrote and what it left out."""
+
+    documents: int = 0
+    chunks: int = 0
+    queries: int = 0
+    judgments: int = 0
+    no_answer: int = 0
+    vectors: int = 0
+    skipped: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [
+            f"import: {self.documents:,} documents ({self.chunks:,} chunks), "
+            f"{self.queries:,} queries, {self.judgments:,} judgments, "
+            f"{self.no_answer:,} no-answer queries"
+            + (f", {self.vectors:,} vectors" if self.vectors else "")
+        ]
+        if self.skipped:
+            out.append(f"skipped ({len(self.skipped)}):")
+            out += [f"  {reason}" for reason in self.skipped[:20]]
+            if len(self.skipped) > 20:
+                out.append(f"  ... and {len(self.skipped) - 20} more")
+        out.append("wrote: " + ", ".join(str(p) for p in self.files))
+        return out
+
+
+def _doc_line(doc: SourceDoc, kb_scope: str | None) -> bytes:
+    line: dict[str, Any] = {
+        k: v for k, v in doc.metadata.items() if k not in _RESERVED and v is not None
+    }
+    line.update(source=doc.source, text=doc.text)
+    for key, value in (
+        ("title", doc.title),
+        ("doc_id", doc.doc_id),
+        ("category", doc.category),
+        ("breadcrumb", doc.breadcrumb),
+        ("kb_scope", doc.kb_scope if doc.kb_scope is not None else kb_scope),
+    ):
+        if value is not None:
+            line[key] = value
+    return orjson.dumps(line, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def _case(query: SourceQuery, sources: Sequence[str], summary: ImportSummary) -> dict[str, Any]:
+    judged = {j.target for j in query.judgments}
+    judgments = [
+        {"source": j.target, "grade": j.grade, **({"spans": list(j.spans)} if j.spans else {})}
+        for j in query.judgments
+    ]
+    if query.judgments_complete:  # every other document is known non-relevant
+        judgments += [{"source": s, "grade": 0} for s in sources if s not in judged]
+    case: dict[str, Any] = {
+        "id": query.id,
+        "query": query.text,
+        "language": query.language,
+        "category": query.category,
+        "split": query.split,
+    }
+    relevant = [j for j in query.judgments if j.grade > 0]
+    if query.no_answer:
+        case["noAnswer"] = True
+        summary.no_answer += 1
+    else:
+        best = max(j.grade for j in relevant)
+        case["expectedSources"] = [j.target for j in relevant if j.grade == best]
+    if judgments:
+        case["judgments"] = judgments
+    if query.tags:
+        case["tags"] = list(query.tags)
+    summary.judgments += len(judgments)
+    return case
+
+
+def write_import(
+    importer: Importer,
+    out: Path,
+    *,
+    kb_scope: str | None = None,
+    settings: ChunkSettings | None = None,
+    stream: TextIO | None = None,
+) -> ImportSummary:
+    """Read everything ``importer`` yields and write ragsnap's files into ``out``."""
+    settings = settings or ChunkSettings()
+    summary = ImportSummary()
+    summary.skipped = importer.skipped
+    corpus_path, cases_path = out / "corpus.jsonl", out / "golden-cases.json"
+    vectors_path, config_path = out / "vectors.json", out / "ragsnap.yaml"
+    progress = Progress(None, "import", "documents", stream if stream is not None else sys.stderr)
+    sources: list[str] = []
+    seen: dict[str, str] = {}
+    chunk_vectors: list[tuple[str, list[float]]] = []
+    with AtomicFile(corpus_path) as corpus:
+        for doc in importer.documents():
+            if doc.source in seen:
+                raise InputError(
+                    doc.origin or importer.format,
+                    f"document id {doc.source!r} appears twice (first at {seen[doc.source]})",
+                    "give every document its own id",
+                )
+            seen[doc.source] = doc.origin or "?"
+            sources.append(doc.source)
+            corpus.handle.write(_doc_line(doc, kb_scope))
+            chunks = chunk_document(_as_seed(doc), settings)
+            summary.documents += 1
+            summary.chunks += len(chunks)
+            if doc.vector is not None:
+                chunk_vectors += [(c.chunk_id, doc.vector) for c in chunks]
+            progress.advance()
+        progress.close()
+        if not sources:
+            raise InputError(
+                importer.format, "holds no documents", "check the corpus path and its format"
+            )
+        queries = importer.queries(frozenset(sources))
+        if not queries:
+            raise InputError(
+                importer.format, "holds no usable queries", "check the queries and judgments"
+            )
+        cases = []
+        ids: set[str] = set()
+        for query in queries:
+            if not _CASE_ID.match(query.id):
+                raise UsageError(
+                    f"query id {query.id!r} cannot be a case id (letters, digits and . _ -, "
+                    "starting with a letter or digit, at most 128); rename it in the source"
+                )
+            if query.id in ids:
+                raise InputError(
+                    importer.format, f"query id {query.id!r} appears twice", "make ids unique"
+                )
+            ids.add(query.id)
+            cases.append(_case(query, sources, summary))
+        summary.queries = len(cases)
+        description = f"Imported from the {importer.format} format by `ragsnap import`."
+        golden: dict[str, Any] = {"schemaVersion": 1, "description": description, "cases": cases}
+        defaults = {"topK": 10, **({"kbScope": kb_scope} if kb_scope else {})}
+        golden["defaults"] = defaults
+        from ..schema import validate
+
+        validate(golden, "golden-cases", cases_path, "imported golden cases")
+        outputs: dict[Path, bytes] = {cases_path: dump_json(golden)}
+        embedder = ""
+        query_vectors = {q.text: q.vector for q in queries if q.vector is not None}
+        if chunk_vectors or query_vectors:
+            space = importer.space
+            if space is None:
+                raise InputError(
+                    importer.format,
+                    "carries vectors but no vector space (provider, model, dimension)",
+                    "describe the space the vectors come from",
+                )
+            outputs[vectors_path] = _vectors_json(space, chunk_vectors, query_vectors)
+            summary.vectors = len(chunk_vectors) + len(query_vectors)
+            embedder = "  embedder: {kind: frozen, path: vectors.json}\n"
+        outputs[config_path] = (
+            f"# written by `ragsnap import {importer.format}`\n"
+            "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + embedder
+        ).encode()
+        files = [AtomicFile(path) for path in outputs]
+        try:
+            for handle, data in zip(files, outputs.values(), strict=True):
+                handle.handle.write(data)
+            corpus.commit()
+            for handle in files:
+                handle.commit()
+        finally:
+            for handle in files:
+                handle.discard()
+    summary.files = [corpus_path, *outputs]
+    return summary
+
+
+def _vectors_json(
+    space: Any,
+    chunks: list[tuple[str, list[float]]],
+    queries: Mapping[str, list[float] | None],
+) -> bytes:
+    data = {
+        "model": f"{space.provider}/{space.model}",
+        "revision": space.revision,
+        "dimension": space.dimension,
+        "chunks": {chunk_id: round_floats(vector, 9) for chunk_id, vector in chunks},
+        "queries": {text: round_floats(vector, 9) for text, vector in queries.items()},
+    }
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def _as_seed(doc: SourceDoc) -> SeedDocument:
+    return SeedDocument(path=doc.origin, source=doc.source, body=doc.text, content_hash="")
