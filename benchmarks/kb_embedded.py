@@ -568,7 +568,7 @@ def stored_texts(kb_path: Path) -> tuple[list[int], list[str], list[str]]:
 
 LABELS = {
     "bm25s": "bm25s retrieve k=50 (peer)",
-    "fts": "kb.lexical_search k=50 (raw FTS5)",
+    "fts": "kb.lexical_search k=50 (raw BM25)",
     "numpy": "kb.vector_search k=50 (raw numpy)",
     **{method: f"lookup {method}" for method in METHODS},
 }
@@ -851,7 +851,7 @@ def print_size(r: SizeResult, ctx: dict[str, Any], n_warmup: int) -> None:
         + ", ".join(f"{m} {r.stats[f'evidence:{m}']:.2f}" for m in METHODS)
     )
     print(
-        f"FTS5 vs bm25s top-10 overlap: {r.stats['top10_overlap']:.3f}; "
+        f"ragsnap vs bm25s top-10 overlap: {r.stats['top10_overlap']:.3f}; "
         f"vector index load (first vector search): {r.vector_load_s:.2f} s; "
         f"peak RSS for this size: {r.peak_rss_mb:,.0f} MB"
     )
