@@ -191,11 +191,6 @@ class Pipeline:
 
     # -- one attempt ----------------------------------------------------------
 
-    @staticmethod
-    def _tokens_of(chunk: StoredChunk) -> tuple[str, ...]:
-        """The chunk's index tokens (stored with it, so never re-tokenised)."""
-        return chunk.tokens
-
     def _attempt(
         self,
         name: str,
@@ -222,11 +217,11 @@ class Pipeline:
             cands[r].cosine, cands[r].vector_rank = value, rank
             cands[r].fused += f.vector_weight / (f.k + rank)
         missing = [r for r in rows if cands[r].cosine is None]
-        if method in ("hybrid", "hybrid+rerank") and missing and query.vector is not None:
-            for r, sim in zip(missing, self._similarities(query.vector, missing), strict=True):
+        if method == "hybrid" and missing and query.vector is not None:
+            for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
                 cands[r].cosine = sim
         for c in cands.values():
-            lex = query.coverage(self._tokens_of(c.chunk))
+            lex = query.coverage(c.chunk.tokens)  # stored tokens: never re-tokenised
             cos = max(c.cosine or 0.0, 0.0)
             if method == "lexical":
                 c.confidence = lex
@@ -245,15 +240,12 @@ class Pipeline:
         top = max((c.confidence for c in ranked), default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
 
-    def _similarities(self, vector: NDArray[np.float32], rows: list[int]) -> list[float]:
-        return self.kb.similarities(vector, rows)
-
     # -- rerank ---------------------------------------------------------------
 
     def _rerank(self, query: _Query, ranked: list[_Candidate]) -> list[_Candidate]:
         head = ranked[: self.settings.rerank_depth]
         for c in head:
-            tokens = self._tokens_of(c.chunk)
+            tokens = c.chunk.tokens
             meta = " ".join(x for x in (c.chunk.title, c.chunk.breadcrumb, c.chunk.heading) if x)
             title = query.share_in(set(self.tokenizer.tokens(meta)))
             coverage = query.share_in(set(tokens))
