@@ -73,6 +73,7 @@ class SourceQuery:
     judgments_complete: bool = False  # unjudged documents are known non-relevant
     vector: list[float] | None = None
     tags: tuple[str, ...] = ()
+    origin: str = ""  # where it was read, for messages
 
 
 @dataclass(frozen=True, slots=True)

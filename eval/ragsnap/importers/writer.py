@@ -27,7 +27,7 @@ import orjson
 
 from ..corpus import ChunkSettings, SeedDocument, chunk_document
 from ..errors import InputError, UsageError
-from ..jsonio import AtomicFile, dump_json, round_floats
+from ..jsonio import AtomicFile, dump_json
 from ..progress import Progress
 from . import Importer, SourceDoc, SourceQuery
 
@@ -102,6 +102,12 @@ def _case(query: SourceQuery, sources: Sequence[str], summary: ImportSummary) ->
     if query.no_answer:
         case["noAnswer"] = True
         summary.no_answer += 1
+    elif not relevant:
+        raise InputError(
+            query.origin or "the input",
+            f"query {query.id!r} judges nothing relevant and is not a no-answer query",
+            "add a relevant judgment, mark it no-answer, or leave the query out",
+        )
     else:
         best = max(j.grade for j in relevant)
         case["expectedSources"] = [j.target for j in relevant if j.grade == best]
@@ -221,8 +227,8 @@ def _vectors_json(
         "model": f"{space.provider}/{space.model}",
         "revision": space.revision,
         "dimension": space.dimension,
-        "chunks": {chunk_id: round_floats(vector, 9) for chunk_id, vector in chunks},
-        "queries": {text: round_floats(vector, 9) for text, vector in queries.items()},
+        "chunks": dict(chunks),  # as given: rounding would flatten tiny vectors
+        "queries": dict(queries),
     }
     return orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + b"\n"
 
