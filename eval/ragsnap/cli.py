@@ -267,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument(
         "--split",
-        help="beir: which qrels/<split>.tsv (default: every one found); others: the cases' "
-        "split when the format has none (default: test)",
+        help="beir: which qrels/<split>.tsv, dev or test (default: both when present); "
+        "others: the cases' split when the format has none (default: test)",
     )
     imp.add_argument(
         "--language", help="the queries' language when the format has none (default: en)"

@@ -252,7 +252,7 @@ def test_qilbee_whole_loop_with_the_frozen_vectors(tmp_path: Path) -> None:
     run = import_cli(tmp_path, "qilbee", "contract.json", "--out", "out")
     assert run.code == 0, run.err
     assert run.out.splitlines()[0] == (
-        "import: 8 documents (8 chunks), 5 queries, 29 judgments, 1 no-answer queries, 13 vectors"
+        "import: 8 documents (8 chunks), 5 queries, 29 judgments, 1 no-answer query, 13 vectors"
     )
     out = tmp_path / "out"
     assert "embedder: {kind: frozen, path: vectors.json}" in (out / "ragsnap.yaml").read_text()

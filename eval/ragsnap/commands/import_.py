@@ -19,7 +19,9 @@ def run(args: argparse.Namespace) -> int:
         qrels=args.qrels,
     )
     importer = make_importer(args.format, args.source, options)
-    summary = write_import(importer, args.out, kb_scope=args.kb_scope, settings=config.kb.chunking)
+    summary = write_import(
+        importer, args.out, kb_scope=args.kb_scope, settings=config.kb.chunking, source=args.source
+    )
     for line in summary.lines():
         print(line)
     print(

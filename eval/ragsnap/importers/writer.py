@@ -51,12 +51,15 @@ class ImportSummary:
     files: list[Path] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [
-            f"import: {self.documents:,} documents ({self.chunks:,} chunks), "
-            f"{self.queries:,} queries, {self.judgments:,} judgments, "
-            f"{self.no_answer:,} no-answer queries"
-            + (f", {self.vectors:,} vectors" if self.vectors else "")
+        counts = [
+            _count(self.documents, "document") + f" ({_count(self.chunks, 'chunk')})",
+            _count(self.queries, "query", "queries"),
+            _count(self.judgments, "judgment"),
+            _count(self.no_answer, "no-answer query", "no-answer queries"),
         ]
+        if self.vectors:
+            counts.append(_count(self.vectors, "vector"))
+        out = ["import: " + ", ".join(counts)]
         if self.skipped:
             out.append(f"skipped ({len(self.skipped)}):")
             out += [f"  {reason}" for reason in self.skipped[:20]]
@@ -64,6 +67,10 @@ class ImportSummary:
                 out.append(f"  ... and {len(self.skipped) - 20} more")
         out.append("wrote: " + ", ".join(str(p) for p in self.files))
         return out
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 def _doc_line(doc: SourceDoc, kb_scope: str | None) -> bytes:
@@ -126,8 +133,13 @@ def write_import(
     kb_scope: str | None = None,
     settings: ChunkSettings | None = None,
     stream: TextIO | None = None,
+    source: Path | None = None,
 ) -> ImportSummary:
-    """Read everything ``importer`` yields and write ragsnap's files into ``out``."""
+    """Read everything ``importer`` yields and write ragsnap's files into ``out``.
+
+    ``source`` (what was imported) names the input in messages about it as a whole.
+    """
+    where = str(source) if source is not None else importer.format
     settings = settings or ChunkSettings()
     summary = ImportSummary()
     summary.skipped = importer.skipped
@@ -141,7 +153,7 @@ def write_import(
         for doc in importer.documents():
             if doc.source in seen:
                 raise InputError(
-                    doc.origin or importer.format,
+                    doc.origin or where,
                     f"document id {doc.source!r} appears twice (first at {seen[doc.source]})",
                     "give every document its own id",
                 )
@@ -156,13 +168,12 @@ def write_import(
             progress.advance()
         progress.close()
         if not sources:
-            raise InputError(
-                importer.format, "holds no documents", "check the corpus path and its format"
-            )
+            raise InputError(where, "holds no documents", "check the corpus path and its format")
         queries = importer.queries(frozenset(sources))
         if not queries:
+            reasons = "; ".join(importer.skipped) or "no query was read"
             raise InputError(
-                importer.format, "holds no usable queries", "check the queries and judgments"
+                where, f"holds no usable queries ({reasons})", "check the queries and judgments"
             )
         cases = []
         ids: set[str] = set()
@@ -174,7 +185,7 @@ def write_import(
                 )
             if query.id in ids:
                 raise InputError(
-                    importer.format, f"query id {query.id!r} appears twice", "make ids unique"
+                    query.origin or where, f"query id {query.id!r} appears twice", "make ids unique"
                 )
             ids.add(query.id)
             cases.append(_case(query, sources, summary))
@@ -193,7 +204,7 @@ def write_import(
             space = importer.space
             if space is None:
                 raise InputError(
-                    importer.format,
+                    where,
                     "carries vectors but no vector space (provider, model, dimension)",
                     "describe the space the vectors come from",
                 )
@@ -204,10 +215,11 @@ def write_import(
             f"# written by `ragsnap import {importer.format}`\n"
             "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + embedder
         ).encode()
-        files = [AtomicFile(path) for path in outputs]
+        files: list[AtomicFile] = []
         try:
-            for handle, data in zip(files, outputs.values(), strict=True):
-                handle.handle.write(data)
+            for path, data in outputs.items():
+                files.append(AtomicFile(path))
+                files[-1].handle.write(data)
             corpus.commit()
             for handle in files:
                 handle.commit()
