@@ -113,6 +113,65 @@ def write_json(path: Path, data: Any) -> Path:
     return path
 
 
+def goodbuddy_fixture() -> dict[str, Any]:
+    """A small, valid GoodBuddy-style fixture: two documents, three chunks, three queries."""
+    return {
+        "version": 1,
+        "id": "unit-v1",
+        "provenance": {"kind": "synthetic", "license": "CC0-1.0"},
+        "documents": [
+            {
+                "id": "doc-pool",
+                "title": "Connection pool",
+                "language": "en",
+                "chunks": [
+                    {"id": "chunk-pool-size", "content": "The pool holds at most 20 connections."},
+                    {
+                        "id": "chunk-pool-idle",
+                        "content": "Idle connections close after 10 minutes.",
+                    },
+                ],
+            },
+            {
+                "id": "doc-tls",
+                "chunks": [{"id": "chunk-tls", "content": "证书每九十天自动续期。"}],
+            },
+        ],
+        "queries": [
+            {
+                "id": "q-pool",
+                "language": "en",
+                "query": "How big is the pool?",
+                "noAnswer": False,
+                "judgments": [
+                    {
+                        "chunkId": "chunk-pool-size",
+                        "relevance": 3,
+                        "spans": [{"text": "at most 20 connections"}],
+                    },
+                    {"chunkId": "chunk-pool-idle", "relevance": 1, "spans": []},
+                ],
+            },
+            {
+                "id": "q-tls",
+                "language": "zh-CN",
+                "query": "证书多久续期",
+                "noAnswer": False,
+                "judgments": [
+                    {"chunkId": "chunk-tls", "relevance": 2, "spans": [{"text": "每九十天"}]}
+                ],
+            },
+            {
+                "id": "q-none",
+                "language": "en",
+                "query": "What is the weather?",
+                "noAnswer": True,
+                "judgments": [],
+            },
+        ],
+    }
+
+
 @dataclass
 class Project:
     """A scratch eval project: cases file, fixtures folder, reports folder."""
@@ -156,3 +215,25 @@ def run_cli(*args: str, cwd: Path, script: str | None = None) -> Run:
     env = {**os.environ, "PYTHONPATH": str(REPO / "eval"), "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
     return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_score(
+    cases: Path, fixtures: Path, reports: Path, *, cwd: Path
+) -> tuple[Run, dict[str, Any]]:
+    """``ragsnap score`` of ``cases`` against ``fixtures``, writing ``report.json`` and
+    ``report.md`` into ``reports``: the run (exit code 0 or 1) and the JSON report."""
+    run = run_cli(
+        "score",
+        "--cases",
+        str(cases),
+        "--fixtures",
+        str(fixtures),
+        "--json-report",
+        str(reports / "report.json"),
+        "--markdown-report",
+        str(reports / "report.md"),
+        cwd=cwd,
+    )
+    assert run.code in (0, 1), run.out + run.err
+    report: dict[str, Any] = json.loads((reports / "report.json").read_text(encoding="utf-8"))
+    return run, report

@@ -27,7 +27,7 @@ error. Strictly validated against ``schemas/config.schema.json``::
       topK: 5
       candidates: 50       # per list, before fusion
       rerankDepth: 20
-      minScore: 0.15       # evidence below this is dropped
+      minScore: 0.22       # evidence whose confidence is below this is dropped
       relativeScore: 0.5   # ...and evidence below this share of the best score
       weakScore: 0.35      # a filtered attempt whose best is below this is retried
       sufficientScore: 0.45 # evidence status "sufficient" from this top score

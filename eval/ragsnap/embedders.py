@@ -146,7 +146,7 @@ class HashingEmbedder:
             marked = f"<{run}>"
             grams = [run] + [marked[i : i + 3] for i in range(len(marked) - 2)]
         ids = tuple(zlib.crc32(g.encode("utf-8")) for g in grams)
-        if len(self._cache) < 1_000_000:
+        if len(self._cache) < 200_000:  # about 100 MB at most
             self._cache[run] = ids
         return ids
 

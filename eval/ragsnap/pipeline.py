@@ -11,8 +11,9 @@ Steps, each recorded in the trace::
     fusion       weighted reciprocal rank fusion of the lexical (BM25) and vector
                  (cosine) lists: sum of w / (k + rank), profile wrrf-v1
     rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
-    evidence     dedupe by chunk, drop scores below min_score, keep top_k;
-                 status none / partial / sufficient (top score >= sufficient_score)
+    evidence     dedupe by chunk, drop confidences below min_score (or below
+                 relative_score x the best), keep top_k; status none / partial /
+                 sufficient (best confidence >= sufficient_score)
     context      evidence texts in rank order within context_budget_chars
 
 Scores. Every candidate gets a *confidence* in [0, 1] that does not depend on
@@ -21,7 +22,8 @@ chunk contains (IDF = BM25's ln(1 + (N - df + 0.5) / (df + 0.5))); ``vector`` =
 cosine clamped at 0; ``hybrid`` = the fusion-weighted mean of both. Rankings
 come from the method (BM25 order, cosine order, fused order, reranked order);
 an evidence block's ``score`` is its confidence (its rerank score after
-reranking), which the thresholds compare. ``metadata`` keeps the raw BM25,
+reranking); the thresholds always compare confidences, so a reranker reorders
+evidence but never filters it. ``metadata`` keeps the raw BM25,
 cosine, fused value and list ranks.
 
 heuristic-v1 rerank score = 0.45 confidence + 0.20 phrase + 0.15 identifiers
@@ -93,7 +95,7 @@ class LookupSettings:
     top_k: int = 5
     candidates: int = 50
     rerank_depth: int = 20
-    min_score: float = 0.15
+    min_score: float = 0.22
     relative_score: float = 0.5
     weak_score: float = 0.35
     sufficient_score: float = 0.45
@@ -337,7 +339,7 @@ class Pipeline:
             "none"
             if not blocks
             else "sufficient"
-            if blocks[0]["score"] >= s.sufficient_score
+            if max(b["metadata"]["confidence"] for b in blocks) >= s.sufficient_score
             else "partial"
         )
         trace: dict[str, Any] = {
@@ -363,10 +365,10 @@ class Pipeline:
     def _evidence(self, ranked: list[_Candidate], top_k: int) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         seen: set[str] = set()
-        best = max((c.score for c in ranked), default=0.0)
+        best = max((c.confidence for c in ranked), default=0.0)
         floor = max(self.settings.min_score, self.settings.relative_score * best)
-        for c in ranked:
-            if c.chunk.chunk_id in seen or c.score < floor:
+        for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
+            if c.chunk.chunk_id in seen or c.confidence < floor:
                 continue
             seen.add(c.chunk.chunk_id)
             ch = c.chunk

@@ -173,7 +173,8 @@ def seed(
                 [c.text for c in chunks], [c.chunk_id for c in chunks]
             )
             tokens = [" ".join(tokenizer.tokens(c.text)) for c in chunks]
-            yield Upload(doc, index_hash(doc, settings), chunks, tokens, vectors)
+            replaces = reindex or doc.source in stored
+            yield Upload(doc, index_hash(doc, settings), chunks, tokens, vectors, replaces)
 
     kb.write(WriteBatch(plan.removed, uploads(), meta, on_upload))
     return plan

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,8 @@ import pytest
 
 from ragsnap.errors import BackendError, InputError, RagsnapError, UsageError
 from ragsnap.httpclient import HttpClient, check_url, read_token
+
+from .conftest import LoopbackServer, send
 
 TOKEN = "sk-test-7f3a9c1e-SECRET"
 
@@ -39,8 +40,8 @@ class Seen:
     body: bytes
 
 
-class Server:
-    """A ThreadingHTTPServer on 127.0.0.1 whose answers the test scripts per path.
+class Server(LoopbackServer):
+    """A loopback server whose answers the test scripts per path.
 
     ``routes[path]`` is a list of replies served in turn, the last one repeated;
     an unknown path answers 404. Every request is recorded in ``seen``.
@@ -49,44 +50,25 @@ class Server:
     def __init__(self) -> None:
         self.routes: dict[str, list[Reply]] = {}
         self.seen: list[Seen] = []
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                path = self.path.split("?", 1)[0]
-                with server._lock:
-                    server.seen.append(Seen(self.command, path, dict(self.headers), body))
-                    queue = server.routes.get(path)
-                    reply = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else Reply(404)
-                if reply.delay:
-                    time.sleep(reply.delay)
-                payload = reply.body
-                if callable(payload):
-                    payload = payload(self)
-                if isinstance(payload, (dict, list)):
-                    payload = json.dumps(payload)
-                data = payload.encode("utf-8") if isinstance(payload, str) else payload or b""
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = _answer
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        body = request.rfile.read(length) if length else b""
+        path = request.path.split("?", 1)[0]
+        with self._lock:
+            self.seen.append(Seen(request.command, path, dict(request.headers), body))
+            queue = self.routes.get(path)
+            reply = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else Reply(404)
+        if reply.delay:
+            time.sleep(reply.delay)
+        payload = reply.body
+        if callable(payload):
+            payload = payload(request)
+        if isinstance(payload, (dict, list)):
+            payload = json.dumps(payload)
+        data = payload.encode("utf-8") if isinstance(payload, str) else payload or b""
+        send(request, reply.status, data, reply.headers)
 
     def route(self, path: str, *replies: Reply) -> None:
         self.routes[path] = list(replies)
@@ -95,19 +77,11 @@ class Server:
         with self._lock:
             return [s for s in self.seen if s.path == path]
 
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=10)
-
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    srv = Server()
-    try:
+    with Server() as srv:
         yield srv
-    finally:
-        srv.close()
 
 
 @pytest.fixture

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,8 @@ import pytest
 
 from ragsnap.embedders import Fingerprint, OpenAIEmbedder, make_embedder
 from ragsnap.errors import BackendError, EmbedderError, UsageError
+
+from .conftest import LoopbackServer, send_json
 
 TOKEN = "sk-openai-test-51d0-SECRET"
 MODEL = "text-embedding-3-small"
@@ -31,8 +32,10 @@ def unit(text: str, dimension: int) -> np.ndarray:
     return vec / np.linalg.norm(vec)
 
 
-class EmbeddingServer:
+class EmbeddingServer(LoopbackServer):
     """``POST /v1/embeddings`` in OpenAI's shape; ``mutate`` can spoil an answer."""
+
+    methods = ("POST",)
 
     def __init__(self, dimension: int = 8) -> None:
         self.dimension = dimension
@@ -41,77 +44,47 @@ class EmbeddingServer:
         self.mutate: Callable[[dict[str, Any]], Any] | None = None
         self.requests: list[tuple[dict[str, str], Any]] = []
         self.answers: list[Any] = []
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
+        self.base_url = self.url + "/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append((dict(self.headers), body))
-                if self.path != "/v1/embeddings":
-                    self._send(404, {"error": {"message": "not found"}})
-                    return
-                if server.status != 200:
-                    self._send(server.status, {"error": {"message": "refused"}})
-                    return
-                data = [
-                    {
-                        "object": "embedding",
-                        "index": i,
-                        "embedding": raw_vector(t, server.dimension),
-                    }
-                    for i, t in enumerate(body["input"])
-                ]
-                if server.shuffle:
-                    data = data[1::2][::-1] + data[0::2]
-                answer: Any = {
-                    "object": "list",
-                    "data": data,
-                    "model": body["model"],
-                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
-                }
-                if server.mutate is not None:
-                    answer = server.mutate(answer)
-                with server._lock:
-                    server.answers.append(answer)
-                self._send(200, answer)
-
-            def _send(self, status: int, answer: Any) -> None:
-                raw = json.dumps(answer).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        body = json.loads(request.rfile.read(int(request.headers["Content-Length"])))
+        with self._lock:
+            self.requests.append((dict(request.headers), body))
+        if request.path != "/v1/embeddings":
+            send_json(request, 404, {"error": {"message": "not found"}})
+            return
+        if self.status != 200:
+            send_json(request, self.status, {"error": {"message": "refused"}})
+            return
+        data = [
+            {"object": "embedding", "index": i, "embedding": raw_vector(t, self.dimension)}
+            for i, t in enumerate(body["input"])
+        ]
+        if self.shuffle:
+            data = data[1::2][::-1] + data[0::2]
+        answer: Any = {
+            "object": "list",
+            "data": data,
+            "model": body["model"],
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+        }
+        if self.mutate is not None:
+            answer = self.mutate(answer)
+        with self._lock:
+            self.answers.append(answer)
+        send_json(request, 200, answer)
 
     @property
     def inputs(self) -> list[list[str]]:
         with self._lock:
             return [body["input"] for _, body in self.requests]
 
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=10)
-
 
 @pytest.fixture
 def server() -> Iterator[EmbeddingServer]:
-    srv = EmbeddingServer()
-    try:
+    with EmbeddingServer() as srv:
         yield srv
-    finally:
-        srv.close()
 
 
 def embedder(server: EmbeddingServer, **kwargs: Any) -> OpenAIEmbedder:

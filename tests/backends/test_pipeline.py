@@ -23,6 +23,8 @@ from ragsnap.schema import validate
 from ragsnap.seeding import seed
 from ragsnap.text import get_tokenizer
 
+from .conftest import write_doc
+
 SETTINGS = LookupSettings(
     method="hybrid+rerank",
     top_k=5,
@@ -35,14 +37,6 @@ SETTINGS = LookupSettings(
 )
 
 POOL_QUERY = "hikari pool maximum size twenty connections"
-
-
-def write_doc(folder: Path, source: str, body: str, **meta: str | None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    header = [f"source: {source}"] + [f"{k}: {v}" for k, v in meta.items() if v is not None]
-    path = folder / f"{source}.md"
-    path.write_text("---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8")
-    return path
 
 
 def filler(topic: str, n: int) -> str:
@@ -329,6 +323,26 @@ def test_evidence_blocks_are_ranked_unique_and_capped(
     assert [b["rank"] for b in blocks] == list(range(1, len(blocks) + 1))
     assert len({b["chunkId"] for b in blocks}) == len(blocks)
     assert all(b["source"] != "pool-other" for b in blocks)
+
+
+def test_reranking_reorders_but_never_filters(kb: SqliteKnowledgeBase) -> None:
+    """The floors compare retrieval confidences, whatever scale the reranker uses."""
+    query = "pool runbook step reviewed by operators"
+
+    def evidence(method: str, floor: float) -> list[dict[str, Any]]:
+        return pipeline(
+            kb, min_score=floor, relative_score=0.0, rerank_depth=50, candidates=50
+        ).lookup(query, kb_scope="eval", method=method, top_k=50)["evidenceBlocks"]
+
+    # a block whose rerank score is below its confidence, and a floor between the two
+    block = next(
+        b for b in evidence("hybrid+rerank", 0.0) if b["score"] < b["metadata"]["confidence"]
+    )
+    floor = (block["score"] + block["metadata"]["confidence"]) / 2
+    reranked = evidence("hybrid+rerank", floor)
+    assert block["chunkId"] in {b["chunkId"] for b in reranked}
+    assert all(b["metadata"]["confidence"] >= floor for b in reranked)
+    assert {b["chunkId"] for b in reranked} == {b["chunkId"] for b in evidence("hybrid", floor)}
 
 
 def test_min_score_drops_weak_evidence(kb: SqliteKnowledgeBase) -> None:

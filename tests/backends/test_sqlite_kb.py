@@ -24,6 +24,8 @@ from ragsnap.errors import BackendError
 from ragsnap.seeding import index_hash, seed
 from ragsnap.text import get_tokenizer
 
+from .conftest import write_doc
+
 SETTINGS = ChunkSettings()
 TOKENIZER = get_tokenizer()
 
@@ -41,15 +43,6 @@ DOCS: dict[str, tuple[str | None, str, str]] = {
 
 def unique_word(source: str) -> str:
     return source.replace("-", "") + "uniq"
-
-
-def write_doc(folder: Path, source: str, body: str, **meta: str | None) -> Path:
-    """A seed document ``<source>.md`` with ``source`` and ``meta`` in its header."""
-    folder.mkdir(parents=True, exist_ok=True)
-    header = [f"source: {source}"] + [f"{k}: {v}" for k, v in meta.items() if v is not None]
-    path = folder / f"{source}.md"
-    path.write_text("---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8")
-    return path
 
 
 def body_of(source: str, version: str = "one") -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Run, run_cli
+from conftest import Run, run_cli, run_score
 from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.capture import snapshot_case
 from ragsnap.embedders import HashingEmbedder
@@ -229,22 +229,9 @@ def full_loop(tmp_path: Path, out: Path) -> dict[str, Any]:
         for case in case_set.cases:
             fixture = snapshot_case(pipeline, case, retrieved_at="2026-01-01T00:00:00Z")
             write_json(out / "fixtures" / f"{case.id}.json", fixture)
-    run = run_cli(
-        "score",
-        "--cases",
-        str(out / "golden-cases.json"),
-        "--fixtures",
-        str(out / "fixtures"),
-        "--json-report",
-        str(tmp_path / "report.json"),
-        "--markdown-report",
-        str(tmp_path / "report.md"),
-        cwd=tmp_path,
-    )
-    assert run.code in (0, 1), run.out + run.err
+    run, report = run_score(out / "golden-cases.json", out / "fixtures", tmp_path, cwd=tmp_path)
     judged = len(case_set.cases)
     assert f"Graded ({judged} judged case(s)): " in run.out
-    report: dict[str, Any] = json.loads((tmp_path / "report.json").read_text())
     for name in ("ndcg@10", "mrr@10", "recall@10", "map"):
         assert report["summary"]["metrics"][name]["cases"] == judged
         assert report["summary"]["metrics"][name]["mean"] is not None

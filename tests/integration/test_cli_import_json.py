@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import REPO, Run, run_cli
+from conftest import REPO, Run, goodbuddy_fixture, run_cli, run_score
 from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.capture import snapshot_case
 from ragsnap.config import load_config
@@ -54,20 +54,7 @@ def snapshot_all(out: Path, embedder: Embedder, method: str | None = None) -> Pa
 
 def score(cwd: Path, out: Path) -> dict[str, Any]:
     """``ragsnap score`` of the imported cases against their fixtures: the JSON report."""
-    run = run_cli(
-        "score",
-        "--cases",
-        str(out / "golden-cases.json"),
-        "--fixtures",
-        str(out / "fixtures"),
-        "--json-report",
-        str(out / "report.json"),
-        "--markdown-report",
-        str(out / "report.md"),
-        cwd=cwd,
-    )
-    assert run.code in (0, 1), run.err
-    report: dict[str, Any] = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    _, report = run_score(out / "golden-cases.json", out / "fixtures", out, cwd=cwd)
     jsonschema.validate(report, load_schema("report"))
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# ragsnap retrieval report")
     return report
@@ -305,31 +292,6 @@ def test_qilbee_import_is_byte_identical_on_a_second_run(tmp_path: Path) -> None
 # -- malformed input: exit 2, the file and the pointer, the earlier import untouched -----
 
 
-def goodbuddy() -> dict[str, Any]:
-    """A valid GoodBuddy-style fixture (kept small so the test runs without the shared data)."""
-    return {
-        "version": 1,
-        "documents": [
-            {
-                "id": "doc-pool",
-                "title": "Pool",
-                "chunks": [{"id": "chunk-pool", "content": "The pool holds 20 connections."}],
-            }
-        ],
-        "queries": [
-            {
-                "id": "q-pool",
-                "language": "en",
-                "query": "How big is the pool?",
-                "noAnswer": False,
-                "judgments": [
-                    {"chunkId": "chunk-pool", "relevance": 3, "spans": [{"text": "20 connections"}]}
-                ],
-            }
-        ],
-    }
-
-
 def _dangling(data: dict[str, Any]) -> None:
     data["queries"][0]["judgments"][0]["chunkId"] = "chunk-gone"
 
@@ -347,8 +309,14 @@ def _dangling_doc(data: dict[str, Any]) -> None:
 
 
 MALFORMED = [
-    ("goodbuddy", goodbuddy, _dangling, "/queries/0/judgments/0/chunkId", "chunk-gone"),
-    ("goodbuddy", goodbuddy, _inexact_span, "/queries/0/judgments/0/spans/0/text", "verbatim"),
+    ("goodbuddy", goodbuddy_fixture, _dangling, "/queries/0/judgments/0/chunkId", "chunk-gone"),
+    (
+        "goodbuddy",
+        goodbuddy_fixture,
+        _inexact_span,
+        "/queries/0/judgments/0/spans/0/text",
+        "verbatim",
+    ),
     ("qilbee", contract, _short_vector, "/documents/2/vector", "2 numbers, not 4"),
     ("qilbee", contract, _dangling_doc, "/queries/1/judgments/tsl", "'tsl'"),
 ]

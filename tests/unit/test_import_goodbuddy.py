@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, goodbuddy_fixture
 from ragsnap.errors import InputError, UsageError
 from ragsnap.importers import ImportOptions, SourceDoc, SourceQuery, make_importer
 from ragsnap.importers.goodbuddy import GoodBuddyImporter
@@ -18,65 +18,6 @@ from ragsnap.importers.writer import write_import
 from ragsnap.inputs import load_cases
 
 REAL = REPO.parent / "shared" / "data" / "goodbuddy-synthetic-bilingual-v1.json"
-
-
-def fixture() -> dict[str, Any]:
-    """A small, valid GoodBuddy-style fixture: two documents, three chunks, three queries."""
-    return {
-        "version": 1,
-        "id": "unit-v1",
-        "provenance": {"kind": "synthetic", "license": "CC0-1.0"},
-        "documents": [
-            {
-                "id": "doc-pool",
-                "title": "Connection pool",
-                "language": "en",
-                "chunks": [
-                    {"id": "chunk-pool-size", "content": "The pool holds at most 20 connections."},
-                    {
-                        "id": "chunk-pool-idle",
-                        "content": "Idle connections close after 10 minutes.",
-                    },
-                ],
-            },
-            {
-                "id": "doc-tls",
-                "chunks": [{"id": "chunk-tls", "content": "证书每九十天自动续期。"}],
-            },
-        ],
-        "queries": [
-            {
-                "id": "q-pool",
-                "language": "en",
-                "query": "How big is the pool?",
-                "noAnswer": False,
-                "judgments": [
-                    {
-                        "chunkId": "chunk-pool-size",
-                        "relevance": 3,
-                        "spans": [{"text": "at most 20 connections"}],
-                    },
-                    {"chunkId": "chunk-pool-idle", "relevance": 1, "spans": []},
-                ],
-            },
-            {
-                "id": "q-tls",
-                "language": "zh-CN",
-                "query": "证书多久续期",
-                "noAnswer": False,
-                "judgments": [
-                    {"chunkId": "chunk-tls", "relevance": 2, "spans": [{"text": "每九十天"}]}
-                ],
-            },
-            {
-                "id": "q-none",
-                "language": "en",
-                "query": "What is the weather?",
-                "noAnswer": True,
-                "judgments": [],
-            },
-        ],
-    }
 
 
 def write(tmp_path: Path, data: Any, name: str = "fixture.json") -> Path:
@@ -106,7 +47,7 @@ def error(tmp_path: Path, data: Any, options: ImportOptions | None = None) -> In
 
 
 def test_every_chunk_becomes_one_document(tmp_path: Path) -> None:
-    path = write(tmp_path, fixture())
+    path = write(tmp_path, goodbuddy_fixture())
     docs, _ = read_all(path)
     assert [d.source for d in docs] == ["chunk-pool-size", "chunk-pool-idle", "chunk-tls"]
     first = docs[0]
@@ -121,7 +62,7 @@ def test_every_chunk_becomes_one_document(tmp_path: Path) -> None:
 
 
 def test_queries_keep_grades_spans_languages_and_no_answer(tmp_path: Path) -> None:
-    _, queries = read_all(write(tmp_path, fixture()))
+    _, queries = read_all(write(tmp_path, goodbuddy_fixture()))
     pool, tls, none = queries
     assert (pool.id, pool.text, pool.language) == ("q-pool", "How big is the pool?", "en")
     assert [(j.target, j.grade, j.spans) for j in pool.judgments] == [
@@ -136,7 +77,7 @@ def test_queries_keep_grades_spans_languages_and_no_answer(tmp_path: Path) -> No
 
 
 def test_split_and_category_default_then_options_then_the_query_own(tmp_path: Path) -> None:
-    data = fixture()
+    data = goodbuddy_fixture()
     _, queries = read_all(write(tmp_path, data))
     assert {(q.split, q.category) for q in queries} == {("test", "imported")}
     options = ImportOptions(split="dev", category="goodbuddy", language="de")
@@ -153,7 +94,7 @@ def test_split_and_category_default_then_options_then_the_query_own(tmp_path: Pa
 
 
 def test_repeated_span_is_kept_once_and_text_alias_is_read(tmp_path: Path) -> None:
-    data = fixture()
+    data = goodbuddy_fixture()
     judgment = data["queries"][0]["judgments"][0]
     judgment["spans"] = [{"text": "20 connections"}, {"text": "20 connections"}]
     chunk = data["documents"][0]["chunks"][0]
@@ -166,7 +107,7 @@ def test_repeated_span_is_kept_once_and_text_alias_is_read(tmp_path: Path) -> No
 
 
 def test_document_without_chunks_is_reported_as_skipped(tmp_path: Path) -> None:
-    data = fixture()
+    data = goodbuddy_fixture()
     data["documents"].append({"id": "doc-empty", "chunks": []})
     importer = GoodBuddyImporter(write(tmp_path, data), ImportOptions())
     assert len(list(importer.documents())) == 3
@@ -174,7 +115,7 @@ def test_document_without_chunks_is_reported_as_skipped(tmp_path: Path) -> None:
 
 
 def test_queries_before_documents_still_check_spans(tmp_path: Path) -> None:
-    data = fixture()
+    data = goodbuddy_fixture()
     data["queries"][0]["judgments"][0]["spans"] = [{"text": "not in the chunk"}]
     importer = GoodBuddyImporter(write(tmp_path, data), ImportOptions())
     sources = frozenset({"chunk-pool-size", "chunk-pool-idle", "chunk-tls"})
@@ -184,7 +125,7 @@ def test_queries_before_documents_still_check_spans(tmp_path: Path) -> None:
 
 
 def test_registered_as_goodbuddy(tmp_path: Path) -> None:
-    importer = make_importer("goodbuddy", write(tmp_path, fixture()), ImportOptions())
+    importer = make_importer("goodbuddy", write(tmp_path, goodbuddy_fixture()), ImportOptions())
     assert isinstance(importer, GoodBuddyImporter)
     assert importer.format == "goodbuddy" and importer.space is None
 
@@ -194,7 +135,7 @@ def test_registered_as_goodbuddy(tmp_path: Path) -> None:
 
 def test_written_cases_load_with_source_judgments_and_spans(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    importer = GoodBuddyImporter(write(tmp_path, fixture()), ImportOptions())
+    importer = GoodBuddyImporter(write(tmp_path, goodbuddy_fixture()), ImportOptions())
     summary = write_import(importer, out, stream=io.StringIO())
     assert (summary.documents, summary.chunks, summary.queries) == (3, 3, 3)
     assert (summary.judgments, summary.no_answer, summary.vectors) == (3, 1, 0)
@@ -236,7 +177,7 @@ def test_the_real_fixture_reads_completely() -> None:
 
 
 def mutate(change: Any) -> dict[str, Any]:
-    data = copy.deepcopy(fixture())
+    data = copy.deepcopy(goodbuddy_fixture())
     change(data)
     return data
 
@@ -471,4 +412,4 @@ def test_options_golden_cases_cannot_hold_are_usage_errors(
     tmp_path: Path, options: ImportOptions, flag: str
 ) -> None:
     with pytest.raises(UsageError, match=flag):
-        GoodBuddyImporter(write(tmp_path, fixture()), options)
+        GoodBuddyImporter(write(tmp_path, goodbuddy_fixture()), options)

@@ -125,6 +125,7 @@ class Upload:
     chunks: Sequence[Chunk]
     tokens: Sequence[str]  # space-joined index tokens, one string per chunk
     vectors: NDArray[np.float32]
+    replaces: bool = True  # False when the store is known not to hold the source
 
 
 @dataclass

@@ -299,7 +299,8 @@ class SqliteKnowledgeBase:
                 (next_id,) = db.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()
                 for up in batch.uploads:
                     doc = up.document
-                    self._delete(doc.source)
+                    if up.replaces:
+                        self._delete(doc.source)
                     db.execute(
                         "INSERT INTO documents (source, doc_id, title, breadcrumb, category, "
                         "kb_scope, path, metadata, index_hash, chunk_count) "

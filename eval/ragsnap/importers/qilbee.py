@@ -26,47 +26,28 @@ A query without ``split`` / ``category`` / ``language`` gets ``--split``
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UsageError
-from ..jsonio import read_json
 from . import ImportOptions, SourceDoc, SourceJudgment, SourceQuery, VectorSpace
+from ._json import (
+    CASE_IDS,
+    CATEGORY,
+    CATEGORY_RULE,
+    LANGUAGE,
+    LANGUAGE_RULE,
+    SOURCE_IDS,
+    JsonChecks,
+    check_options,
+    describe,
+    pointer,
+)
 
 __all__ = ["QilbeeImporter"]
 
-_SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,199}$")
-_CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
-_CATEGORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$")
-_SPLITS = ("dev", "test")
-_MAX_TEXT = 10_000  # golden-cases.json's limit for a query
 _FLOAT32_MAX = 3.4028234663852886e38
-_SOURCE_RULE = "letters, digits and . _ / : - (at most 200 characters)"
-_CASE_RULE = "letters, digits and . _ - (at most 128 characters)"
-
-
-def _pointer(*parts: str | int) -> str:
-    """An RFC 6901 JSON pointer from its reference tokens."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _describe(value: Any) -> str:
-    """A value's JSON type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "empty text" if not value.strip() else "text"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 class QilbeeImporter:
@@ -75,104 +56,45 @@ class QilbeeImporter:
     format = "qilbee"
 
     def __init__(self, source: Path, options: ImportOptions):
-        if options.split is not None and options.split not in _SPLITS:
-            raise UsageError(f"--split {options.split!r} is not a ragsnap split; use dev or test")
-        if options.category is not None and not _CATEGORY.match(options.category):
-            raise UsageError(
-                f"--category {options.category!r} is not a usable category; use letters, "
-                "digits and . _ / - (at most 64), e.g. `imported`"
-            )
-        if options.language is not None and not _LANGUAGE.match(options.language):
-            raise UsageError(
-                f"--language {options.language!r} is not a language tag; use e.g. en or zh-CN"
-            )
+        check_options(options, "en or zh-CN")
         self.path = source
         self.options = options
         self.skipped: list[str] = []
-        data = read_json(source, "pass the Qilbee contract fixture (a .json file) as SOURCE")
-        if not isinstance(data, dict):
-            raise self._error(
-                "is not a JSON object", "write one object with `space`, `documents` and `queries`"
-            )
-        for key in ("documents", "queries"):
-            if key not in data:
-                raise self._error(f"has no `{key}`", f"add the `{key}` array", f"/{key}")
-            if not isinstance(data[key], list):
-                raise self._error(f"`{key}` must be an array", f"make `{key}` an array", f"/{key}")
+        self._json = checks = JsonChecks(source)
+        data = checks.load(
+            "pass the Qilbee contract fixture (a .json file) as SOURCE",
+            "write one object with `space`, `documents` and `queries`",
+        )
+        checks.arrays(data, "documents", "queries")
         self._data: dict[str, Any] = data
         self.space: VectorSpace | None = self._space(data.get("space"))
 
     # -- helpers ---------------------------------------------------------------
 
-    def _error(self, problem: str, fix: str, pointer: str | None = None) -> InputError:
-        return InputError(self.path, problem, fix, pointer)
-
-    def _object(self, value: Any, pointer: str, what: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self._error(
-                f"{what} must be a JSON object", f"write {what} as an object", pointer
-            )
-        return value
-
-    def _text(self, item: dict[str, Any], key: str, at: str, fix: str) -> str:
-        value = item.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise self._error(
-                f"`{key}` is missing"
-                if value is None
-                else f"`{key}` must be non-empty text, not {_describe(value)}",
-                fix,
-                at + _pointer(key),
-            )
-        return value
-
-    def _optional(
-        self, item: dict[str, Any], key: str, at: str, pattern: re.Pattern[str], rule: str
-    ) -> str | None:
-        value = item.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not pattern.match(value):
-            raise self._error(
-                f"`{key}` {value!r} is not usable in ragsnap", f"use {rule}", at + _pointer(key)
-            )
-        return value
-
-    def _id(self, item: dict[str, Any], at: str, pattern: re.Pattern[str], rule: str) -> str:
-        value = self._text(item, "id", at, f"give it an `id` of {rule}")
-        if not pattern.match(value):
-            raise self._error(f"id {value!r} is not usable in ragsnap", f"use {rule}", f"{at}/id")
-        return value
-
     def _space(self, raw: Any) -> VectorSpace:
+        checks = self._json
         fix = "describe the vectors as {provider, model, revision, dimensions}"
         if raw is None:
-            raise self._error("has no `space`", fix, "/space")
-        space = self._object(raw, "/space", "`space`")
-        provider = self._text(space, "provider", "/space", fix)
-        model = self._text(space, "model", "/space", fix)
+            raise checks.error("has no `space`", fix, "/space")
+        space = checks.object(raw, "/space", "`space`")
+        provider = checks.text(space, "provider", "/space", fix)
+        model = checks.text(space, "model", "/space", fix)
         revision = space.get("revision")
         if isinstance(revision, int) and not isinstance(revision, bool):
             revision = str(revision)
         if not isinstance(revision, str) or not revision.strip():
-            raise self._error(
+            raise checks.error(
                 "`revision` is missing"
                 if revision is None
-                else f"`revision` must be non-empty text, not {_describe(revision)}",
+                else f"`revision` must be non-empty text, not {describe(revision)}",
                 "name the model's revision (a version, date or hash) so the vectors are "
                 "comparable only with their own",
                 "/space/revision",
             )
         key = "dimensions" if "dimensions" in space or "dimension" not in space else "dimension"
-        dimension = space.get(key)
-        if type(dimension) is not int or dimension < 1:
-            raise self._error(
-                f"`{key}` is missing"
-                if dimension is None
-                else f"`{key}` must be a positive whole number, not {dimension!r}",
-                "give the vectors' length",
-                f"/space/{key}",
-            )
+        dimension = checks.whole(
+            space, key, "/space", "give the vectors' length", rule="a positive whole number", low=1
+        )
         return VectorSpace(provider, model, revision, dimension)
 
     def _vector(self, item: dict[str, Any], at: str) -> list[float]:
@@ -182,18 +104,20 @@ class QilbeeImporter:
         where = f"{at}/vector"
         fix = f"give {dimension} numbers, as /space/dimensions says"
         if not isinstance(value, list):
-            raise self._error(
+            raise self._json.error(
                 "`vector` is missing"
                 if value is None
-                else f"`vector` must be an array of numbers, not {_describe(value)}",
+                else f"`vector` must be an array of numbers, not {describe(value)}",
                 fix,
                 where,
             )
         if len(value) != dimension:
-            raise self._error(f"the vector has {len(value)} numbers, not {dimension}", fix, where)
+            raise self._json.error(
+                f"the vector has {len(value)} numbers, not {dimension}", fix, where
+            )
         for k, x in enumerate(value):
             if type(x) not in (int, float) or not math.isfinite(x) or abs(x) > _FLOAT32_MAX:
-                raise self._error(
+                raise self._json.error(
                     f"{x!r} is not a number that is finite in float32",
                     "replace it with a finite number",
                     f"{where}/{k}",
@@ -204,29 +128,21 @@ class QilbeeImporter:
 
     def documents(self) -> Iterator[SourceDoc]:
         """One ``SourceDoc`` per document, with its vector, in the file's order."""
-        seen: dict[str, str] = {}
-        for i, raw in enumerate(self._data["documents"]):
-            at = _pointer("documents", i)
-            doc = self._object(raw, at, "a document")
-            doc_id = self._id(doc, at, _SOURCE, _SOURCE_RULE)
-            if doc_id in seen:
-                raise self._error(
-                    f"document id {doc_id!r} appears twice (first at {seen[doc_id]})",
-                    "give every document its own id",
-                    f"{at}/id",
-                )
-            seen[doc_id] = at
-            text = self._text(doc, "text", at, "put the document's text in `text`")
+        checks = self._json
+        for at, doc_id, doc in checks.entries(
+            self._data["documents"], "/documents", "document", SOURCE_IDS, seen={}
+        ):
+            text = checks.text(doc, "text", at, "put the document's text in `text`")
             title = doc.get("title")
             if title is not None and (not isinstance(title, str) or not title.strip()):
-                raise self._error(
+                raise checks.error(
                     "`title` must be non-empty text", "fix or remove it", f"{at}/title"
                 )
-            category = self._optional(doc, "category", at, _CATEGORY, "letters, digits, . _ / -")
+            category = checks.choice(doc, "category", at, CATEGORY, f"use {CATEGORY_RULE}")
             metadata = doc.get("metadata", {})
             if not isinstance(metadata, dict):
-                raise self._error(
-                    f"`metadata` must be an object, not {_describe(metadata)}",
+                raise checks.error(
+                    f"`metadata` must be an object, not {describe(metadata)}",
                     "write metadata as an object or remove it",
                     f"{at}/metadata",
                 )
@@ -244,46 +160,30 @@ class QilbeeImporter:
 
     def queries(self, sources: AbstractSet[str]) -> list[SourceQuery]:
         """Every query with its graded judgments and vector, in the file's order."""
+        checks = self._json
         queries: list[SourceQuery] = []
-        seen: dict[str, str] = {}
         vector_of: dict[str, tuple[list[float], str]] = {}  # text -> (vector, pointer)
-        for i, raw in enumerate(self._data["queries"]):
-            at = _pointer("queries", i)
-            item = self._object(raw, at, "a query")
-            query_id = self._id(item, at, _CASE_ID, _CASE_RULE)
-            if query_id in seen:
-                raise self._error(
-                    f"query id {query_id!r} appears twice (first at {seen[query_id]})",
-                    "give every query its own id",
-                    f"{at}/id",
-                )
-            seen[query_id] = at
-            text = self._text(item, "text", at, "put the question in `text`")
-            if len(text) > _MAX_TEXT:
-                raise self._error(
-                    f"the query is {len(text):,} characters long (at most {_MAX_TEXT:,})",
-                    "shorten it",
-                    f"{at}/text",
-                )
-            split = item.get("split")
-            if split is not None and split not in _SPLITS:
-                raise self._error(
-                    f"split {split!r} is not a ragsnap split",
-                    "use dev or test (ragsnap keeps no training split)",
-                    f"{at}/split",
-                )
-            category = self._optional(item, "category", at, _CATEGORY, "letters, digits, . _ / -")
-            language = self._optional(item, "language", at, _LANGUAGE, "a language tag like en")
-            complete = item.get("judgments_complete", False)
-            if not isinstance(complete, bool):
-                raise self._error(
-                    f"`judgments_complete` must be true or false, not {_describe(complete)}",
-                    "write true when every unjudged document is known non-relevant",
-                    f"{at}/judgments_complete",
-                )
+        for at, query_id, item in checks.entries(
+            self._data["queries"], "/queries", "query", CASE_IDS, seen={}
+        ):
+            text = checks.limit(
+                checks.text(item, "text", at, "put the question in `text`"),
+                "the query",
+                "shorten it",
+                f"{at}/text",
+            )
+            split = checks.split(item, at, "use dev or test (ragsnap keeps no training split)")
+            category = checks.choice(item, "category", at, CATEGORY, f"use {CATEGORY_RULE}")
+            language = checks.choice(item, "language", at, LANGUAGE, f"use {LANGUAGE_RULE}")
+            complete = checks.flag(
+                item,
+                "judgments_complete",
+                at,
+                "write true when every unjudged document is known non-relevant",
+            )
             vector = self._vector(item, at)
             if text in vector_of and vector_of[text][0] != vector:
-                raise self._error(
+                raise checks.error(
                     f"has the same text as {vector_of[text][1]} but another vector "
                     "(frozen query vectors are looked up by text)",
                     "give the two queries the same vector or different texts",
@@ -311,22 +211,22 @@ class QilbeeImporter:
     ) -> list[SourceJudgment]:
         raw = item.get("judgments", {})
         if not isinstance(raw, dict):
-            raise self._error(
-                f"`judgments` must be an object of document id to grade, not {_describe(raw)}",
+            raise self._json.error(
+                f"`judgments` must be an object of document id to grade, not {describe(raw)}",
                 'write {"doc-id": 3, ...}',
                 f"{at}/judgments",
             )
         judgments: list[SourceJudgment] = []
         for doc_id, grade in raw.items():
-            where = f"{at}/judgments" + _pointer(doc_id)
+            where = f"{at}/judgments" + pointer(doc_id)
             if doc_id not in sources:
-                raise self._error(
+                raise self._json.error(
                     f"judges document {doc_id!r}, which /documents does not hold",
                     "use the id of a document in /documents, or remove the judgment",
                     where,
                 )
             if type(grade) is not int or not 0 <= grade <= 3:
-                raise self._error(
+                raise self._json.error(
                     f"grade {grade!r} is not a whole number from 0 to 3",
                     "grade 0 (not relevant) to 3 (answers it)",
                     where,

@@ -16,7 +16,6 @@ earlier import. Output is deterministic: the format's order, sorted keys.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +29,11 @@ from ..errors import InputError, UsageError
 from ..jsonio import AtomicFile, dump_json
 from ..progress import Progress
 from . import Importer, SourceDoc, SourceQuery
+from ._json import CASE_IDS
 
 __all__ = ["ImportSummary", "write_import"]
 
-_CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
 _RESERVED = frozenset({"source", "text", "title", "breadcrumb", "category", "kb_scope", "doc_id"})
 
 
@@ -178,7 +178,7 @@ def write_import(
         cases = []
         ids: set[str] = set()
         for query in queries:
-            if not _CASE_ID.match(query.id):
+            if not CASE_IDS.pattern.match(query.id):
                 raise UsageError(
                     f"query id {query.id!r} cannot be a case id (letters, digits and . _ -, "
                     "starting with a letter or digit, at most 128); rename it in the source"

@@ -1,0 +1,95 @@
+"""Helpers shared by the backend tests: a loopback HTTP server, seed documents on disk.
+
+Test modules here import them as ``from .conftest import ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+_Server = TypeVar("_Server", bound="LoopbackServer")
+
+
+class LoopbackServer:
+    """A ThreadingHTTPServer on a free port of 127.0.0.1, served from a daemon thread.
+
+    A subclass answers every request of ``methods`` in ``handle`` (other methods
+    get the standard library's 501). Use it as a context manager, or ``close()``.
+    """
+
+    #: the HTTP methods ``handle`` answers
+    methods: tuple[str, ...] = ("GET", "POST")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                server.handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        for method in self.methods:
+            setattr(Handler, f"do_{method}", Handler._handle)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        """Answer ``request`` (runs on one of the server's threads)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=10)
+
+    def __enter__(self: _Server) -> _Server:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def send(
+    request: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Answer ``request`` with ``status`` and the JSON bytes ``data`` (plus ``headers``)."""
+    request.send_response(status)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        request.send_header(name, value)
+    request.end_headers()
+    request.wfile.write(data)
+
+
+def send_json(request: BaseHTTPRequestHandler, status: int, answer: Any) -> None:
+    """Answer ``request`` with ``status`` and ``answer`` as JSON."""
+    send(request, status, json.dumps(answer).encode("utf-8"))
+
+
+def write_doc(folder: Path, source: str, body: str, **meta: str | None) -> Path:
+    """A seed document ``<source>.md`` with ``source`` and ``meta`` in its header."""
+    folder.mkdir(parents=True, exist_ok=True)
+    header = [f"source: {source}"] + [f"{k}: {v}" for k, v in meta.items() if v is not None]
+    path = folder / f"{source}.md"
+    path.write_text("---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8")
+    return path
