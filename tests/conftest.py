@@ -237,3 +237,21 @@ def run_score(
     assert run.code in (0, 1), run.out + run.err
     report: dict[str, Any] = json.loads((reports / "report.json").read_text(encoding="utf-8"))
     return run, report
+
+
+def set_at(path: str, value: Any) -> Any:
+    """A change to a JSON document that sets the value at a /-separated path
+    (``None`` deletes it), for tests that break valid input one field at a time."""
+
+    def change(data: Any) -> None:
+        *parents, last = path.strip("/").split("/")
+        node = data
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        key: Any = int(last) if isinstance(node, list) else last
+        if value is None:
+            del node[key]
+        else:
+            node[key] = value
+
+    return change

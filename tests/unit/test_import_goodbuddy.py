@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, goodbuddy_fixture
+from conftest import REPO, goodbuddy_fixture, set_at
 from ragsnap.errors import InputError, UsageError
 from ragsnap.importers import ImportOptions, SourceDoc, SourceQuery, make_importer
 from ragsnap.importers.goodbuddy import GoodBuddyImporter
@@ -182,185 +182,168 @@ def mutate(change: Any) -> dict[str, Any]:
     return data
 
 
-def _set(path: str, value: Any) -> Any:
-    """A change that sets the value at a /-separated path (``None`` deletes)."""
-
-    def change(data: Any) -> None:
-        *parents, last = path.strip("/").split("/")
-        node = data
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        key: Any = int(last) if isinstance(node, list) else last
-        if value is None:
-            del node[key]
-        else:
-            node[key] = value
-
-    return change
-
-
 BAD = [
     # (name, change, pointer, words in the problem)
-    ("version", _set("version", 2), "/version", "version 2"),
-    ("no documents", _set("documents", None), "/documents", "no `documents`"),
-    ("documents object", _set("documents", {}), "/documents", "must be an array"),
-    ("queries string", _set("queries", "q"), "/queries", "must be an array"),
-    ("document not object", _set("documents/1", "doc"), "/documents/1", "JSON object"),
-    ("document id missing", _set("documents/0/id", None), "/documents/0/id", "missing"),
-    ("document id number", _set("documents/0/id", 7), "/documents/0/id", "a number"),
-    ("document id spaces", _set("documents/0/id", "doc pool"), "/documents/0/id", "not usable"),
-    ("duplicate document", _set("documents/1/id", "doc-pool"), "/documents/1/id", "twice"),
-    ("title number", _set("documents/0/title", 3), "/documents/0/title", "non-empty text"),
-    ("chunks missing", _set("documents/1/chunks", None), "/documents/1/chunks", "missing"),
-    ("chunks object", _set("documents/1/chunks", {}), "/documents/1/chunks", "an array"),
-    ("chunk not object", _set("documents/1/chunks/0", "c"), "/documents/1/chunks/0", "object"),
+    ("version", set_at("version", 2), "/version", "version 2"),
+    ("no documents", set_at("documents", None), "/documents", "no `documents`"),
+    ("documents object", set_at("documents", {}), "/documents", "must be an array"),
+    ("queries string", set_at("queries", "q"), "/queries", "must be an array"),
+    ("document not object", set_at("documents/1", "doc"), "/documents/1", "JSON object"),
+    ("document id missing", set_at("documents/0/id", None), "/documents/0/id", "missing"),
+    ("document id number", set_at("documents/0/id", 7), "/documents/0/id", "a number"),
+    ("document id spaces", set_at("documents/0/id", "doc pool"), "/documents/0/id", "not usable"),
+    ("duplicate document", set_at("documents/1/id", "doc-pool"), "/documents/1/id", "twice"),
+    ("title number", set_at("documents/0/title", 3), "/documents/0/title", "non-empty text"),
+    ("chunks missing", set_at("documents/1/chunks", None), "/documents/1/chunks", "missing"),
+    ("chunks object", set_at("documents/1/chunks", {}), "/documents/1/chunks", "an array"),
+    ("chunk not object", set_at("documents/1/chunks/0", "c"), "/documents/1/chunks/0", "object"),
     (
         "chunk id missing",
-        _set("documents/0/chunks/1/id", None),
+        set_at("documents/0/chunks/1/id", None),
         "/documents/0/chunks/1/id",
         "missing",
     ),
     (
         "duplicate chunk",
-        _set("documents/1/chunks/0/id", "chunk-pool-size"),
+        set_at("documents/1/chunks/0/id", "chunk-pool-size"),
         "/documents/1/chunks/0/id",
         "first at /documents/0/chunks/0",
     ),
     (
         "content missing",
-        _set("documents/0/chunks/0/content", None),
+        set_at("documents/0/chunks/0/content", None),
         "/documents/0/chunks/0/content",
         "missing",
     ),
     (
         "content empty",
-        _set("documents/0/chunks/0/content", "  "),
+        set_at("documents/0/chunks/0/content", "  "),
         "/documents/0/chunks/0/content",
         "empty text",
     ),
-    ("query not object", _set("queries/2", []), "/queries/2", "JSON object"),
-    ("query id missing", _set("queries/0/id", None), "/queries/0/id", "missing"),
-    ("query id slash", _set("queries/0/id", "q/pool"), "/queries/0/id", "not usable"),
-    ("duplicate query", _set("queries/1/id", "q-pool"), "/queries/1/id", "first at /queries/0"),
-    ("query text missing", _set("queries/0/query", None), "/queries/0/query", "missing"),
-    ("query text long", _set("queries/0/query", "x" * 10_001), "/queries/0/query", "10,001"),
-    ("language", _set("queries/0/language", "English"), "/queries/0/language", "English"),
-    ("category", _set("queries/0/category", "a b"), "/queries/0/category", "not usable"),
-    ("split", _set("queries/0/split", "train"), "/queries/0/split", "train"),
-    ("noAnswer string", _set("queries/0/noAnswer", "no"), "/queries/0/noAnswer", "true or false"),
+    ("query not object", set_at("queries/2", []), "/queries/2", "JSON object"),
+    ("query id missing", set_at("queries/0/id", None), "/queries/0/id", "missing"),
+    ("query id slash", set_at("queries/0/id", "q/pool"), "/queries/0/id", "not usable"),
+    ("duplicate query", set_at("queries/1/id", "q-pool"), "/queries/1/id", "first at /queries/0"),
+    ("query text missing", set_at("queries/0/query", None), "/queries/0/query", "missing"),
+    ("query text long", set_at("queries/0/query", "x" * 10_001), "/queries/0/query", "10,001"),
+    ("language", set_at("queries/0/language", "English"), "/queries/0/language", "English"),
+    ("category", set_at("queries/0/category", "a b"), "/queries/0/category", "not usable"),
+    ("split", set_at("queries/0/split", "train"), "/queries/0/split", "train"),
+    ("noAnswer string", set_at("queries/0/noAnswer", "no"), "/queries/0/noAnswer", "true or false"),
     (
         "noAnswer with judgments",
-        _set("queries/0/noAnswer", True),
+        set_at("queries/0/noAnswer", True),
         "/queries/0/judgments",
         "noAnswer query",
     ),
     (
         "answerable judges nothing",
-        _set("queries/1/judgments", []),
+        set_at("queries/1/judgments", []),
         "/queries/1/judgments",
         "judges no chunk",
     ),
-    ("judgments object", _set("queries/0/judgments", {}), "/queries/0/judgments", "an array"),
-    ("judgment not object", _set("queries/0/judgments/1", 3), "/queries/0/judgments/1", "object"),
+    ("judgments object", set_at("queries/0/judgments", {}), "/queries/0/judgments", "an array"),
+    ("judgment not object", set_at("queries/0/judgments/1", 3), "/queries/0/judgments/1", "object"),
     (
         "chunkId missing",
-        _set("queries/0/judgments/1/chunkId", None),
+        set_at("queries/0/judgments/1/chunkId", None),
         "/queries/0/judgments/1/chunkId",
         "missing",
     ),
     (
         "chunkId number",
-        _set("queries/0/judgments/1/chunkId", 5),
+        set_at("queries/0/judgments/1/chunkId", 5),
         "/queries/0/judgments/1/chunkId",
         "a number",
     ),
     (
         "dangling chunkId",
-        _set("queries/1/judgments/0/chunkId", "chunk-gone"),
+        set_at("queries/1/judgments/0/chunkId", "chunk-gone"),
         "/queries/1/judgments/0/chunkId",
         "'chunk-gone'",
     ),
     (
         "document id is not a chunk id",
-        _set("queries/1/judgments/0/chunkId", "doc-tls"),
+        set_at("queries/1/judgments/0/chunkId", "doc-tls"),
         "/queries/1/judgments/0/chunkId",
         "no document has",
     ),
     (
         "judged twice",
-        _set("queries/0/judgments/1/chunkId", "chunk-pool-size"),
+        set_at("queries/0/judgments/1/chunkId", "chunk-pool-size"),
         "/queries/0/judgments/1/chunkId",
         "twice",
     ),
     (
         "relevance 0",
-        _set("queries/0/judgments/1/relevance", 0),
+        set_at("queries/0/judgments/1/relevance", 0),
         "/queries/0/judgments/1/relevance",
         "1 to 3",
     ),
     (
         "relevance 4",
-        _set("queries/0/judgments/0/relevance", 4),
+        set_at("queries/0/judgments/0/relevance", 4),
         "/queries/0/judgments/0/relevance",
         "not 4",
     ),
     (
         "relevance string",
-        _set("queries/0/judgments/0/relevance", "3"),
+        set_at("queries/0/judgments/0/relevance", "3"),
         "/queries/0/judgments/0/relevance",
         "'3'",
     ),
     (
         "relevance float",
-        _set("queries/0/judgments/0/relevance", 2.5),
+        set_at("queries/0/judgments/0/relevance", 2.5),
         "/queries/0/judgments/0/relevance",
         "2.5",
     ),
     (
         "relevance boolean",
-        _set("queries/0/judgments/0/relevance", True),
+        set_at("queries/0/judgments/0/relevance", True),
         "/queries/0/judgments/0/relevance",
         "True",
     ),
     (
         "relevance missing",
-        _set("queries/0/judgments/0/relevance", None),
+        set_at("queries/0/judgments/0/relevance", None),
         "/queries/0/judgments/0/relevance",
         "missing",
     ),
     (
         "spans object",
-        _set("queries/0/judgments/0/spans", {"text": "x"}),
+        set_at("queries/0/judgments/0/spans", {"text": "x"}),
         "/queries/0/judgments/0/spans",
         "an array",
     ),
     (
         "span string",
-        _set("queries/0/judgments/0/spans/0", "at most 20"),
+        set_at("queries/0/judgments/0/spans/0", "at most 20"),
         "/queries/0/judgments/0/spans/0",
         "object",
     ),
     (
         "span text missing",
-        _set("queries/0/judgments/0/spans/0", {"start": 0}),
+        set_at("queries/0/judgments/0/spans/0", {"start": 0}),
         "/queries/0/judgments/0/spans/0/text",
         "missing",
     ),
     (
         "span text empty",
-        _set("queries/0/judgments/0/spans/0/text", ""),
+        set_at("queries/0/judgments/0/spans/0/text", ""),
         "/queries/0/judgments/0/spans/0/text",
         "non-empty",
     ),
     (
         "span not verbatim",
-        _set("queries/0/judgments/0/spans/0/text", "at most 20 Connections"),
+        set_at("queries/0/judgments/0/spans/0/text", "at most 20 Connections"),
         "/queries/0/judgments/0/spans/0/text",
         "does not occur verbatim in chunk 'chunk-pool-size'",
     ),
     (
         "span of another chunk",
-        _set("queries/0/judgments/1/spans", [{"text": "at most 20"}]),
+        set_at("queries/0/judgments/1/spans", [{"text": "at most 20"}]),
         "/queries/0/judgments/1/spans/0/text",
         "chunk-pool-idle",
     ),

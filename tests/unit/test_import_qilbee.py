@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import Project, block, make_fixture
+from conftest import Project, block, make_fixture, set_at
 from ragsnap.casemetrics import case_metrics
 from ragsnap.embedders import Fingerprint, FrozenEmbedder, make_embedder
 from ragsnap.errors import InputError, UsageError
@@ -275,80 +275,63 @@ def test_a_deterministic_second_import(tmp_path: Path) -> None:
 # -- what it refuses -------------------------------------------------------------
 
 
-def _set(path: str, value: Any) -> Any:
-    """A change that sets the value at a /-separated path (``None`` deletes)."""
-
-    def change(data: Any) -> None:
-        *parents, last = path.strip("/").split("/")
-        node = data
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        key: Any = int(last) if isinstance(node, list) else last
-        if value is None:
-            del node[key]
-        else:
-            node[key] = value
-
-    return change
-
-
 BAD = [
     # (name, change, pointer, words in the problem)
-    ("no space", _set("space", None), "/space", "no `space`"),
-    ("space array", _set("space", [4]), "/space", "JSON object"),
-    ("provider missing", _set("space/provider", None), "/space/provider", "missing"),
-    ("model empty", _set("space/model", ""), "/space/model", "non-empty"),
-    ("revision missing", _set("space/revision", None), "/space/revision", "missing"),
-    ("revision object", _set("space/revision", {}), "/space/revision", "an object"),
-    ("dimensions missing", _set("space/dimensions", None), "/space/dimensions", "missing"),
-    ("dimensions zero", _set("space/dimensions", 0), "/space/dimensions", "positive"),
-    ("dimensions text", _set("space/dimensions", "4"), "/space/dimensions", "'4'"),
-    ("dimensions boolean", _set("space/dimensions", True), "/space/dimensions", "True"),
-    ("no documents", _set("documents", None), "/documents", "no `documents`"),
-    ("queries object", _set("queries", {}), "/queries", "must be an array"),
-    ("document not object", _set("documents/3", "tls"), "/documents/3", "JSON object"),
-    ("document id missing", _set("documents/2/id", None), "/documents/2/id", "missing"),
-    ("document id spaces", _set("documents/2/id", "t l s"), "/documents/2/id", "not usable"),
-    ("duplicate document", _set("documents/5/id", "pool"), "/documents/5/id", "/documents/0"),
-    ("text missing", _set("documents/1/text", None), "/documents/1/text", "missing"),
-    ("text number", _set("documents/1/text", 12), "/documents/1/text", "a number"),
-    ("title number", _set("documents/1/title", 12), "/documents/1/title", "non-empty"),
-    ("metadata list", _set("documents/1/metadata", []), "/documents/1/metadata", "an array"),
-    ("vector missing", _set("documents/6/vector", None), "/documents/6/vector", "missing"),
-    ("vector string", _set("documents/6/vector", "0.1,0.2"), "/documents/6/vector", "text"),
-    ("vector short", _set("documents/6/vector", [0.1, 0.2, 0.3]), "/documents/6/vector", "3"),
-    ("vector long", _set("documents/6/vector", [0.0] * 5), "/documents/6/vector", "not 4"),
-    ("vector null", _set("documents/6/vector/2", [1]), "/documents/6/vector/2", "[1]"),
-    ("vector string item", _set("documents/6/vector/1", "1"), "/documents/6/vector/1", "'1'"),
-    ("vector boolean", _set("documents/6/vector/0", False), "/documents/6/vector/0", "False"),
-    ("vector overflow", _set("documents/6/vector/3", 1e39), "/documents/6/vector/3", "float32"),
-    ("query vector", _set("queries/2/vector", [1, 2]), "/queries/2/vector", "2 numbers"),
-    ("query vector missing", _set("queries/2/vector", None), "/queries/2/vector", "missing"),
-    ("query not object", _set("queries/1", 1), "/queries/1", "JSON object"),
-    ("query id missing", _set("queries/1/id", None), "/queries/1/id", "missing"),
-    ("query id colon", _set("queries/1/id", "q:tls"), "/queries/1/id", "not usable"),
-    ("duplicate query", _set("queries/4/id", "q-pool"), "/queries/4/id", "/queries/0"),
-    ("query text missing", _set("queries/0/text", None), "/queries/0/text", "missing"),
-    ("query text long", _set("queries/0/text", "x" * 10_001), "/queries/0/text", "10,001"),
-    ("split train", _set("queries/0/split", "train"), "/queries/0/split", "'train'"),
-    ("category", _set("queries/0/category", "data base"), "/queries/0/category", "not usable"),
-    ("language", _set("queries/0/language", "EN"), "/queries/0/language", "'EN'"),
+    ("no space", set_at("space", None), "/space", "no `space`"),
+    ("space array", set_at("space", [4]), "/space", "JSON object"),
+    ("provider missing", set_at("space/provider", None), "/space/provider", "missing"),
+    ("model empty", set_at("space/model", ""), "/space/model", "non-empty"),
+    ("revision missing", set_at("space/revision", None), "/space/revision", "missing"),
+    ("revision object", set_at("space/revision", {}), "/space/revision", "an object"),
+    ("dimensions missing", set_at("space/dimensions", None), "/space/dimensions", "missing"),
+    ("dimensions zero", set_at("space/dimensions", 0), "/space/dimensions", "positive"),
+    ("dimensions text", set_at("space/dimensions", "4"), "/space/dimensions", "'4'"),
+    ("dimensions boolean", set_at("space/dimensions", True), "/space/dimensions", "True"),
+    ("no documents", set_at("documents", None), "/documents", "no `documents`"),
+    ("queries object", set_at("queries", {}), "/queries", "must be an array"),
+    ("document not object", set_at("documents/3", "tls"), "/documents/3", "JSON object"),
+    ("document id missing", set_at("documents/2/id", None), "/documents/2/id", "missing"),
+    ("document id spaces", set_at("documents/2/id", "t l s"), "/documents/2/id", "not usable"),
+    ("duplicate document", set_at("documents/5/id", "pool"), "/documents/5/id", "/documents/0"),
+    ("text missing", set_at("documents/1/text", None), "/documents/1/text", "missing"),
+    ("text number", set_at("documents/1/text", 12), "/documents/1/text", "a number"),
+    ("title number", set_at("documents/1/title", 12), "/documents/1/title", "non-empty"),
+    ("metadata list", set_at("documents/1/metadata", []), "/documents/1/metadata", "an array"),
+    ("vector missing", set_at("documents/6/vector", None), "/documents/6/vector", "missing"),
+    ("vector string", set_at("documents/6/vector", "0.1,0.2"), "/documents/6/vector", "text"),
+    ("vector short", set_at("documents/6/vector", [0.1, 0.2, 0.3]), "/documents/6/vector", "3"),
+    ("vector long", set_at("documents/6/vector", [0.0] * 5), "/documents/6/vector", "not 4"),
+    ("vector null", set_at("documents/6/vector/2", [1]), "/documents/6/vector/2", "[1]"),
+    ("vector string item", set_at("documents/6/vector/1", "1"), "/documents/6/vector/1", "'1'"),
+    ("vector boolean", set_at("documents/6/vector/0", False), "/documents/6/vector/0", "False"),
+    ("vector overflow", set_at("documents/6/vector/3", 1e39), "/documents/6/vector/3", "float32"),
+    ("query vector", set_at("queries/2/vector", [1, 2]), "/queries/2/vector", "2 numbers"),
+    ("query vector missing", set_at("queries/2/vector", None), "/queries/2/vector", "missing"),
+    ("query not object", set_at("queries/1", 1), "/queries/1", "JSON object"),
+    ("query id missing", set_at("queries/1/id", None), "/queries/1/id", "missing"),
+    ("query id colon", set_at("queries/1/id", "q:tls"), "/queries/1/id", "not usable"),
+    ("duplicate query", set_at("queries/4/id", "q-pool"), "/queries/4/id", "/queries/0"),
+    ("query text missing", set_at("queries/0/text", None), "/queries/0/text", "missing"),
+    ("query text long", set_at("queries/0/text", "x" * 10_001), "/queries/0/text", "10,001"),
+    ("split train", set_at("queries/0/split", "train"), "/queries/0/split", "'train'"),
+    ("category", set_at("queries/0/category", "data base"), "/queries/0/category", "not usable"),
+    ("language", set_at("queries/0/language", "EN"), "/queries/0/language", "'EN'"),
     (
         "complete string",
-        _set("queries/0/judgments_complete", "yes"),
+        set_at("queries/0/judgments_complete", "yes"),
         "/queries/0/judgments_complete",
         "true or false",
     ),
-    ("judgments list", _set("queries/1/judgments", ["tls"]), "/queries/1/judgments", "array"),
-    ("dangling", _set("queries/1/judgments/gone", 2), "/queries/1/judgments/gone", "'gone'"),
-    ("grade 4", _set("queries/1/judgments/tls", 4), "/queries/1/judgments/tls", "grade 4"),
-    ("grade -1", _set("queries/1/judgments/tls", -1), "/queries/1/judgments/tls", "-1"),
-    ("grade float", _set("queries/1/judgments/tls", 1.5), "/queries/1/judgments/tls", "1.5"),
-    ("grade text", _set("queries/1/judgments/tls", "3"), "/queries/1/judgments/tls", "'3'"),
-    ("grade boolean", _set("queries/1/judgments/tls", True), "/queries/1/judgments/tls", "True"),
+    ("judgments list", set_at("queries/1/judgments", ["tls"]), "/queries/1/judgments", "array"),
+    ("dangling", set_at("queries/1/judgments/gone", 2), "/queries/1/judgments/gone", "'gone'"),
+    ("grade 4", set_at("queries/1/judgments/tls", 4), "/queries/1/judgments/tls", "grade 4"),
+    ("grade -1", set_at("queries/1/judgments/tls", -1), "/queries/1/judgments/tls", "-1"),
+    ("grade float", set_at("queries/1/judgments/tls", 1.5), "/queries/1/judgments/tls", "1.5"),
+    ("grade text", set_at("queries/1/judgments/tls", "3"), "/queries/1/judgments/tls", "'3'"),
+    ("grade boolean", set_at("queries/1/judgments/tls", True), "/queries/1/judgments/tls", "True"),
     (
         "same text, other vector",
-        _set("queries/3/text", "How many connections does the pool hold?"),
+        set_at("queries/3/text", "How many connections does the pool hold?"),
         "/queries/3/vector",
         "same text as /queries/0",
     ),
