@@ -16,6 +16,25 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def shared_data(name: str) -> Path:
+    """A file of the project's shared external data (``../shared/data/``).
+
+    Looked up in ``$RAGSNAP_SHARED_DATA``, then beside the checkout, then at
+    ``/work/shared/data``. Absent, the test is skipped on a workstation and fails
+    under ``CI=true``, so CI never passes without the real data.
+    """
+    places = [REPO.parent / "shared" / "data", Path("/work/shared/data")]
+    if os.environ.get("RAGSNAP_SHARED_DATA"):
+        places.insert(0, Path(os.environ["RAGSNAP_SHARED_DATA"]))
+    for place in places:
+        if (place / name).is_file():
+            return place / name
+    where = ", ".join(str(p) for p in places)
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"shared data file {name} not found in {where}; set RAGSNAP_SHARED_DATA")
+    pytest.skip(f"shared data file {name} not found in {where}")
+
+
 def make_case(case_id: str = "c1", **fields: Any) -> dict[str, Any]:
     """A golden case dict with sensible defaults; ``fields`` override them."""
     case: dict[str, Any] = {

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import REPO, Run, goodbuddy_fixture, run_cli, run_score
+from conftest import Run, goodbuddy_fixture, run_cli, run_score, shared_data
 from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.capture import snapshot_case
 from ragsnap.config import load_config
@@ -22,10 +22,13 @@ from ragsnap.schema import load_schema
 from ragsnap.seeding import check_compatible
 from ragsnap.text import get_tokenizer
 
-REAL = REPO.parent / "shared" / "data" / "goodbuddy-synthetic-bilingual-v1.json"
-needs_real = pytest.mark.skipif(
-    not REAL.is_file(), reason=f"the shared GoodBuddy fixture is not at {REAL}"
-)
+
+@pytest.fixture
+def real() -> Path:
+    """The real GoodBuddy fixture from ../shared/data (see conftest.shared_data)."""
+    return shared_data("goodbuddy-synthetic-bilingual-v1.json")
+
+
 PINNED = "2026-11-29T00:00:00Z"
 
 
@@ -63,9 +66,8 @@ def score(cwd: Path, out: Path) -> dict[str, Any]:
 # -- GoodBuddy: the real, external fixture -----------------------------------------
 
 
-@needs_real
-def test_real_goodbuddy_fixture_imports_with_its_counts(tmp_path: Path) -> None:
-    run = import_cli(tmp_path, "goodbuddy", str(REAL), "--out", "out")
+def test_real_goodbuddy_fixture_imports_with_its_counts(tmp_path: Path, real: Path) -> None:
+    run = import_cli(tmp_path, "goodbuddy", str(real), "--out", "out")
     assert run.code == 0, run.err
     lines = run.out.splitlines()
     assert lines[0] == (
@@ -76,7 +78,7 @@ def test_real_goodbuddy_fixture_imports_with_its_counts(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert sorted(files(out)) == ["corpus.jsonl", "golden-cases.json", "ragsnap.yaml"]
 
-    source = json.loads(REAL.read_text(encoding="utf-8"))
+    source = json.loads(real.read_text(encoding="utf-8"))
     corpus = [json.loads(line) for line in (out / "corpus.jsonl").read_text().splitlines()]
     expected = [
         (chunk["id"], doc["id"], doc["title"], chunk["content"])
@@ -106,17 +108,19 @@ def test_real_goodbuddy_fixture_imports_with_its_counts(tmp_path: Path) -> None:
             )
 
 
-@needs_real
-def test_real_goodbuddy_import_is_byte_identical_on_a_second_run(tmp_path: Path) -> None:
+def test_real_goodbuddy_import_is_byte_identical_on_a_second_run(
+    tmp_path: Path, real: Path
+) -> None:
     for out in ("first", "second", "second"):
-        run = import_cli(tmp_path, "goodbuddy", str(REAL), "--out", out)
+        run = import_cli(tmp_path, "goodbuddy", str(real), "--out", out)
         assert run.code == 0, run.err
     assert files(tmp_path / "first") == files(tmp_path / "second")
 
 
-@needs_real
-def test_real_goodbuddy_whole_loop_scores_graded_and_span_metrics(tmp_path: Path) -> None:
-    assert import_cli(tmp_path, "goodbuddy", str(REAL), "--out", "out").code == 0
+def test_real_goodbuddy_whole_loop_scores_graded_and_span_metrics(
+    tmp_path: Path, real: Path
+) -> None:
+    assert import_cli(tmp_path, "goodbuddy", str(real), "--out", "out").code == 0
     seeded = run_cli("seed", "--config", "out/ragsnap.yaml", cwd=tmp_path)
     assert seeded.code == 0, seeded.err
     assert seeded.out.startswith("seed: 15 added, 0 updated, 0 unchanged, 0 removed; ")

@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, goodbuddy_fixture, set_at
+from conftest import goodbuddy_fixture, set_at, shared_data
 from ragsnap.errors import InputError, UsageError
 from ragsnap.importers import ImportOptions, SourceDoc, SourceQuery, make_importer
 from ragsnap.importers.goodbuddy import GoodBuddyImporter
 from ragsnap.importers.writer import write_import
 from ragsnap.inputs import load_cases
-
-REAL = REPO.parent / "shared" / "data" / "goodbuddy-synthetic-bilingual-v1.json"
 
 
 def write(tmp_path: Path, data: Any, name: str = "fixture.json") -> Path:
@@ -160,9 +158,7 @@ def test_written_cases_load_with_source_judgments_and_spans(tmp_path: Path) -> N
 
 
 def test_the_real_fixture_reads_completely() -> None:
-    if not REAL.is_file():
-        pytest.skip(f"the shared GoodBuddy fixture is not at {REAL}")
-    docs, queries = read_all(REAL)
+    docs, queries = read_all(shared_data("goodbuddy-synthetic-bilingual-v1.json"))
     assert len(docs) == 15 and len({d.doc_id for d in docs}) == 15
     assert len(queries) == 16
     assert sum(q.no_answer for q in queries) == 3
