@@ -84,9 +84,18 @@ class Config:
     lookup: LookupSettings = field(default_factory=LookupSettings)
 
 
-def _kb_config(data: dict[str, Any], base: Path) -> KbConfig:
+def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     chunking = data.get("chunking", {})
     defaults = ChunkSettings()
+    max_chars = chunking.get("maxChars", defaults.max_chars)
+    overlap = chunking.get("overlapChars", defaults.overlap_chars)
+    if overlap * 2 > max_chars:
+        raise InputError(
+            path,
+            f"`overlapChars` {overlap} is more than half of `maxChars` {max_chars}",
+            "use an overlap of at most half the chunk size",
+            "/kb/chunking/overlapChars",
+        )
 
     def where(key: str, default: Path) -> Path:
         return base / data[key] if key in data else default
@@ -97,8 +106,8 @@ def _kb_config(data: dict[str, Any], base: Path) -> KbConfig:
         segmenter=data.get("segmenter", "bigram"),
         embedder=dict(data.get("embedder", {"kind": "hashing"})),
         chunking=ChunkSettings(
-            max_chars=chunking.get("maxChars", defaults.max_chars),
-            overlap_chars=chunking.get("overlapChars", defaults.overlap_chars),
+            max_chars=max_chars,
+            overlap_chars=overlap,
             heading_level=chunking.get("headingLevel", defaults.heading_level),
         ),
         base=base,
@@ -155,6 +164,6 @@ def load_config(path: Path | None) -> Config:
     return Config(
         tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
         measures=measures,
-        kb=_kb_config(data.get("kb", {}), base),
+        kb=_kb_config(data.get("kb", {}), base, path),
         lookup=_lookup_settings(data.get("lookup", {}), path),
     )

@@ -32,3 +32,42 @@ def test_errors(tmp_path: Path) -> None:
         load_config(bad)
     with pytest.raises(InputError, match="file not found"):
         load_config(tmp_path / "absent.yaml")
+
+
+def test_kb_and_lookup_sections(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "ragsnap.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "kb:\n  path: store/kb.sqlite\n  seedDocs: corpus.jsonl\n  segmenter: jieba\n"
+        "  embedder: {kind: frozen, path: vectors.json}\n"
+        "  chunking: {maxChars: 400, overlapChars: 50}\n"
+        "lookup: {method: lexical, topK: 7, minScore: 0.1, relativeScore: 0.0}\n",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.kb.path == path.parent / "store/kb.sqlite"  # relative to the file
+    assert config.kb.seed_docs == path.parent / "corpus.jsonl"
+    assert config.kb.segmenter == "jieba"
+    assert config.kb.embedder == {"kind": "frozen", "path": "vectors.json"}
+    assert (config.kb.chunking.max_chars, config.kb.chunking.overlap_chars) == (400, 50)
+    assert (config.lookup.method, config.lookup.top_k) == ("lexical", 7)
+    assert (config.lookup.min_score, config.lookup.relative_score) == (0.1, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ("kb:\n  chunking: {maxChars: 100, overlapChars: 60}\n", "/kb/chunking/overlapChars"),
+        ("lookup: {topK: 0}\n", "/lookup/topK"),
+        ("lookup: {method: fuzzy}\n", "/lookup/method"),
+        ("lookup: {minScore: 0.9, sufficientScore: 0.5}\n", "/lookup"),
+        ("kb: {embedder: {kind: openai}}\n", "/kb/embedder"),
+        ("kb: {colour: blue}\n", "/kb"),
+    ],
+)
+def test_bad_kb_and_lookup_settings(tmp_path: Path, text: str, pointer: str) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert info.value.pointer is not None and info.value.pointer.startswith(pointer)
