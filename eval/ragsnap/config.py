@@ -87,8 +87,9 @@ class Config:
 def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     chunking = data.get("chunking", {})
     defaults = ChunkSettings()
-    max_chars = chunking.get("maxChars", defaults.max_chars)
-    overlap = chunking.get("overlapChars", defaults.overlap_chars)
+    # the schema's "integer" admits 3.0; the settings are used as Python ints
+    max_chars = int(chunking.get("maxChars", defaults.max_chars))
+    overlap = int(chunking.get("overlapChars", defaults.overlap_chars))
     if overlap * 2 > max_chars:
         raise InputError(
             path,
@@ -108,7 +109,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
         chunking=ChunkSettings(
             max_chars=max_chars,
             overlap_chars=overlap,
-            heading_level=chunking.get("headingLevel", defaults.heading_level),
+            heading_level=int(chunking.get("headingLevel", defaults.heading_level)),
         ),
         base=base,
     )
@@ -127,7 +128,9 @@ def _lookup_settings(data: dict[str, Any], path: Path) -> LookupSettings:
         "contextBudgetChars": "context_budget_chars",
         "hints": "hints",
     }
-    settings = LookupSettings(**{keys[k]: v for k, v in data.items()})
+    whole = {"topK", "candidates", "rerankDepth", "contextBudgetChars"}
+    values: dict[str, Any] = {keys[k]: int(v) if k in whole else v for k, v in data.items()}
+    settings = LookupSettings(**values)
     if not settings.min_score <= settings.sufficient_score:
         raise InputError(
             path,

@@ -154,7 +154,13 @@ def _write_atomic(path: Path, data: bytes) -> None:
         os.umask(umask)
         tmp.chmod(0o666 & ~umask)
         _refuse_symlink(path)  # a link created while we wrote is refused too
-        tmp.replace(path)
+        try:
+            tmp.replace(path)
+        except OSError as exc:
+            raise OutputError(
+                f"{path}: cannot be replaced ({exc.strerror}); check that it is a writable "
+                "file, or choose another path"
+            ) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -206,7 +212,14 @@ class AtomicFile:
         os.umask(umask)
         self._tmp.chmod(0o666 & ~umask)
         _refuse_symlink(self.path)
-        self._tmp.replace(self.path)
+        try:
+            self._tmp.replace(self.path)
+        except OSError as exc:
+            self.discard()
+            raise OutputError(
+                f"{self.path}: cannot be replaced ({exc.strerror}); check that it is a "
+                "writable file, or choose another path"
+            ) from None
         _fsync_dir(self.path.parent)
 
     def discard(self) -> None:

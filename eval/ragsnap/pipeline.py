@@ -186,10 +186,11 @@ class Pipeline:
 
     def _hint_index(self, kb_scope: str | None, generation: str) -> _HintIndex:
         key = (generation, kb_scope)
-        if key not in self._hint_cache:
-            self._hint_cache.clear()
-            self._hint_cache[key] = _HintIndex.build(self.kb, self.tokenizer, kb_scope)
-        return self._hint_cache[key]
+        index = self._hint_cache.get(key)
+        if index is None:  # one generation at a time; safe when threads share the pipeline
+            index = _HintIndex.build(self.kb, self.tokenizer, kb_scope)
+            self._hint_cache = {key: index}
+        return index
 
     # -- one attempt ----------------------------------------------------------
 
@@ -245,6 +246,7 @@ class Pipeline:
     # -- rerank ---------------------------------------------------------------
 
     def _rerank(self, query: _Query, ranked: list[_Candidate]) -> list[_Candidate]:
+        """The first ``rerank_depth`` candidates in reranked order, then the rest as fused."""
         head = ranked[: self.settings.rerank_depth]
         for c in head:
             tokens = c.chunk.tokens
@@ -256,7 +258,10 @@ class Pipeline:
             c.rerank = (
                 0.45 * c.confidence + 0.20 * phrase + 0.15 * ident + 0.10 * title + 0.10 * coverage
             )
-        return sorted(head, key=lambda c: (-(c.rerank or 0.0), c.chunk.chunk_id))
+        return (
+            sorted(head, key=lambda c: (-(c.rerank or 0.0), c.chunk.chunk_id))
+            + ranked[self.settings.rerank_depth :]
+        )
 
     # -- the lookup -----------------------------------------------------------
 
@@ -318,7 +323,6 @@ class Pipeline:
             attempts.append(selected.to_json(record_latency))
 
         ranked = selected.ranked
-        before = ranked[: max(top_k, s.rerank_depth)]
         rerank_json: dict[str, Any]
         if method == "hybrid+rerank":
             before = ranked[: s.rerank_depth]
@@ -328,7 +332,7 @@ class Pipeline:
                 "applied": True,
                 "reranker": RERANKER,
                 "before": before_json,
-                "after": [self._ranked_item(c, c.score) for c in ranked],
+                "after": [self._ranked_item(c, c.score) for c in ranked[: len(before)]],
             }
         else:
             items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
@@ -541,7 +545,7 @@ class _HintIndex:
     def hints(self, tokens: Sequence[str]) -> dict[str, str]:
         """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
         when nothing matches or two categories tie."""
-        distinct = set(tokens)
+        distinct = sorted(set(tokens))  # a fixed order: float sums must not vary by run
         scores: dict[str, float] = {}
         for term in distinct:
             categories = self.term_categories.get(term, ())

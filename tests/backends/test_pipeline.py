@@ -345,6 +345,20 @@ def test_reranking_reorders_but_never_filters(kb: SqliteKnowledgeBase) -> None:
     assert {b["chunkId"] for b in reranked} == {b["chunkId"] for b in evidence("hybrid", floor)}
 
 
+def test_rerank_depth_does_not_cap_the_evidence(kb: SqliteKnowledgeBase) -> None:
+    """Candidates past rerank_depth follow in fused order; top_k is the only cap."""
+    query = "pool runbook step reviewed by operators latency"
+    counts = {}
+    for method in ("hybrid", "hybrid+rerank"):
+        result = pipeline(kb, min_score=0.0, relative_score=0.0, rerank_depth=2).lookup(
+            query, kb_scope="eval", method=method, top_k=5
+        )
+        counts[method] = len(result["evidenceBlocks"])
+        if method == "hybrid+rerank":
+            assert len(result["rerankTrace"]["after"]) == 2
+    assert counts["hybrid+rerank"] == counts["hybrid"] > 2
+
+
 def test_min_score_drops_weak_evidence(kb: SqliteKnowledgeBase) -> None:
     result = pipeline(kb, min_score=0.9, sufficient_score=0.95).lookup(
         "latency", kb_scope="eval", method="vector"

@@ -313,6 +313,7 @@ def test_beir_import_writes_seed_corpus_cases_and_config(tmp_path: Path) -> None
     ]
     assert (out / "ragsnap.yaml").read_text() == (
         "# written by `ragsnap import beir`\nkb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n"
+        "  chunking: {maxChars: 1200, overlapChars: 150, headingLevel: 2}\n"
     )
 
 

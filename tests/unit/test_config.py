@@ -71,3 +71,24 @@ def test_bad_kb_and_lookup_settings(tmp_path: Path, text: str, pointer: str) -> 
     with pytest.raises(InputError) as info:
         load_config(path)
     assert info.value.pointer is not None and info.value.pointer.startswith(pointer)
+
+
+def test_whole_numbers_written_as_floats_become_ints(tmp_path: Path) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(
+        "kb: {chunking: {maxChars: 1200.0, overlapChars: 100.0, headingLevel: 2.0}}\n"
+        "lookup: {rerankDepth: 3.0, candidates: 10.0, topK: 4.0}\n",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    values = [
+        config.kb.chunking.max_chars,
+        config.kb.chunking.overlap_chars,
+        config.kb.chunking.heading_level,
+        config.lookup.rerank_depth,
+        config.lookup.candidates,
+        config.lookup.top_k,
+    ]
+    assert values == [1200, 100, 2, 3, 10, 4]
+    assert all(type(v) is int for v in values)
+    assert "max1200:" in config.kb.chunking.fingerprint()

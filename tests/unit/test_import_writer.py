@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ragsnap.corpus import SeedCorpus
+from ragsnap.config import load_config
+from ragsnap.corpus import ChunkSettings, SeedCorpus
 from ragsnap.embedders import FrozenEmbedder
-from ragsnap.errors import InputError
+from ragsnap.errors import InputError, OutputError
 from ragsnap.importers import SourceDoc, SourceJudgment, SourceQuery, VectorSpace
 from ragsnap.importers.writer import write_import
 from ragsnap.inputs import load_cases
@@ -122,3 +123,23 @@ def test_same_input_same_bytes(tmp_path: Path) -> None:
         write_import(ListImporter(DOCS, [query]), tmp_path / out)
     for name in ("corpus.jsonl", "golden-cases.json", "ragsnap.yaml"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_the_config_keeps_the_chunk_settings_the_vectors_are_keyed_by(tmp_path: Path) -> None:
+    settings = ChunkSettings(max_chars=4000, overlap_chars=0, heading_level=3)
+    query = SourceQuery("q1", "pool", judgments=(SourceJudgment("pool", 2),))
+    write_import(ListImporter(DOCS, [query]), tmp_path, settings=settings)
+    assert load_config(tmp_path / "ragsnap.yaml").kb.chunking == settings
+
+
+def test_an_output_that_is_a_folder_stops_before_anything_is_replaced(tmp_path: Path) -> None:
+    query = SourceQuery("q1", "pool", judgments=(SourceJudgment("pool", 2),))
+    write_import(ListImporter(DOCS, [query]), tmp_path)
+    before = (tmp_path / "corpus.jsonl").read_bytes()
+    (tmp_path / "golden-cases.json").unlink()
+    (tmp_path / "golden-cases.json").mkdir()
+    docs = [*DOCS, SourceDoc("new", "a new document")]
+    with pytest.raises(OutputError, match="not a file"):
+        write_import(ListImporter(docs, [query]), tmp_path)
+    assert (tmp_path / "corpus.jsonl").read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import orjson
 
 from ..corpus import ChunkSettings, SeedDocument, chunk_document
-from ..errors import InputError, UsageError
+from ..errors import InputError, OutputError, UsageError
 from ..jsonio import AtomicFile, dump_json
 from ..progress import Progress
 from . import Importer, SourceDoc, SourceQuery
@@ -211,10 +211,19 @@ def write_import(
             outputs[vectors_path] = _vectors_json(space, chunk_vectors, query_vectors)
             summary.vectors = len(chunk_vectors) + len(query_vectors)
             embedder = "  embedder: {kind: frozen, path: vectors.json}\n"
+        chunking = (
+            f"  chunking: {{maxChars: {settings.max_chars}, overlapChars: "
+            f"{settings.overlap_chars}, headingLevel: {settings.heading_level}}}\n"
+        )
         outputs[config_path] = (
             f"# written by `ragsnap import {importer.format}`\n"
-            "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + embedder
+            "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + chunking + embedder
         ).encode()
+        for path in (corpus_path, *outputs):  # refuse before the first rename, not midway
+            if path.exists() and not path.is_file():
+                raise OutputError(
+                    f"{path}: exists and is not a file; move it away or choose another --out"
+                )
         files: list[AtomicFile] = []
         try:
             for path, data in outputs.items():
