@@ -113,6 +113,7 @@ class HttpClient:
         import requests
 
         url = self._url(path)
+        shown = url.split("?", 1)[0]  # a query string may carry a key: never in a message
         attempt = 0
         while True:
             try:
@@ -125,14 +126,15 @@ class HttpClient:
                     time.sleep(self._backoff * 2 ** (attempt - 1))
                     continue
                 raise BackendError(
-                    f"{method} {url}: cannot connect ({type(exc).__name__}); check that the "
+                    f"{method} {shown}: cannot connect ({type(exc).__name__}); check that the "
                     "service is running and the URL is right"
                 ) from None
             if 300 <= response.status_code < 400:
+                target = response.headers.get("Location", "?").split("?", 1)[0]
                 raise BackendError(
-                    f"{method} {url}: answered with a redirect ({response.status_code}) to "
-                    f"{response.headers.get('Location', '?')}; redirects are never followed "
-                    "(a token must not travel elsewhere): use the final URL"
+                    f"{method} {shown}: answered with a redirect ({response.status_code}) to "
+                    f"{target}; redirects are never followed (a token must not travel "
+                    "elsewhere): use the final URL"
                 )
             if response.status_code >= 500 and attempt < self._retries:
                 attempt += 1
@@ -141,7 +143,7 @@ class HttpClient:
             if response.status_code >= 400:
                 detail = self._redact(response.text).strip().replace("\n", " ")[:300]
                 raise BackendError(
-                    f"{method} {url}: HTTP {response.status_code} {detail}; "
+                    f"{method} {shown}: HTTP {response.status_code} {detail}; "
                     + (
                         "check the token"
                         if response.status_code in (401, 403)
@@ -154,7 +156,7 @@ class HttpClient:
                 return response.json()
             except ValueError:
                 raise BackendError(
-                    f"{method} {url}: the answer is not JSON; check the endpoint path"
+                    f"{method} {shown}: the answer is not JSON; check the endpoint path"
                 ) from None
 
     def _redact(self, text: str) -> str:

@@ -353,3 +353,12 @@ def test_token_outside_latin1_is_a_ragsnap_error(server: Server, tmp_path: Path)
     server.route("/x", Reply(200, {}))
     with pytest.raises(RagsnapError):
         client(server, token=read_token(tmp_path / "token", None)).get_json("x")
+
+
+def test_a_key_in_the_query_string_is_never_in_a_message() -> None:
+    """Some services take a key as ?key=...; messages name the URL without its query."""
+    client = HttpClient("http://127.0.0.1:9/v1?api_key=sk-secret-123", retries=0)
+    with pytest.raises(BackendError) as info:
+        client.get_json("x")
+    assert "sk-secret-123" not in str(info.value)
+    assert "127.0.0.1:9/v1" in str(info.value)
