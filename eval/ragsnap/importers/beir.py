@@ -44,6 +44,7 @@ import orjson
 
 from ..errors import InputError, UsageError
 from . import ImportOptions, SourceDoc, SourceJudgment, SourceQuery, VectorSpace
+from .idset import IdSet
 
 __all__ = ["BeirImporter"]
 
@@ -330,7 +331,7 @@ class BeirImporter:
         """The corpus, one line at a time."""
         path = self.corpus
         fix = 'write one JSON object a line: {"_id": ..., "title": ..., "text": ...}'
-        seen: dict[str, str] = {}  # id -> origin, the string the writer keeps too
+        seen = IdSet()  # id -> origin, on disk: memory does not grow with the corpus
         titled = empty = 0
         for line_no, raw in read_lines(path):
             if not raw.strip():
@@ -338,14 +339,15 @@ class BeirImporter:
             data = _json_line(path, line_no, raw, fix)
             doc_id = _id_of(data, path, line_no, fix)
             check_source_id(doc_id, path, line_no, "document id")
-            if doc_id in seen:
+            origin = f"{path} line {line_no}"
+            first = seen.add(doc_id, origin)
+            if first is not None:
                 raise InputError(
                     path,
-                    f"document id {doc_id!r} appears twice (first at {seen[doc_id]})",
+                    f"document id {doc_id!r} appears twice (first at {first})",
                     "give every document its own `_id`",
                     f"line {line_no}",
                 )
-            origin = seen[doc_id] = f"{path} line {line_no}"
             text = _string(data, "text", path, line_no, required=True)
             title = _string(data, "title", path, line_no, required=False).strip() or None
             metadata = data.get("metadata")

@@ -55,6 +55,7 @@ from .beir import (
     parse_int,
     read_lines,
 )
+from .idset import IdSet
 
 __all__ = ["TrecImporter"]
 
@@ -238,7 +239,7 @@ class TrecImporter:
 
     def documents(self) -> Iterator[SourceDoc]:
         """Every ``<DOC>`` of every file, in order, each yielded when it closes."""
-        seen: dict[str, str] = {}
+        seen = IdSet()  # on disk: memory does not grow with the corpus
         empty: list[str] = []
         for path in self._files():
             if path.suffix in (".Z", ".z"):
@@ -250,14 +251,14 @@ class TrecImporter:
             found = 0
             for line_no, text in self._docs(path):
                 doc = self._doc(path, line_no, text)
-                if doc.source in seen:
+                first = seen.add(doc.source, doc.origin)
+                if first is not None:
                     raise InputError(
                         path,
-                        f"DOCNO {doc.source!r} appears twice (first at {seen[doc.source]})",
+                        f"DOCNO {doc.source!r} appears twice (first at {first})",
                         "give every document its own DOCNO",
                         f"line {line_no}",
                     )
-                seen[doc.source] = doc.origin
                 found += 1
                 yield doc
             if not found:

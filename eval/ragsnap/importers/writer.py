@@ -17,7 +17,7 @@ earlier import. Output is deterministic: the format's order, sorted keys.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,6 +30,7 @@ from ..jsonio import AtomicFile, dump_json
 from ..progress import Progress
 from . import Importer, SourceDoc, SourceQuery
 from ._json import CASE_IDS
+from .idset import IdSet
 
 __all__ = ["ImportSummary", "write_import"]
 
@@ -90,7 +91,7 @@ def _doc_line(doc: SourceDoc, kb_scope: str | None) -> bytes:
     return orjson.dumps(line, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
-def _case(query: SourceQuery, sources: Sequence[str], summary: ImportSummary) -> dict[str, Any]:
+def _case(query: SourceQuery, sources: Iterable[str], summary: ImportSummary) -> dict[str, Any]:
     judged = {j.target for j in query.judgments}
     judgments = [
         {"source": j.target, "grade": j.grade, **({"spans": list(j.spans)} if j.spans else {})}
@@ -146,19 +147,17 @@ def write_import(
     corpus_path, cases_path = out / "corpus.jsonl", out / "golden-cases.json"
     vectors_path, config_path = out / "vectors.json", out / "ragsnap.yaml"
     progress = Progress(None, "import", "documents", stream if stream is not None else sys.stderr)
-    sources: list[str] = []
-    seen: dict[str, str] = {}
+    sources = IdSet()  # every document id, on disk: memory does not grow with the corpus
     chunk_vectors: list[tuple[str, list[float]]] = []
     with AtomicFile(corpus_path) as corpus:
         for doc in importer.documents():
-            if doc.source in seen:
+            first = sources.add(doc.source, doc.origin or "?")
+            if first is not None:
                 raise InputError(
                     doc.origin or where,
-                    f"document id {doc.source!r} appears twice (first at {seen[doc.source]})",
+                    f"document id {doc.source!r} appears twice (first at {first})",
                     "give every document its own id",
                 )
-            seen[doc.source] = doc.origin or "?"
-            sources.append(doc.source)
             corpus.handle.write(_doc_line(doc, kb_scope))
             chunks = chunk_document(_as_seed(doc), settings)
             summary.documents += 1
@@ -169,7 +168,7 @@ def write_import(
         progress.close()
         if not sources:
             raise InputError(where, "holds no documents", "check the corpus path and its format")
-        queries = importer.queries(frozenset(sources))
+        queries = importer.queries(sources)
         if not queries:
             reasons = "; ".join(importer.skipped) or "no query was read"
             raise InputError(
