@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .backends import Filter, KnowledgeBase, WriteBatch
     from .backends.sqlite import SqliteKnowledgeBase
     from .casemetrics import case_metrics, context_precision_recall
-    from .corpus import Chunk, ChunkSettings, SeedDocument, chunk_document, load_seed_docs
+    from .corpus import Chunk, SeedDocument, chunk_document, load_seed_docs
     from .diff import Tolerances, diff_reports, render_diff_markdown
     from .embedders import (
         Embedder,
@@ -50,10 +50,11 @@ if TYPE_CHECKING:
         rankings_from_dicts,
     )
     from .models import EvidenceBlock, Fixture, GoldenCase, Judgment, LookupResult
-    from .pipeline import FusionProfile, LookupSettings, Pipeline
+    from .pipeline import Pipeline
     from .report import build_report, render_markdown
     from .scoring import CaseResult, score_case
     from .seeding import SeedPlan, plan_seed, seed
+    from .settings import ChunkSettings, FusionProfile, LookupSettings
     from .text import Tokenizer, get_tokenizer
     from .trec import rankings_from_trec, read_qrels, read_run, write_qrels, write_run
 
@@ -101,7 +102,7 @@ _EXPORTS = {
     "BackendError": "errors",
     "EmbedderError": "errors",
     "Chunk": "corpus",
-    "ChunkSettings": "corpus",
+    "ChunkSettings": "settings",
     "SeedDocument": "corpus",
     "chunk_document": "corpus",
     "load_seed_docs": "corpus",
@@ -119,9 +120,9 @@ _EXPORTS = {
     "SeedPlan": "seeding",
     "plan_seed": "seeding",
     "seed": "seeding",
-    "LookupSettings": "pipeline",
+    "LookupSettings": "settings",
     "Pipeline": "pipeline",
-    "FusionProfile": "pipeline",
+    "FusionProfile": "settings",
     "Tokenizer": "text",
     "get_tokenizer": "text",
 }

@@ -9,18 +9,12 @@ the same knowledge base gives byte-identical fixtures.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from .models import GoldenCase
 from .pipeline import PIPELINE_VERSION, Pipeline
 
-__all__ = ["now_utc", "snapshot_case"]
-
-
-def now_utc() -> str:
-    """The current time as an RFC 3339 UTC timestamp with second precision."""
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+__all__ = ["snapshot_case"]
 
 
 def snapshot_case(

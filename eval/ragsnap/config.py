@@ -43,13 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .corpus import ChunkSettings
 from .diff import Tolerances
 from .errors import InputError, UsageError
 from .jsonio import parse_yaml, read_bytes
 from .metrics import parse_measures
-from .pipeline import LookupSettings
 from .schema import validate
+from .settings import ChunkSettings, LookupSettings
 
 __all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "load_config"]
 

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 from .jsonio import parse_yaml
+from .settings import ChunkSettings
 
 __all__ = [
     "Chunk",
@@ -65,19 +66,6 @@ class SeedDocument:
     kb_scope: str | None = None
     doc_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkSettings:
-    """How bodies are cut: by headings, then by size with overlap."""
-
-    max_chars: int = 1200
-    overlap_chars: int = 150
-    heading_level: int = 2
-
-    def fingerprint(self) -> str:
-        """Identity of these settings, part of every document's index hash."""
-        return f"md-headings-v1:h{self.heading_level}:max{self.max_chars}:ov{self.overlap_chars}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,8 +358,3 @@ def chunk_document(doc: SeedDocument, settings: ChunkSettings) -> list[Chunk]:
             n = len(chunks)
             chunks.append(Chunk(f"{doc.source}#{n}", doc.source, n, piece, heading))
     return chunks
-
-
-def chunk_all(docs: Sequence[SeedDocument], settings: ChunkSettings) -> list[list[Chunk]]:
-    """``chunk_document`` for each document."""
-    return [chunk_document(doc, settings) for doc in docs]

@@ -130,42 +130,9 @@ def _refuse_symlink(path: Path) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    _refuse_symlink(path)
-    parent = path.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(
-            f"{parent}: cannot create the folder ({exc.strerror}); choose a writable path"
-        ) from None
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise OutputError(
-            f"{parent}: cannot write there ({exc.strerror}); choose a writable path"
-        ) from None
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)
-        _refuse_symlink(path)  # a link created while we wrote is refused too
-        try:
-            tmp.replace(path)
-        except OSError as exc:
-            raise OutputError(
-                f"{path}: cannot be replaced ({exc.strerror}); check that it is a writable "
-                "file, or choose another path"
-            ) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    _fsync_dir(parent)
+    with AtomicFile(path) as output:
+        output.handle.write(data)
+        output.commit()
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -182,13 +149,14 @@ def _fsync_dir(folder: Path) -> None:
 
 
 class AtomicFile:
-    """A file written in pieces that appears whole or not at all.
+    """A file written in pieces that appears whole or not at all: the one atomic writer.
 
-    ``open()`` returns a binary handle on a temporary file beside ``path``;
-    ``commit()`` fsyncs it and renames it over ``path``; ``discard()`` (or
-    leaving a ``with`` block by an exception) deletes it. Several can be
-    prepared and then committed together, so a failed import replaces none
-    of its outputs.
+    ``handle`` is a binary handle on a temporary file beside ``path``;
+    ``commit()`` fsyncs it, renames it over ``path`` and fsyncs the folder;
+    ``discard()`` (or leaving a ``with`` block by an exception, Ctrl-C
+    included) deletes it. Several can be prepared and then committed
+    together, so a failed import replaces none of its outputs. A symlinked
+    destination is refused, also one created while the file was written.
     """
 
     def __init__(self, path: Path):
@@ -196,6 +164,11 @@ class AtomicFile:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(
+                f"{path.parent}: cannot create the folder ({exc.strerror}); choose a writable path"
+            ) from None
+        try:
             fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         except OSError as exc:
             raise OutputError(
@@ -211,7 +184,7 @@ class AtomicFile:
         umask = os.umask(0)
         os.umask(umask)
         self._tmp.chmod(0o666 & ~umask)
-        _refuse_symlink(self.path)
+        _refuse_symlink(self.path)  # a link created while we wrote is refused too
         try:
             self._tmp.replace(self.path)
         except OSError as exc:

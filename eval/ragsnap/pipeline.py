@@ -43,7 +43,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,6 +51,7 @@ import numpy as np
 from .backends import Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
 from .errors import UsageError
+from .settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings
 from .text import Tokenizer, is_identifier
 
 if TYPE_CHECKING:
@@ -64,48 +65,8 @@ __all__ = [
     "Pipeline",
 ]
 
-PIPELINE_VERSION = "ragsnap-lookup/1"
-METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
 RERANKER = "heuristic-v1"
 _PUNCT = ".,;:?!()[]\"'"
-
-
-@dataclass(frozen=True, slots=True)
-class FusionProfile:
-    """A fixed, versioned weighted-RRF profile; requests cannot change it."""
-
-    name: str = "wrrf-v1"
-    k: int = 60
-    lexical_weight: float = 1.0
-    vector_weight: float = 1.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "profile": self.name,
-            "k": self.k,
-            "weights": {"lexical": self.lexical_weight, "vector": self.vector_weight},
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class LookupSettings:
-    """Pipeline knobs (``lookup:`` in ragsnap.yaml)."""
-
-    method: str = "hybrid+rerank"
-    top_k: int = 5
-    candidates: int = 50
-    rerank_depth: int = 20
-    min_score: float = 0.22
-    relative_score: float = 0.5
-    weak_score: float = 0.35
-    sufficient_score: float = 0.45
-    context_budget_chars: int = 2000
-    hints: bool = True
-    fusion: FusionProfile = field(default_factory=FusionProfile)
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise UsageError(f"unknown method {self.method!r}; use one of {', '.join(METHODS)}")
 
 
 @dataclass

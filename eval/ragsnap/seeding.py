@@ -158,7 +158,7 @@ def seed(
         "tokenizer": tokenizer.name,
         "chunking": settings.fingerprint(),
     }
-    if not plan.changes and kb.read_meta().get("embedder") == meta["embedder"]:
+    if not plan.changes:  # the compatibility check above ran: nothing to record either
         return plan
     if before_write is not None:
         before_write(plan)
