@@ -67,6 +67,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import add_folder_options, add_sizes_option
+
 DEFAULT_SEED = 20261130
 ZIPF_EXPONENT = 1.07
 PSEUDO_WORDS = 30_000
@@ -436,41 +438,18 @@ def print_report(results: Sequence[SizeResult]) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def parse_sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
-    if not sizes or min(sizes) < 100:
-        raise argparse.ArgumentTypeError("sizes must be at least 100 documents")
-    return sorted(sizes)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options; every help states its default."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--sizes",
-        type=parse_sizes,
-        default=[10_000, 100_000],
-        help="corpus sizes in documents, comma-separated (default: 10000,100000)",
-    )
+    add_sizes_option(parser, "documents", sort=True)
     parser.add_argument(
         "--queries", type=int, default=1000, help="queries per dataset (default: 1000)"
     )
-    parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default: {DEFAULT_SEED})"
-    )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        help="generate the datasets here and keep everything; reuse datasets generated "
+    add_folder_options(
+        parser,
+        DEFAULT_SEED,
+        "generate the datasets here and keep everything; reuse datasets generated "
         "with the same settings (default: a temporary folder)",
-    )
-    parser.add_argument(
-        "--keep",
-        action="store_true",
-        help="keep the temporary folder (default: delete it)",
     )
     return parser.parse_args(argv)
 

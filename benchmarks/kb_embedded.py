@@ -69,20 +69,18 @@ import math
 import platform
 import pstats
 import random
-import resource
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from _common import add_folder_options, add_sizes_option, peak_rss_mb, version, work_folder
 from ragsnap.backends import Filter
 from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.corpus import ChunkSettings, load_seed_docs
@@ -450,25 +448,6 @@ def reset_peak_rss() -> bool:
     except OSError:
         return False
     return True
-
-
-def peak_rss_mb() -> float:
-    """Peak RSS in MB: ``VmHWM`` (resettable) on Linux, else ``ru_maxrss``."""
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
-
-
-def version(package: str) -> str:
-    """An installed distribution's version, without importing it."""
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 @dataclass
@@ -883,25 +862,10 @@ def profile_lookups(kb_path: Path, warmup: list[str], queries: list[str]) -> Non
 # --------------------------------------------------------------------------- driver
 
 
-def parse_sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
-    if not sizes or min(sizes) < 100:
-        raise argparse.ArgumentTypeError("sizes must be at least 100 chunks")
-    return sizes
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options; every help states its default."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--sizes",
-        type=parse_sizes,
-        default=[10_000, 100_000],
-        help="corpus sizes in chunks, comma-separated (default: 10000,100000)",
-    )
+    add_sizes_option(parser, "chunks")
     parser.add_argument("--queries", type=int, default=200, help="timed queries (default: 200)")
     parser.add_argument(
         "--warmup", type=int, default=20, help="untimed warm-up queries per side (default: 20)"
@@ -912,17 +876,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=3,
         help="rounds over the queries per side, sides in rotating order (default: 3)",
     )
-    parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default: {DEFAULT_SEED})"
-    )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        help="build (or reuse) the corpora and knowledge bases here and keep them "
+    add_folder_options(
+        parser,
+        DEFAULT_SEED,
+        "build (or reuse) the corpora and knowledge bases here and keep them "
         "(default: a temporary folder)",
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary folder (default: delete it)"
     )
     parser.add_argument(
         "--profile",
@@ -943,13 +901,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         import bm25s  # noqa: F401
     except ImportError:
         raise SystemExit("bm25s is needed: pip install 'ragsnap[bench]' (or bm25s)") from None
-    if args.workdir is not None:
-        root = args.workdir.resolve()
-        root.mkdir(parents=True, exist_ok=True)
-    else:
-        root = Path(tempfile.mkdtemp(prefix="ragsnap-kb-embedded-"))
     results: list[tuple[SizeResult, dict[str, Any]]] = []
-    try:
+    with work_folder(
+        args.workdir, "ragsnap-kb-embedded-", args.keep, "Corpora and knowledge bases"
+    ) as root:
         for size in args.sizes:
             settings = Settings(GENERATOR_VERSION, size, args.seed)
             result, ctx = run_size(
@@ -990,11 +945,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile or failed:
             _, ctx = target if target is not None else results[-1]
             profile_lookups(ctx["kb_path"], ctx["warmup"], ctx["queries"])
-    finally:
-        if args.workdir is None and not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
-        else:
-            print(f"Corpora and knowledge bases kept in {root}")
     return 0 if passed else 1
 
 

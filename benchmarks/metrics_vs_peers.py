@@ -48,7 +48,6 @@ import json
 import os
 import platform
 import pstats
-import resource
 import shutil
 import statistics
 import subprocess
@@ -58,12 +57,13 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from _common import add_folder_options, peak_rss_mb, version, work_folder
 
 TARGET_RATIO = 0.5
 TOLERANCE = 1e-9
@@ -376,32 +376,6 @@ def measured(side: str) -> Outcome:
     """Run a side after a full garbage collection."""
     gc.collect()
     return SIDES[side](QRELS_FILE, RUN_FILE)
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MB.
-
-    On Linux this is ``VmHWM`` from ``/proc/self/status``: the high-water mark
-    of the process's own address space, which starts afresh at exec.
-    ``getrusage(RUSAGE_SELF).ru_maxrss`` does not: a child started by a large
-    parent inherits the parent's peak through fork + exec, so it is only the
-    fallback (macOS reports bytes, Linux KiB).
-    """
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
-
-
-def version(package: str) -> str:
-    """An installed distribution's version, without importing it."""
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 # --------------------------------------------------------------------------- peak memory
@@ -786,16 +760,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--docs", type=int, default=100, help="results per query (default: 100)")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default: 3)")
-    parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default: {DEFAULT_SEED})"
-    )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        help="generate (or reuse) the files here and keep them (default: a temporary folder)",
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary folder (default: delete it)"
+    add_folder_options(
+        parser,
+        DEFAULT_SEED,
+        "generate (or reuse) the files here and keep them (default: a temporary folder)",
     )
     parser.add_argument(
         "--profile",
@@ -823,22 +791,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         one(args.one)
         return 0
     settings = Settings(GENERATOR_VERSION, args.queries, args.docs, args.seed)
-    if args.workdir is not None:
-        workdir = args.workdir.resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="ragsnap-metrics-vs-peers-"))
-    home = Path.cwd()
-    os.chdir(workdir)
-    try:
+    with work_folder(
+        args.workdir, "ragsnap-metrics-vs-peers-", args.keep, "Files", enter=True
+    ) as workdir:
         facts = prepare(settings)
         passed = benchmark(workdir, args.repeat, args.profile, facts)
-    finally:
-        os.chdir(home)
-        if args.workdir is None and not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"Files kept in {workdir}")
     return 0 if passed else 1
 
 

@@ -68,12 +68,12 @@ import shutil
 import sys
 import tempfile
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _common import add_data_option, cjk_share
 from ragsnap import __version__ as ragsnap_version
 from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.capture import snapshot_case
@@ -89,12 +89,6 @@ from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
 from ragsnap.seeding import index_hashes, seed
 from ragsnap.text import get_tokenizer
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "data"
-    / "goodbuddy-synthetic-bilingual-v1.json"
-)
 RETRIEVED_AT = "2026-11-30T00:00:00Z"  # pinned: fixtures are byte-stable
 GATED_METHOD = "hybrid+rerank"
 #: GoodBuddy's gates (docs/features/knowledge-retrieval-evaluation.md)
@@ -123,15 +117,9 @@ SETTINGS = ("shipped", "floors-0")
 # --------------------------------------------------------------------------- helpers
 
 
-def _cjk_share(text: str) -> float:
-    letters = [ch for ch in text if ch.isalnum()]
-    cjk = sum(1 for ch in letters if unicodedata.name(ch, "").startswith("CJK"))
-    return cjk / max(len(letters), 1)
-
-
 def text_language(text: str) -> str:
     """``zh`` or ``en``, by the share of CJK letters."""
-    return "zh" if _cjk_share(text) > 0.2 else "en"
+    return "zh" if cjk_share(text) > 0.2 else "en"
 
 
 def short_language(tag: str) -> str:
@@ -523,12 +511,7 @@ def print_ceiling(cases: Sequence[GoldenCase], corpus: Corpus) -> None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options; every help states its default."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DATA,
-        help="the GoodBuddy JSON file (default: ../shared/data/ next to the repository)",
-    )
+    add_data_option(parser)
     parser.add_argument(
         "--embedders",
         default=None,

@@ -45,22 +45,19 @@ import cProfile
 import gc
 import io
 import json
-import os
 import platform
 import pstats
 import random
-import resource
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _common import add_folder_options, maxrss_mb, version, work_folder
 from ragsnap.cli import main as ragsnap_main
 
 TARGET_RATIO = 2.0
@@ -1044,8 +1041,8 @@ def perturb(cases: list[dict[str, Any]], seed: int, share: float = 0.02) -> dict
 # --------------------------------------------------------------------------- timing
 
 
-def ragsnap_argv() -> list[str]:
-    """``ragsnap score`` with every report and the baseline diff."""
+def score_argv(json_report: Path, markdown_report: Path) -> list[str]:
+    """``ragsnap score`` of the eval set, writing the two reports."""
     return [
         "score",
         "--cases",
@@ -1053,9 +1050,16 @@ def ragsnap_argv() -> list[str]:
         "--fixtures",
         str(FIXTURES_DIR),
         "--json-report",
-        str(REPORTS_DIR / "current.json"),
+        str(json_report),
         "--markdown-report",
-        str(REPORTS_DIR / "current.md"),
+        str(markdown_report),
+    ]
+
+
+def ragsnap_argv() -> list[str]:
+    """``ragsnap score`` with every report and the baseline diff."""
+    return [
+        *score_argv(REPORTS_DIR / "current.json", REPORTS_DIR / "current.md"),
         "--compare-to",
         str(BASE_JSON),
         "--diff-json-report",
@@ -1115,20 +1119,6 @@ def timed(func: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
-
-
-def version(package: str) -> str:
-    """An installed distribution's version, without importing it."""
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
 # --------------------------------------------------------------------------- driver
 
 
@@ -1153,19 +1143,7 @@ def prepare(settings: Settings) -> None:
     started = time.perf_counter()
     cases = generate(settings.cases, settings.blocks, settings.seed)
     print(f"Generated {len(cases)} cases in {time.perf_counter() - started:.1f} s.")
-    code, out, err = call_ragsnap(
-        [
-            "score",
-            "--cases",
-            str(CASES_FILE),
-            "--fixtures",
-            str(FIXTURES_DIR),
-            "--json-report",
-            str(BASE_JSON),
-            "--markdown-report",
-            str(BASE_MD),
-        ]
-    )
+    code, out, err = call_ragsnap(score_argv(BASE_JSON, BASE_MD))
     if code not in (0, 1):
         raise SystemExit(f"writing the baseline failed (exit {code}):\n{err}")
     print(f"Baseline: {out.splitlines()[0]}")
@@ -1187,7 +1165,7 @@ def benchmark(repeat: int, profile: bool) -> bool:
     # Untimed warm-up of each side: fills the file cache; the first ragsnap call also
     # imports the score command and compiles the schemas.
     first = timed(run_ragsnap)
-    rss_ragsnap = peak_rss_mb()
+    rss_ragsnap = maxrss_mb()
     sides: dict[str, Callable[[], object]] = {
         "peer": lambda: run_peer(paths),
         "kept": lambda: run_peer_kept(paths),
@@ -1244,7 +1222,7 @@ def benchmark(repeat: int, profile: bool) -> bool:
     print(f"First ragsnap call (warm-up, with imports): {first:.3f} s")
     print(
         f"Peak RSS: {rss_ragsnap:.0f} MB after the ragsnap warm-up, "
-        f"{peak_rss_mb():.0f} MB at the end (process-wide maxima)"
+        f"{maxrss_mb():.0f} MB at the end (process-wide maxima)"
     )
     print(
         f"Python {platform.python_version()}, orjson {version('orjson')}, "
@@ -1273,16 +1251,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--blocks", type=int, default=10, help="evidence blocks per fixture (default: 10)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default: 3)")
-    parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default: {DEFAULT_SEED})"
-    )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        help="generate (or reuse) the eval set here and keep it (default: a temporary folder)",
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary folder (default: delete it)"
+    add_folder_options(
+        parser,
+        DEFAULT_SEED,
+        "generate (or reuse) the eval set here and keep it (default: a temporary folder)",
     )
     parser.add_argument(
         "--profile", action="store_true", help="print a cProfile of one more ragsnap run"
@@ -1297,22 +1269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; return 0 when the ratio meets the target, else 1."""
     args = parse_args(argv)
     settings = Settings(GENERATOR_VERSION, args.cases, args.blocks, args.seed)
-    if args.workdir is not None:
-        workdir = args.workdir.resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="ragsnap-score-10k-"))
-    home = Path.cwd()
-    os.chdir(workdir)
-    try:
+    with work_folder(args.workdir, "ragsnap-score-10k-", args.keep, "Eval set", enter=True):
         prepare(settings)
         passed = benchmark(args.repeat, args.profile)
-    finally:
-        os.chdir(home)
-        if args.workdir is None and not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-        else:
-            print(f"Eval set kept in {workdir}")
     return 0 if passed else 1
 
 

@@ -48,7 +48,6 @@ import shutil
 import sys
 import tempfile
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +55,7 @@ from typing import Any
 
 import yaml
 
+from _common import add_data_option, cjk_share
 from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.corpus import ChunkSettings, load_seed_docs
 from ragsnap.embedders import HashingEmbedder
@@ -64,12 +64,6 @@ from ragsnap.pipeline import LookupSettings, Pipeline
 from ragsnap.seeding import seed
 from ragsnap.text import Tokenizer, get_tokenizer
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "data"
-    / "goodbuddy-synthetic-bilingual-v1.json"
-)
 SEGMENTERS = ("bigram", "jieba")
 METHODS = ("lexical", "hybrid+rerank")
 REFERENCE_METHOD = "vector"  # the hashing embedder ignores the segmenter
@@ -99,7 +93,7 @@ class Chunk:
 
     @property
     def language(self) -> str:
-        return "zh" if _cjk_share(self.text) > 0.2 else "en"
+        return "zh" if cjk_share(self.text) > 0.2 else "en"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +103,6 @@ class Query:
     text: str
     no_answer: bool
     grades: dict[str, int]  # file chunk id -> grade
-
-
-def _cjk_share(text: str) -> float:
-    letters = [ch for ch in text if ch.isalnum()]
-    cjk = sum(1 for ch in letters if unicodedata.name(ch, "").startswith("CJK"))
-    return cjk / max(len(letters), 1)
 
 
 def _language(tag: str) -> str:
@@ -410,12 +398,7 @@ def _placed(runs: Runs, scores: Scores, key: tuple[str, str], query: str, chunk_
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options; every help states its default."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=DEFAULT_DATA,
-        help="the GoodBuddy JSON file (default: ../shared/data/ next to the repository)",
-    )
+    add_data_option(parser)
     parser.add_argument(
         "--keep",
         action="store_true",

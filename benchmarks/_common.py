@@ -1,0 +1,162 @@
+"""Helpers shared by the benchmark scripts in this folder.
+
+The scripts run as ``python benchmarks/<name>.py``, which puts this folder on
+``sys.path``, so they import these with ``from _common import ...``. Only what
+two or more scripts do the same way lives here: package versions, peak-RSS
+readers, the ``--seed``/``--workdir``/``--keep``/``--sizes``/``--data``
+options and the work folder those options describe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import unicodedata
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+#: The GoodBuddy bilingual set, in ``../shared/data/`` next to the repository.
+GOODBUDDY_DATA = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "data"
+    / "goodbuddy-synthetic-bilingual-v1.json"
+)
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def version(package: str) -> str:
+    """An installed distribution's version, without importing it."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def maxrss_mb() -> float:
+    """``getrusage(RUSAGE_SELF).ru_maxrss`` in MB (macOS reports bytes, Linux KiB).
+
+    A child started by a large parent inherits the parent's peak through
+    fork + exec, and the value cannot be reset.
+    """
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB.
+
+    On Linux this is ``VmHWM`` from ``/proc/self/status``: the high-water mark
+    of the process's own address space, which starts afresh at exec and can
+    be reset (``clear_refs`` 5). ``maxrss_mb`` (``ru_maxrss``) is only the
+    fallback, as a child inherits its parent's peak there.
+    """
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return maxrss_mb()
+
+
+def cjk_share(text: str) -> float:
+    """Share of the letters and digits in ``text`` that are CJK ideographs."""
+    letters = [ch for ch in text if ch.isalnum()]
+    cjk = sum(1 for ch in letters if unicodedata.name(ch, "").startswith("CJK"))
+    return cjk / max(len(letters), 1)
+
+
+# --------------------------------------------------------------------------- options
+
+
+def parse_sizes(text: str, unit: str) -> list[int]:
+    """``10000,100000`` (``_`` allowed) as a list of sizes of at least 100 ``unit``."""
+    try:
+        sizes = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not sizes or min(sizes) < 100:
+        raise argparse.ArgumentTypeError(f"sizes must be at least 100 {unit}")
+    return sizes
+
+
+def add_sizes_option(parser: argparse.ArgumentParser, unit: str, *, sort: bool = False) -> None:
+    """``--sizes``: corpus sizes in ``unit``, default 10000,100000 (sorted with ``sort``)."""
+
+    def sizes(text: str) -> list[int]:
+        values = parse_sizes(text, unit)
+        return sorted(values) if sort else values
+
+    parser.add_argument(
+        "--sizes",
+        type=sizes,
+        default=[10_000, 100_000],
+        help=f"corpus sizes in {unit}, comma-separated (default: 10000,100000)",
+    )
+
+
+def add_folder_options(parser: argparse.ArgumentParser, seed: int, workdir_help: str) -> None:
+    """``--seed`` (default ``seed``), ``--workdir`` (help ``workdir_help``) and ``--keep``."""
+    parser.add_argument("--seed", type=int, default=seed, help=f"random seed (default: {seed})")
+    parser.add_argument("--workdir", type=Path, help=workdir_help)
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary folder (default: delete it)"
+    )
+
+
+def add_data_option(parser: argparse.ArgumentParser) -> None:
+    """``--data``: the GoodBuddy JSON file, default ``GOODBUDDY_DATA``."""
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=GOODBUDDY_DATA,
+        help="the GoodBuddy JSON file (default: ../shared/data/ next to the repository)",
+    )
+
+
+# --------------------------------------------------------------------------- work folder
+
+
+@contextlib.contextmanager
+def work_folder(
+    workdir: Path | None,
+    prefix: str,
+    keep: bool,
+    what: str,
+    *,
+    enter: bool = False,
+) -> Iterator[Path]:
+    """The folder of ``--workdir`` (resolved, created) or a new temporary one.
+
+    With ``enter`` the block runs with it as the current directory, and the
+    previous one is restored before clean-up. At the end a temporary folder
+    is deleted unless ``keep``; a kept or given one is reported as
+    ``"{what} kept in {folder}"``.
+    """
+    if workdir is not None:
+        folder = workdir.resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix=prefix))
+    home = Path.cwd()
+    try:
+        if enter:
+            os.chdir(folder)
+        try:
+            yield folder
+        finally:
+            if enter:
+                os.chdir(home)
+    finally:
+        if workdir is None and not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            print(f"{what} kept in {folder}")
