@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,3 +275,59 @@ def set_at(path: str, value: Any) -> Any:
             node[key] = value
 
     return change
+
+
+class Served:
+    """``ragsnap serve`` running as a real process on a free loopback port."""
+
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str] | None = None):
+        command = [sys.executable, "-m", "ragsnap", "serve", "--port", "0", *args]
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO / "eval"),
+            "PYTHONIOENCODING": "utf-8",
+            **(env or {}),
+        }
+        self.proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # printed once the socket listens
+        match = re.search(r"http://[^\s]+:\d+", line)
+        if match is None:
+            self.proc.kill()
+            _, err = self.proc.communicate(timeout=30)
+            raise AssertionError(f"ragsnap serve did not start: {line!r} {err}")
+        self.base_url = match.group(0)
+        self.banner = line
+
+    def stop(self) -> tuple[str, str]:
+        """Stop the server (SIGTERM, as a user's Ctrl-C); return its remaining output."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            out, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a hung server
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        return self.banner + out, err
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Served]]:
+    """Start ``ragsnap serve ARGS`` processes (``serve(*args, cwd=...)``); all stopped after."""
+    started: list[Served] = []
+
+    def start(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Served:
+        server = Served(*args, cwd=cwd, env=env)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

@@ -209,6 +209,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_kb(seed)
     seed.add_argument(
+        "--backend",
+        choices=("embedded", "http"),
+        help="embedded: the local knowledge base; http: upload through the service's "
+        "endpoint (default: kb.backend in ragsnap.yaml, else embedded)",
+    )
+    seed.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="http: the service (default: http.baseUrl in ragsnap.yaml, else "
+        "http://127.0.0.1:9900)",
+    )
+    _add_token(seed, "http: send this bearer token")
+    seed.add_argument(
         "--reindex",
         action="store_true",
         help="rebuild every document, also to switch embedder or segmenter (default: only "
@@ -285,7 +298,133 @@ def build_parser() -> argparse.ArgumentParser:
         help="settings file for the chunk counts (default: ragsnap.yaml when it exists)",
     )
     imp.set_defaults(handler="import_")
+
+    snap = sub.add_parser(
+        "snapshot",
+        help="write each golden case's live lookup as fixtures/{caseId}.json, then score",
+        description="Call the backend's lookup for every golden case (or --case ID) and write "
+        "fixtures/{caseId}.json in the fixture contract; fixtures whose retrieval did not "
+        "change are left alone, and what changed is listed per case. Then run `ragsnap "
+        "score` unless --skip-eval. Nothing is written until every lookup has succeeded.",
+    )
+    _add_inputs(snap)
+    snap.add_argument(
+        "--case",
+        action="append",
+        metavar="ID",
+        help="only this case; repeatable (default: every case)",
+    )
+    snap.add_argument(
+        "--backend",
+        choices=("embedded", "http"),
+        help="where lookups run (default: kb.backend in ragsnap.yaml, else embedded)",
+    )
+    _add_kb(snap)
+    snap.add_argument(
+        "--kb-scope",
+        metavar="SCOPE",
+        help="look up every case inside this kb_scope (default: each case's kbScope)",
+    )
+    snap.add_argument(
+        "--retrieved-at",
+        metavar="TIME",
+        help="pin retrievedAt (ISO 8601, e.g. 2026-07-06T00:00:00Z) so reruns are "
+        "byte-identical (default: now, and unchanged fixtures keep theirs)",
+    )
+    snap.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="lookups in flight (default: http.concurrency for http, else 1)",
+    )
+    snap.add_argument(
+        "--method",
+        choices=("lexical", "vector", "hybrid", "hybrid+rerank"),
+        help="embedded: retrieval method (default: lookup.method, else hybrid+rerank)",
+    )
+    snap.add_argument(
+        "--latency",
+        action="store_true",
+        help="embedded: record measured latencies (default: null, so fixtures are stable)",
+    )
+    snap.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="http: the service (default: http.baseUrl in ragsnap.yaml, else "
+        "http://127.0.0.1:9900)",
+    )
+    _add_token(snap, "http: send this bearer token")
+    snap.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when any fixture would change (for CI)",
+    )
+    snap.add_argument("--prune", action="store_true", help="delete fixtures that no case refers to")
+    snap.add_argument(
+        "--skip-eval", action="store_true", help="do not run `ragsnap score` afterwards"
+    )
+    snap.set_defaults(handler="snapshot")
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve the knowledge base over the HTTP contract (lookup, similar, upload)",
+        description="Run the reference HTTP service (FastAPI + uvicorn, extra `serve`) over the "
+        "local knowledge base: POST /api/knowledge/lookup, GET /api/search/similar, "
+        "GET/POST/DELETE /api/documents, GET /api/health; OpenAPI at /openapi.json. "
+        "The http backend and live-check talk to it.",
+    )
+    _add_kb(serve)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=9900,
+        help="port to listen on; 0 picks a free one (default: 9900)",
+    )
+    _add_token(serve, "require this bearer token")
+    serve.add_argument(
+        "--max-body",
+        type=_positive_int,
+        default=8 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest request body accepted (default: 8 MiB)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug"),
+        default="warning",
+        help="uvicorn log level (default: warning)",
+    )
+    serve.add_argument("--access-log", action="store_true", help="log every request (default: off)")
+    serve.set_defaults(handler="serve")
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
+    return value
+
+
+def _add_token(parser: argparse.ArgumentParser, what: str) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help=f"{what}, read from the first line of FILE (default: no token)",
+    )
+    group.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help=f"{what}, read from the environment variable VAR (default: no token)",
+    )
 
 
 def _positive_int(text: str) -> int:

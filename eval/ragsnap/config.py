@@ -14,6 +14,7 @@ error. Strictly validated against ``schemas/config.schema.json``::
         metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
     measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
     kb:                    # the knowledge base of `ragsnap seed` / `ragsnap lookup`
+      backend: embedded    # embedded | http: where seed and snapshot go by default
       path: .ragsnap/kb.sqlite
       seedDocs: seed-docs
       segmenter: bigram    # Chinese segmentation: bigram | jieba (extra `zh`)
@@ -22,6 +23,9 @@ error. Strictly validated against ``schemas/config.schema.json``::
                            # {kind: frozen, path: vectors.json},
                            # {kind: openai, baseUrl: https://..., model: ..., tokenEnv: VAR}
       chunking: {maxChars: 1200, overlapChars: 150, headingLevel: 2}
+    http:                  # the http backend and live-check (see ragsnap.backends.http)
+      baseUrl: http://127.0.0.1:9900
+      tokenEnv: RAG_TOKEN  # or tokenFile: path; endpoint paths and answer fields too
     lookup:                # the lookup pipeline (see ragsnap.pipeline)
       method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
       topK: 5
@@ -43,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .backends.http import HttpMapping, load_mapping
 from .diff import Tolerances
 from .errors import InputError, UsageError
 from .jsonio import parse_yaml, read_bytes
@@ -65,6 +70,7 @@ DEFAULT_SEED_DOCS = Path("seed-docs")
 class KbConfig:
     """Where the knowledge base lives and how it is built."""
 
+    backend: str = "embedded"
     path: Path = DEFAULT_KB
     seed_docs: Path = DEFAULT_SEED_DOCS
     segmenter: str = "bigram"
@@ -81,6 +87,7 @@ class Config:
     measures: tuple[str, ...] = DEFAULT_CASE_MEASURES
     kb: KbConfig = field(default_factory=KbConfig)
     lookup: LookupSettings = field(default_factory=LookupSettings)
+    http: HttpMapping = field(default_factory=HttpMapping)
 
 
 def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
@@ -101,6 +108,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
         return base / data[key] if key in data else default
 
     return KbConfig(
+        backend=data.get("backend", "embedded"),
         path=where("path", DEFAULT_KB),
         seed_docs=where("seedDocs", DEFAULT_SEED_DOCS),
         segmenter=data.get("segmenter", "bigram"),
@@ -168,4 +176,5 @@ def load_config(path: Path | None) -> Config:
         measures=measures,
         kb=_kb_config(data.get("kb", {}), base, path),
         lookup=_lookup_settings(data.get("lookup", {}), path),
+        http=load_mapping(data.get("http"), base, str(path)),
     )

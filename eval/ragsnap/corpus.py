@@ -43,6 +43,7 @@ __all__ = [
     "SeedDocument",
     "chunk_document",
     "load_seed_docs",
+    "markdown_of",
     "open_seed_docs",
     "parse_jsonl_doc",
     "parse_seed_doc",
@@ -291,6 +292,37 @@ class SeedCorpus:
 def open_seed_docs(path: Path) -> SeedCorpus:
     """The seed corpus at ``path`` (a folder of ``*.md`` or a ``.jsonl`` file)."""
     return SeedCorpus(path)
+
+
+def markdown_of(doc: SeedDocument) -> tuple[str, str]:
+    """``doc`` as ``(file name, Markdown text)`` for a service's upload endpoint.
+
+    A Markdown seed document is sent as the file's exact text (so the service
+    indexes the same bytes a local seed does); a JSONL document as its
+    metadata written as frontmatter plus its body.
+    """
+    path = Path(doc.path)
+    if path.suffix == ".md" and path.is_file():
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise InputError(
+                path, f"cannot be read ({exc.strerror})", "check its permissions"
+            ) from None
+        if hashlib.sha256(raw).hexdigest() != doc.content_hash:
+            raise InputError(path, "changed while it was being seeded", "run the seed again")
+        return path.name, raw.decode("utf-8")
+    import yaml
+
+    meta: dict[str, Any] = {"source": doc.source}
+    for key in _STRING_FIELDS:
+        value = getattr(doc, key)
+        if value is not None:
+            meta[key] = value
+    meta.update(doc.metadata)
+    header = yaml.safe_dump(meta, allow_unicode=True, sort_keys=True)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", doc.source) + ".md"
+    return name, f"---\n{header}---\n{doc.body}\n"
 
 
 def load_seed_docs(folder: Path) -> list[SeedDocument]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,13 @@ from urllib.parse import urlsplit
 
 from .errors import BackendError, InputError, UsageError
 
-__all__ = ["HttpClient", "check_url", "read_token"]
+__all__ = ["HttpClient", "check_url", "is_loopback", "read_token"]
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine: ``localhost``, 127.0.0.0/8 or ::1."""
     if host.lower() in _LOOPBACK_NAMES:
         return True
     try:
@@ -45,7 +47,7 @@ def check_url(url: str) -> str:
             "credentials in a URL would be logged; remove them and pass a token file "
             "or environment variable instead"
         )
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise UsageError(
             f"plain http:// is allowed only to loopback hosts, not {parts.hostname}; "
             "use https:// for remote services"
@@ -85,15 +87,11 @@ class HttpClient:
         retries: int = 3,
         backoff: float = 0.2,
     ):
-        import requests
-
         self.base_url = check_url(base_url)
         self._timeout = timeout
         self._retries = retries
         self._backoff = backoff
-        self._session = requests.Session()
-        self._session.trust_env = False  # no proxies or .netrc credentials from the environment
-        self._session.headers["Accept"] = "application/json"
+        self._headers = {"Accept": "application/json"}
         self._token = token
         if token is not None:
             try:
@@ -103,7 +101,24 @@ class HttpClient:
                     "the token holds characters an HTTP header cannot carry (a typographic "
                     "quote or dash?); copy the token again as plain text"
                 ) from None
-            self._session.headers["Authorization"] = f"Bearer {token}"
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._local = threading.local()  # one session per thread: requests sessions are not
+        self._sessions: list[Any] = []  # safe to share between threads
+        self._sessions_lock = threading.Lock()
+
+    @property
+    def _session(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
+
+            session = requests.Session()
+            session.trust_env = False  # no proxies or .netrc credentials from the environment
+            session.headers.update(self._headers)
+            self._local.session = session
+            with self._sessions_lock:
+                self._sessions.append(session)
+        return session
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
@@ -172,4 +187,7 @@ class HttpClient:
         return self.request("POST", path, json=body)
 
     def close(self) -> None:
-        self._session.close()
+        with self._sessions_lock:
+            for session in self._sessions:
+                session.close()
+            self._sessions.clear()

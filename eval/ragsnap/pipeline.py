@@ -63,6 +63,7 @@ __all__ = [
     "FusionProfile",
     "LookupSettings",
     "Pipeline",
+    "score_label",
 ]
 
 RERANKER = "heuristic-v1"
@@ -110,7 +111,8 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
-def _label(score: float) -> str:
+def score_label(score: float) -> str:
+    """The evidence label of a score: high (>= 0.6), medium (>= 0.4) or low."""
     return "high" if score >= 0.6 else "medium" if score >= 0.4 else "low"
 
 
@@ -362,7 +364,7 @@ class Pipeline:
                     "breadcrumb": ch.breadcrumb,
                     "text": ch.text,
                     "score": round(c.score, 6),
-                    "scoreLabel": _label(c.score),
+                    "scoreLabel": score_label(c.score),
                     "metadata": meta,
                 }
             )

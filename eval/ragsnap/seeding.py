@@ -28,11 +28,13 @@ from .text import Tokenizer
 __all__ = [
     "SeedPlan",
     "check_compatible",
+    "delete_document",
     "index_hash",
     "index_hashes",
     "plan_from_hashes",
     "plan_seed",
     "seed",
+    "upsert_document",
 ]
 
 
@@ -178,3 +180,55 @@ def seed(
 
     kb.write(WriteBatch(plan.removed, uploads(), meta, on_upload))
     return plan
+
+
+def upsert_document(
+    kb: KnowledgeBase,
+    doc: SeedDocument,
+    embedder: Embedder,
+    tokenizer: Tokenizer,
+    settings: ChunkSettings,
+    *,
+    where: str = "the knowledge base",
+) -> tuple[str, int]:
+    """Delete-then-upload one document by source, leaving every other document alone.
+
+    Returns ``(status, chunks)``: ``added``, ``updated`` or ``unchanged`` (the
+    stored document was indexed from the same bytes and chunk settings, so
+    nothing is written). This is the service's upload endpoint; ``seed`` is the
+    whole-corpus import.
+    """
+    fingerprint = embedder.fingerprint
+    stored = kb.documents()
+    if stored:
+        check_compatible(
+            kb.read_meta(),
+            fingerprint,
+            tokenizer.name,
+            where,
+            fix="rebuild it with `ragsnap seed --reindex` using the service's embedder",
+        )
+    digest = index_hash(doc, settings)
+    have = stored.get(doc.source)
+    if have is not None and have.index_hash == digest:
+        return "unchanged", have.chunk_count
+    chunks = chunk_document(doc, settings)
+    vectors = embedder.embed_documents([c.text for c in chunks], [c.chunk_id for c in chunks])
+    tokens = [" ".join(tokenizer.tokens(c.text)) for c in chunks]
+    meta = {
+        "embedder": json.dumps(fingerprint.to_json(), sort_keys=True),
+        "tokenizer": tokenizer.name,
+        "chunking": settings.fingerprint(),
+    }
+    upload = Upload(doc, digest, chunks, tokens, vectors, replaces=have is not None)
+    kb.write(WriteBatch((), [upload], meta))
+    return ("added" if have is None else "updated"), len(chunks)
+
+
+def delete_document(kb: KnowledgeBase, source: str) -> int:
+    """Remove ``source`` and its chunks; return how many chunks it had (0: not stored)."""
+    have = kb.documents().get(source)
+    if have is None:
+        return 0
+    kb.write(WriteBatch((source,)))
+    return have.chunk_count

@@ -1,0 +1,85 @@
+"""``ragsnap serve``: the reference HTTP contract over the local knowledge base."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+
+from ..backends.sqlite import SqliteKnowledgeBase
+from ..config import load_config
+from ..errors import MissingDependency, UsageError
+from ..httpclient import is_loopback, read_token
+from ..pipeline import Pipeline
+from ..seeding import check_compatible
+from ._kb import kb_path, open_embedder, open_tokenizer
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port "
+            "(0 picks a free one) or stop what is using it"
+        ) from None
+    sock.listen(128)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from ..service import ServiceState, create_app
+    except ImportError as exc:
+        raise MissingDependency(f"ragsnap serve ({exc.name} is missing)", "serve") from None
+    config = load_config(args.config)
+    token = read_token(args.token_file, args.token_env)
+    if not is_loopback(args.host) and token is None:
+        print(
+            f"serve: warning: listening on {args.host} without a token; anyone who can reach "
+            "it can upload and delete documents (pass --token-file or --token-env)",
+            file=sys.stderr,
+        )
+    embedder = open_embedder(config)
+    tokenizer = open_tokenizer(config)
+    path = kb_path(args, config)
+    kb = SqliteKnowledgeBase(path)
+    try:
+        check_compatible(
+            kb.read_meta(),
+            embedder.fingerprint,
+            tokenizer.name,
+            str(path),
+            fix="configure the embedder and segmenter it was built with, "
+            "or rebuild it with `ragsnap seed --reindex`",
+        )
+        state = ServiceState(
+            kb=kb,
+            pipeline=Pipeline(kb, embedder, tokenizer, config.lookup),
+            embedder=embedder,
+            chunking=config.kb.chunking,
+            where=str(path),
+            token=token,
+        )
+        app = create_app(state, max_body=args.max_body)
+        sock = _bind(args.host, args.port)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"serve: http://{shown}:{port} over {path} ({kb.count()} chunks); "
+            f"OpenAPI at /openapi.json; Ctrl-C stops",
+            flush=True,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level=args.log_level, access_log=args.access_log)
+        )
+        server.run(sockets=[sock])
+    finally:
+        kb.close()
+    return 0

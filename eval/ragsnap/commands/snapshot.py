@@ -1,0 +1,250 @@
+"""``ragsnap snapshot``: every golden case's live lookup written as ``fixtures/{caseId}.json``.
+
+Every lookup runs (and every answer is checked against the fixture contract)
+before the first file is written, so a service that fails half-way leaves the
+fixtures as they were. A fixture whose retrieval did not change (timestamps and
+latencies aside) is left as it is, so a rerun makes no diff; what did change
+is summarised per case for the reviewer. ``--check`` writes nothing and exits
+1 when any fixture would change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..capture import LookupSource, PipelineSource, fixture_changes, snapshot_case
+from ..config import Config, load_config
+from ..errors import BackendError, InputError, OutputError, UsageError
+from ..inputs import load_cases
+from ..jsonio import dump_json, read_bytes, write_json
+from ..models import GoldenCase
+from ..progress import Progress
+from ..schema import validate
+
+#: at most this many changed cases are listed one per line
+LISTED = 40
+
+
+@contextlib.contextmanager
+def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[LookupSource, str]]:
+    """The lookup source ``--backend`` names, and a description for messages."""
+    backend = args.backend or config.kb.backend
+    if backend == "http":
+        from ..backends.http import HttpService
+        from ..httpclient import read_token
+
+        token = read_token(args.token_file, args.token_env)
+        with HttpService(config.http, base_url=args.base_url, token=token) as service:
+            yield service, f"http ({service.base_url})"
+        return
+    if args.base_url is not None:
+        raise UsageError("--base-url is for --backend http; drop it or add --backend http")
+    from ..backends.sqlite import SqliteKnowledgeBase
+    from ..pipeline import Pipeline
+    from ..seeding import check_compatible
+    from ._kb import kb_path, open_embedder, open_tokenizer
+
+    settings = config.lookup
+    if args.method is not None:
+        settings = dataclasses.replace(settings, method=args.method)
+    path = kb_path(args, config)
+    embedder = open_embedder(config)
+    tokenizer = open_tokenizer(config)
+    with SqliteKnowledgeBase(path, create=False) as kb:
+        check_compatible(
+            kb.read_meta(),
+            embedder.fingerprint,
+            tokenizer.name,
+            str(path),
+            fix="configure the embedder and segmenter it was built with, "
+            "or rebuild it with `ragsnap seed --reindex`",
+        )
+        pipeline = Pipeline(kb, embedder, tokenizer, settings)
+        yield PipelineSource(pipeline, record_latency=args.latency), f"embedded ({path})"
+
+
+def _selected(cases: list[GoldenCase], wanted: list[str] | None, path: Path) -> list[GoldenCase]:
+    if not wanted:
+        return cases
+    known = {case.id for case in cases}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise UsageError(
+            f"--case {', '.join(unknown)}: no such case in {path}; use ids from that file"
+        )
+    keep = set(wanted)
+    return [case for case in cases if case.id in keep]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _check_retrieved_at(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--retrieved-at {value!r} is not an ISO 8601 time; pass e.g. 2026-07-06T00:00:00Z"
+        ) from None
+    if "T" not in value or not (value.endswith("Z") or value[-6] in "+-"):
+        raise UsageError(
+            f"--retrieved-at {value!r} needs a date, a time and a zone; "
+            "pass e.g. 2026-07-06T00:00:00Z"
+        )
+    return value
+
+
+def _read_old(path: Path) -> dict[str, Any] | None:
+    """The current fixture at ``path`` (None when absent or unreadable as JSON)."""
+    if not path.is_file():
+        return None
+    try:
+        data = orjson.loads(read_bytes(path, "check the file's permissions"))
+    except orjson.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _orphans(folder: Path, case_ids: set[str]) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.name.endswith(".json") and e.is_file())
+    return [folder / name for name in names if name[: -len(".json")] not in case_ids]
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    retrieved_at = _check_retrieved_at(args.retrieved_at)
+    if args.check and args.prune:
+        raise UsageError("--check writes nothing and --prune deletes files; pick one")
+    case_set = load_cases(args.cases)
+    cases = _selected(list(case_set.cases), args.case, args.cases)
+    folder: Path = args.fixtures
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--fixtures {folder} is a file, not a folder; pass a folder")
+    orphans = _orphans(folder, {case.id for case in case_set.cases})
+    stamp = retrieved_at or _now()
+    started = time.perf_counter()
+
+    with open_source(args, config) as (source, described):
+        concurrency = args.concurrency or (
+            config.http.concurrency if described.startswith("http") else 1
+        )
+        generator = source.generator()
+        progress = Progress(len(cases), "snapshot", "cases")
+
+        def one(case: GoldenCase) -> dict[str, Any]:
+            fixture = snapshot_case(
+                source, case, retrieved_at=stamp, kb_scope=args.kb_scope, generator=generator
+            )
+            where = folder / f"{case.id}.json"
+            try:
+                validate(fixture, "fixture", where, "fixture")
+            except InputError as exc:
+                raise BackendError(
+                    f"case {case.id}: the {described} answer does not fit the fixture contract "
+                    f"({exc.problem} at {exc.pointer or 'the top'}); fix the service or its "
+                    "mapping (the http section of ragsnap.yaml)"
+                ) from None
+            progress.advance()
+            # what the file will hold: floats rounded as the writer rounds them
+            data: dict[str, Any] = orjson.loads(dump_json(fixture))
+            return data
+
+        try:
+            if concurrency > 1 and len(cases) > 1:
+                with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                    fixtures = list(pool.map(one, cases))
+            else:
+                fixtures = [one(case) for case in cases]
+        finally:
+            progress.close()
+    elapsed = time.perf_counter() - started
+
+    changed: list[tuple[str, list[str]]] = []
+    writes: list[tuple[Path, dict[str, Any]]] = []
+    for case, fixture in zip(cases, fixtures, strict=False):
+        path = folder / f"{case.id}.json"
+        old = _read_old(path)
+        reasons = fixture_changes(old, fixture)
+        if reasons:
+            changed.append((case.id, reasons))
+            writes.append((path, fixture))
+        elif retrieved_at is not None and old != fixture:
+            writes.append((path, fixture))  # same retrieval, newly pinned timestamp
+
+    if not args.check:
+        if writes:
+            folder.mkdir(parents=True, exist_ok=True)
+        for path, fixture in writes:
+            write_json(path, fixture)
+        for path in orphans if args.prune else []:
+            try:
+                path.unlink()
+            except OSError as exc:
+                raise OutputError(
+                    f"{path}: cannot delete ({exc.strerror}); remove it by hand"
+                ) from None
+    verb = "would change" if args.check else "changed"
+    new = sum(1 for _, reasons in changed if reasons == ["new fixture"])
+    print(
+        f"snapshot: {len(cases)} case(s) from {described} in {elapsed:.1f} s: "
+        f"{len(changed) - new} {verb}, {new} new, {len(cases) - len(changed)} unchanged"
+    )
+    for case_id, reasons in changed[:LISTED]:
+        print(f"  {case_id}: {'; '.join(reasons)}")
+    if len(changed) > LISTED:
+        print(f"  ... and {len(changed) - LISTED} more")
+    if orphans:
+        action = "deleted" if args.prune else "no case; --prune deletes them"
+        print(f"orphaned fixtures ({action}): " + ", ".join(p.name for p in orphans))
+
+    if args.check:
+        if changed:
+            print("snapshot --check: fixtures are out of date; run `ragsnap snapshot` and commit")
+            return 1
+        print("snapshot --check: fixtures are up to date")
+        return 0
+
+    print(f"wrote {len(writes)} fixture(s) to {folder}")
+    sys.stdout.flush()
+    if args.skip_eval:
+        return 0
+    return _score(args)
+
+
+def _score(args: argparse.Namespace) -> int:
+    """Run ``ragsnap score`` on the fixtures, as the seed's generator runs the scorer."""
+    from ..cli import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT
+    from . import score
+
+    print("score:", flush=True)
+    score_args = argparse.Namespace(
+        cases=args.cases,
+        fixtures=args.fixtures,
+        json_report=DEFAULT_JSON_REPORT,
+        markdown_report=DEFAULT_MARKDOWN_REPORT,
+        compare_to=None,
+        diff_json_report=None,
+        diff_markdown_report=None,
+        config=args.config,
+        max_listed=20,
+    )
+    code: int = score.run(score_args)
+    return code
