@@ -56,6 +56,8 @@ class Aggregate:
     fixture_missing: int
     no_answer_scored: int
     no_answer_false_positives: int
+    #: failing cases whose golden case says ``knownFailure`` (they do not fail a run)
+    known_failures: int = 0
     #: per metric name: (sum over the cases that have it, how many cases)
     metric_sums: tuple[tuple[str, float, int], ...] = ()
 
@@ -85,6 +87,7 @@ class Aggregate:
             "cases": self.cases,
             "passed": self.passed,
             "failed": self.failed,
+            "knownFailures": self.known_failures,
             "passRate": self.pass_rate,
             "answerable": self.answerable,
             "noAnswer": self.no_answer,
@@ -111,7 +114,7 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
     """Count ``results`` into one ``Aggregate``."""
     levels: Counter[str] = Counter()
     sums: dict[str, list[float]] = {}
-    cases = passed = no_answer = missing = na_scored = na_fp = 0
+    cases = passed = no_answer = missing = na_scored = na_fp = known = 0
     for result in results:
         for name, value in (result.metrics or {}).items():
             slot = sums.setdefault(name, [0.0, 0])
@@ -120,6 +123,7 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
                 slot[1] += 1
         cases += 1
         passed += result.passed
+        known += not result.passed and result.case.known_failure is not None
         missing += not result.fixture_present
         if result.case.no_answer:
             no_answer += 1
@@ -138,6 +142,7 @@ def aggregate(results: Iterable[CaseResult]) -> Aggregate:
         weak=levels["weak"],
         miss=levels["miss"],
         fixture_missing=missing,
+        known_failures=known,
         no_answer_scored=na_scored,
         no_answer_false_positives=na_fp,
         metric_sums=tuple((name, total, int(count)) for name, (total, count) in sums.items()),

@@ -213,7 +213,7 @@ def _show(value: Any) -> str:
 
 
 def _other_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
-    """``N other values changed (scores, text ...)`` from a deepdiff of the lookupResults."""
+    """``N other values changed (rerank trace 40, ...)`` from a deepdiff of the lookupResults."""
     from deepdiff import DeepDiff
 
     diff = DeepDiff(
@@ -233,15 +233,19 @@ def _other_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None
             kinds[_kind(path)] = kinds.get(_kind(path), 0) + 1
     if total == 0:
         return None
-    named = ", ".join(sorted(kinds, key=lambda k: (-kinds[k], k))[:4])
+    named = ", ".join(f"{k} {kinds[k]}" for k in sorted(kinds, key=lambda k: (-kinds[k], k)))
     return f"{total} other value{'s' if total != 1 else ''} changed ({named})"
 
 
+_SECTIONS = {
+    "evidenceBlocks": "evidence blocks",
+    "contextPack": "context pack",
+    "retrievalTrace": "retrieval trace",
+    "rerankTrace": "rerank trace",
+}
+
+
 def _kind(path: list[Any]) -> str:
-    """A readable name for a deepdiff path: the last field name in it."""
-    names = [p for p in path if isinstance(p, str)]
-    if not names:
-        return "list items"
-    if names[0] == "evidenceBlocks" and len(names) == 1:
-        return "evidence blocks"
-    return names[-1]
+    """Which part of the lookupResult a deepdiff path is in."""
+    first = path[0] if path else None
+    return _SECTIONS.get(first, str(first)) if isinstance(first, str) else "lookupResult"

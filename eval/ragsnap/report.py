@@ -44,6 +44,7 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
         "noAnswer": case.no_answer,
         "fixture": "present" if result.fixture_present else "missing",
         "passed": result.passed,
+        "knownFailure": case.known_failure,
         "reasons": list(result.reasons),
         "hitLevel": result.hit_level,
         "minHitLevel": None if case.no_answer else case.min_hit_level,
@@ -176,7 +177,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             ),
         ]
     lines += _metrics_section(report)
-    failing = [c for c in report["cases"] if not c["passed"]]
+    failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
     lines += ["", f"## Failing cases ({len(failing)})", ""]
     if failing:
         lines.append(
@@ -187,6 +188,32 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         )
     else:
         lines.append("None.")
+    known = [c for c in report["cases"] if not c["passed"] and c.get("knownFailure")]
+    if known:
+        lines += [
+            "",
+            f"## Known failures ({len(known)})",
+            "",
+            "These cases fail as their `knownFailure` says; they do not fail the run.",
+            "",
+            markdown_table(
+                ("case", "hit level", "reasons", "known failure"),
+                [
+                    [c["id"], c["hitLevel"], "; ".join(c["reasons"]), c["knownFailure"]]
+                    for c in known
+                ],
+            ),
+        ]
+    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
+    if fixed:
+        lines += [
+            "",
+            f"## Known failures that now pass ({len(fixed)})",
+            "",
+            "Remove `knownFailure` from these cases so a new failure counts again:",
+            "",
+            *[f"- `{case_id}`" for case_id in fixed],
+        ]
     lines += [
         "",
         "## All cases",
@@ -217,7 +244,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                     c["fallbackReasons"],
                     c["evidenceStatus"],
                     c["rerankTopSource"],
-                    c["passed"],
+                    "known failure" if not c["passed"] and c.get("knownFailure") else c["passed"],
                 ]
                 for c in report["cases"]
             ],

@@ -24,8 +24,11 @@ def _listed(items: Sequence[str], limit: int, where: str) -> list[str]:
 def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]:
     """Summary and failing cases of a score report."""
     s = report["summary"]
+    known = s.get("knownFailures", 0)
     lines = [
-        f"{s['cases']} cases: {s['passed']} passed, {s['failed']} failed "
+        f"{s['cases']} cases: {s['passed']} passed, {s['failed']} failed"
+        + (f" ({known} known)" if known else "")
+        + " "
         f"(pass rate {percent(s['passRate'])}); Recall@K {percent(s['recallAtK'])}, "
         f"strong {percent(s['strongHitRate'])}, {s['missCount']} miss(es), "
         f"{s['noAnswerFalsePositives']} no-answer false positive(s)"
@@ -37,11 +40,21 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
             f"Graded ({judged} judged case(s)): "
             + ", ".join(f"{name} {v['mean']:.3f}" for name, v in graded.items())
         )
-    failing = [c for c in report["cases"] if not c["passed"]]
+    failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
     if failing:
         lines.append("Failed cases:")
         lines += _listed(
             [f"{c['id']}: {'; '.join(c['reasons'])}" for c in failing], limit, str(where)
+        )
+    if known:
+        lines.append(
+            f"Known failures: {known} case(s) fail as their knownFailure says; see {where}"
+        )
+    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
+    if fixed:
+        lines.append(
+            f"Known failures that now pass (remove their knownFailure): {', '.join(fixed[:limit])}"
+            + (" ..." if len(fixed) > limit else "")
         )
     orphans = report["orphanedFixtures"]
     if orphans:

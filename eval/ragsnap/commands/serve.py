@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import socket
 import sys
+from types import FrameType
 
 from ..backends.sqlite import SqliteKnowledgeBase
 from ..config import load_config
@@ -29,6 +32,10 @@ def _bind(host: str, port: int) -> socket.socket:
         ) from None
     sock.listen(128)
     return sock
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
         server = uvicorn.Server(
             uvicorn.Config(app, log_level=args.log_level, access_log=args.access_log)
         )
-        server.run(sockets=[sock])
+        # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal:
+        # both end here as a clean stop, exit code 0
+        signal.signal(signal.SIGTERM, _interrupt)
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+        print("serve: stopped", flush=True)
     finally:
         kb.close()
     return 0
