@@ -145,7 +145,7 @@ class HttpClient:
                     "service is running and the URL is right"
                 ) from None
             if 300 <= response.status_code < 400:
-                target = response.headers.get("Location", "?").split("?", 1)[0]
+                target = self._redact(response.headers.get("Location", "?").split("?", 1)[0])
                 raise BackendError(
                     f"{method} {shown}: answered with a redirect ({response.status_code}) to "
                     f"{target}; redirects are never followed (a token must not travel "

@@ -102,21 +102,29 @@ class _BodyLimit:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 await self._too_large(send)
                 return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        # read the body here, up to the limit: an exception raised from inside the app's
+        # receive() would be turned into FastAPI's 400 "error parsing the body"
+        body = bytearray()
+        more = True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._too_large(send)
+                return
+            more = message.get("more_body", False)
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._too_large(send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, send: Send) -> None:
         response = JSONResponse(
@@ -124,10 +132,6 @@ class _BodyLimit:
             status_code=413,
         )
         await response({"type": "http"}, _no_receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 async def _no_receive() -> Message:  # pragma: no cover - a JSONResponse never reads

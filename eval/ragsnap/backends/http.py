@@ -41,6 +41,7 @@ visibly rather than silently.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,7 +272,7 @@ class HttpService:
         for name in _TRACES:
             dotted = m.traces.get(name)
             if dotted is None:
-                out[name] = dict(_EMPTY_TRACES[name])
+                out[name] = copy.deepcopy(_EMPTY_TRACES[name])
             else:
                 out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", m.lookup_result)
         return out
