@@ -28,6 +28,8 @@ DEFAULT_JSON_REPORT = Path("reports/current.json")
 DEFAULT_MARKDOWN_REPORT = Path("reports/current.md")
 DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
 DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
+DEFAULT_LIVE_JSON = Path("reports/live-post-reindex.json")
+DEFAULT_LIVE_MARKDOWN = Path("reports/live-post-reindex.md")
 
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
@@ -364,6 +366,77 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip-eval", action="store_true", help="do not run `ragsnap score` afterwards"
     )
     snap.set_defaults(handler="snapshot")
+
+    live = sub.add_parser(
+        "live-check",
+        help="smoke-check a running service's similarity search after a reindex",
+        description="Send every golden case's query (or --case ID) to the service's "
+        "similarity search (GET /api/search/similar, mapped by the http section of "
+        "ragsnap.yaml) and check that an expected source is in the top K. Writes JSON and "
+        "Markdown reports with each case's top results, breadcrumbs, score labels and raw "
+        "response fields (no result texts, never the token). Exits 1 when a case fails (a "
+        "case's knownFailure is reported, not failing) or every case returned no results "
+        "(an empty index), 2 when the service cannot be reached. Not a replacement for the "
+        "offline `ragsnap score` baseline.",
+    )
+    live.add_argument(
+        "--cases",
+        type=Path,
+        default=DEFAULT_CASES,
+        metavar="FILE",
+        help=f"golden cases file (default: {DEFAULT_CASES})",
+    )
+    live.add_argument(
+        "--case",
+        action="append",
+        metavar="ID",
+        help="only this case; repeatable (default: every case)",
+    )
+    live.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the service (default: http.baseUrl in ragsnap.yaml, else http://127.0.0.1:9900)",
+    )
+    _add_token(live, "send this bearer token")
+    live.add_argument(
+        "--kb-scope",
+        metavar="SCOPE",
+        help="search every case inside this kb_scope (default: each case's kbScope)",
+    )
+    live.add_argument(
+        "--top-k",
+        type=_positive_int,
+        metavar="N",
+        help="results asked for and checked per case (default: each case's topK)",
+    )
+    live.add_argument(
+        "--json-report",
+        type=Path,
+        default=DEFAULT_LIVE_JSON,
+        metavar="FILE",
+        help=f"where to write the JSON report (default: {DEFAULT_LIVE_JSON})",
+    )
+    live.add_argument(
+        "--markdown-report",
+        type=Path,
+        default=DEFAULT_LIVE_MARKDOWN,
+        metavar="FILE",
+        help=f"where to write the Markdown report (default: {DEFAULT_LIVE_MARKDOWN})",
+    )
+    live.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file with the http section (default: ragsnap.yaml when it exists, "
+        "else built-in defaults)",
+    )
+    live.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="requests in flight (default: http.concurrency, else 4)",
+    )
+    live.set_defaults(handler="live_check")
 
     serve = sub.add_parser(
         "serve",

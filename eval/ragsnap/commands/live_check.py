@@ -1,0 +1,161 @@
+"""``ragsnap live-check``: a smoke check of a running service after a reindex.
+
+Every golden case's query goes to the service's similarity search
+(``GET /api/search/similar`` by default, mapped by the ``http`` section of
+ragsnap.yaml); a case passes when an expected source is in its top K (see
+``ragsnap.livecheck``). The first request runs alone, so an unreachable
+service fails after one request's retries rather than one per case; the
+rest run ``--concurrency`` at a time. Both reports are written only after
+every request succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..backends.http import DEFAULT_BASE_URL, HttpService
+from ..config import Config, load_config
+from ..errors import BackendError, UsageError
+from ..httpclient import read_token
+from ..inputs import load_cases
+from ..jsonio import check_distinct, write_outputs
+from ..livecheck import (
+    LiveAnswer,
+    build_live_report,
+    is_known_failure,
+    public_url,
+    raw_fields,
+    render_live_markdown,
+)
+from ..models import GoldenCase
+from ..progress import Progress
+
+#: at most this many failed cases are listed on the terminal, one per line
+LISTED = 20
+
+
+def _selected(cases: list[GoldenCase], wanted: list[str] | None, path: Path) -> list[GoldenCase]:
+    if not wanted:
+        return cases
+    known = {case.id for case in cases}
+    unknown = [w for w in dict.fromkeys(wanted) if w not in known]
+    if unknown:
+        raise UsageError(
+            f"--case {', '.join(unknown)}: no such case in {path}; use ids from that file"
+        )
+    keep = set(wanted)
+    return [case for case in cases if case.id in keep]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _origin(args: argparse.Namespace, config: Config) -> str:
+    """Where the base URL came from, for messages."""
+    if args.base_url is not None:
+        return "--base-url"
+    if config.http.base_url != DEFAULT_BASE_URL:
+        return f"http.baseUrl in {config.http.source}"
+    return "the default base URL"
+
+
+def _unreachable(exc: BackendError) -> bool:
+    """Whether ``exc`` is the client giving up on a connection (refused, timed out ...).
+
+    ``HttpClient`` raises it ``from None`` inside its ``except RequestException``,
+    so the transport error is still the context.
+    """
+    import requests
+
+    return isinstance(exc.__context__, requests.RequestException)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    case_set = load_cases(args.cases)
+    cases = _selected(list(case_set.cases), args.case, args.cases)
+    json_path: Path = args.json_report
+    markdown_path: Path = args.markdown_report
+    check_distinct([json_path, markdown_path], keep=args.cases)
+    token = read_token(args.token_file, args.token_env)
+    checked_at = _now()
+    started = time.perf_counter()
+
+    with HttpService(config.http, base_url=args.base_url, token=token) as service:
+        url = public_url(service.base_url)
+        endpoint = f"GET {service.mapping.similar_path}"
+        concurrency = args.concurrency or config.http.concurrency
+        progress = Progress(len(cases), "live-check", "cases")
+
+        def ask(case: GoldenCase) -> LiveAnswer:
+            kb_scope = args.kb_scope if args.kb_scope is not None else case.kb_scope
+            top_k = args.top_k or case.top_k
+            try:
+                raw, items = service.similar(case.query, top_k=top_k, kb_scope=kb_scope)
+            except BackendError as exc:
+                if _unreachable(exc):
+                    raise BackendError(
+                        f"the service at {url} (from {_origin(args, config)}) did not answer "
+                        f"{endpoint} ({type(exc.__context__).__name__}, after "
+                        f"{service.mapping.retries} retries); start the service, or pass "
+                        "--base-url with the URL it listens on"
+                    ) from None
+                raise BackendError(f"case {case.id}: {exc}") from None
+            fields = raw_fields(raw, service.mapping.similar_results)
+            return LiveAnswer(kb_scope, top_k, tuple(items), fields)
+
+        answers: list[LiveAnswer] = []
+        try:
+            # the first request alone: an unreachable service fails once, not once per case
+            for case in cases[:1]:
+                answers.append(ask(case))
+                progress.advance()
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                try:
+                    for answer in pool.map(ask, cases[1:]):
+                        answers.append(answer)
+                        progress.advance()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)  # no requests after a failure
+                    raise
+        finally:
+            progress.close()
+    elapsed = time.perf_counter() - started
+
+    report = build_live_report(
+        cases,
+        answers,
+        base_url=url,
+        endpoint=endpoint,
+        cases_file=str(args.cases),
+        cases_sha256=case_set.sha256,
+        checked_at=checked_at,
+        overrides={"kbScope": args.kb_scope, "topK": args.top_k},
+    )
+    write_outputs({json_path: report, markdown_path: render_live_markdown(report)})
+
+    s = report["summary"]
+    print(
+        f"live-check: {s['cases']} case(s) against {url} in {elapsed:.1f} s: "
+        f"{s['passed']} passed, {s['failed']} failed ({s['knownFailures']} known), "
+        f"{s['skipped']} skipped; {s['empty']} returned no results"
+    )
+    failed = [c for c in report["cases"] if c["status"] == "fail"]
+    failed.sort(key=is_known_failure)  # new failures first
+    for c in failed[:LISTED]:
+        label = "known failure" if is_known_failure(c) else "FAIL"
+        print(f"  {label} {c['caseId']}: {c['reason']}")
+    if len(failed) > LISTED:
+        print(f"  ... and {len(failed) - LISTED} more")
+    if s["allEmpty"]:
+        print(
+            f"live-check: every case returned no results: the index behind {url} looks "
+            "empty; reindex the knowledge base (or check the cases' kbScope, --kb-scope)"
+        )
+    print(f"wrote {json_path} and {markdown_path}")
+    return 1 if s["verdict"] == "fail" else 0
