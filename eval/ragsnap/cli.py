@@ -212,9 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_kb(seed)
     seed.add_argument(
         "--backend",
-        choices=("embedded", "http"),
-        help="embedded: the local knowledge base; http: upload through the service's "
-        "endpoint (default: kb.backend in ragsnap.yaml, else embedded)",
+        choices=("embedded", "milvus", "http"),
+        help="embedded: the SQLite knowledge base; milvus: kb.milvus.uri (extra `milvus`); "
+        "http: upload through the service's endpoint (default: kb.backend in ragsnap.yaml, "
+        "else embedded)",
     )
     seed.add_argument(
         "--base-url",
@@ -239,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lookup.add_argument("query", help="the query text")
     _add_kb(lookup)
+    _add_store_backend(lookup)
     lookup.add_argument(
         "--kb-scope",
         metavar="SCOPE",
@@ -318,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snap.add_argument(
         "--backend",
-        choices=("embedded", "http"),
+        choices=("embedded", "milvus", "http"),
         help="where lookups run (default: kb.backend in ragsnap.yaml, else embedded)",
     )
     _add_kb(snap)
@@ -447,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
         "The http backend and live-check talk to it.",
     )
     _add_kb(serve)
+    _add_store_backend(serve)
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
     )
@@ -483,6 +486,15 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
     return value
+
+
+def _add_store_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=("embedded", "milvus"),
+        help="embedded: the SQLite file (--kb); milvus: kb.milvus.uri (extra `milvus`) "
+        "(default: kb.backend in ragsnap.yaml, else embedded)",
+    )
 
 
 def _add_token(parser: argparse.ArgumentParser, what: str) -> None:

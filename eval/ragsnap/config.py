@@ -14,8 +14,13 @@ error. Strictly validated against ``schemas/config.schema.json``::
         metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
     measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
     kb:                    # the knowledge base of `ragsnap seed` / `ragsnap lookup`
-      backend: embedded    # embedded | http: where seed and snapshot go by default
+      backend: embedded    # embedded | milvus | http: where seed, snapshot, serve go
       path: .ragsnap/kb.sqlite
+      milvus:              # the milvus backend (extra `milvus`)
+        uri: .ragsnap/milvus.db  # a Milvus Lite file, or http(s)://host:19530
+        tokenEnv: MILVUS_TOKEN   # or tokenFile: path (servers only)
+        collection: ragsnap      # the prefix of its three collections
+        analyzer: auto     # standard | jieba | auto (jieba when the corpus has Chinese)
       seedDocs: seed-docs
       segmenter: bigram    # Chinese segmentation: bigram | jieba (extra `zh`)
       embedder: {kind: hashing, dimension: 256}
@@ -55,7 +60,7 @@ from .metrics import parse_measures
 from .schema import validate
 from .settings import ChunkSettings, LookupSettings
 
-__all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "load_config"]
+__all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "MilvusConfig", "load_config"]
 
 DEFAULT_CONFIG = Path("ragsnap.yaml")
 #: Graded measures the score report computes for judged cases.
@@ -63,6 +68,34 @@ DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map", "c
 
 
 DEFAULT_KB = Path(".ragsnap/kb.sqlite")
+DEFAULT_MILVUS_URI = ".ragsnap/milvus.db"
+
+
+@dataclass(frozen=True, slots=True)
+class MilvusConfig:
+    """Where the milvus backend's collections live."""
+
+    uri: str = DEFAULT_MILVUS_URI
+    token_file: Path | None = None
+    token_env: str | None = None
+    collection: str = "ragsnap"
+    analyzer: str = "auto"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], base: Path) -> MilvusConfig:
+        uri = data.get("uri", DEFAULT_MILVUS_URI)
+        if "uri" in data and "://" not in uri:  # a Milvus Lite file: relative to the config
+            uri = str(base / uri)
+        token_file = data.get("tokenFile")
+        return cls(
+            uri=uri,
+            token_file=None if token_file is None else base / token_file,
+            token_env=data.get("tokenEnv"),
+            collection=data.get("collection", "ragsnap"),
+            analyzer=data.get("analyzer", "auto"),
+        )
+
+
 DEFAULT_SEED_DOCS = Path("seed-docs")
 
 
@@ -76,6 +109,7 @@ class KbConfig:
     segmenter: str = "bigram"
     embedder: dict[str, Any] = field(default_factory=lambda: {"kind": "hashing"})
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
+    milvus: MilvusConfig = field(default_factory=MilvusConfig)
     base: Path | None = None  # folder of the config file, for the embedder's paths
 
 
@@ -118,6 +152,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
             overlap_chars=overlap,
             heading_level=int(chunking.get("headingLevel", defaults.heading_level)),
         ),
+        milvus=MilvusConfig.from_json(data.get("milvus", {}), base),
         base=base,
     )
 

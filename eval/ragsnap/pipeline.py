@@ -169,7 +169,7 @@ class Pipeline:
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         if method != "vector":
-            lexical = self.kb.lexical_search(query.tokens, flt, s.candidates)
+            lexical = self.kb.lexical_search(query.tokens, flt, s.candidates, text=query.text)
         if method != "lexical" and query.vector is not None:
             vector = self.kb.vector_search(query.vector, flt, s.candidates)
         rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))

@@ -29,12 +29,20 @@ __all__ = [
     "STOP_WORDS",
     "Tokenizer",
     "get_tokenizer",
+    "has_cjk",
     "is_identifier",
     "normalize",
 ]
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _RUNS = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+_ANY_CJK = re.compile(rf"[{_CJK}]")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds Chinese, Japanese or Korean characters."""
+    return _ANY_CJK.search(text) is not None
+
 
 #: English function words that carry no retrieval signal (a short, fixed list:
 #: changing it changes every index, so it is versioned with the tokeniser).

@@ -8,6 +8,10 @@ then uploads) as one unit: either all of it is visible afterwards or none.
 =============  =========================================================
 ``embedded``   ``ragsnap.backends.sqlite``: one SQLite file, FTS5 BM25,
                float32 vectors with exact cosine in numpy (the default)
+``milvus``     ``ragsnap.backends.milvus``: Milvus Lite or a Milvus
+               server through pymilvus (extra ``milvus``)
+``http``       ``ragsnap.backends.http``: a retrieval service; it answers
+               whole lookups, so it is not a ``KnowledgeBase``
 =============  =========================================================
 
 The lookup pipeline (``ragsnap.pipeline``) runs on top of any store.
@@ -164,10 +168,11 @@ class KnowledgeBase(Protocol):
         ...
 
     def lexical_search(
-        self, tokens: Sequence[str], flt: Filter, limit: int
+        self, tokens: Sequence[str], flt: Filter, limit: int, text: str | None = None
     ) -> list[tuple[int, float]]:
         """Best ``limit`` chunks by BM25 for OR-ed ``tokens``: ``(row, score)``,
-        higher is better, ties by chunk id."""
+        higher is better, ties by chunk id. ``text`` is the query as typed, for
+        stores that analyse text themselves (Milvus); others use ``tokens``."""
         ...
 
     def vector_search(

@@ -409,8 +409,9 @@ class SqliteKnowledgeBase:
         return index.bm25
 
     def lexical_search(
-        self, tokens: Sequence[str], flt: Filter, limit: int
+        self, tokens: Sequence[str], flt: Filter, limit: int, text: str | None = None
     ) -> list[tuple[int, float]]:
+        del text  # FTS5 searches ragsnap's own tokens
         with self._lock:
             index = self._index()
             if limit <= 0 or len(index.rows) == 0:

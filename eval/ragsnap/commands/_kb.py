@@ -4,18 +4,78 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..embedders import Embedder, make_embedder
+from ..errors import UsageError
 from ..text import Tokenizer, get_tokenizer
 
-__all__ = ["kb_path", "open_embedder", "open_tokenizer"]
+if TYPE_CHECKING:
+    from ..backends import KnowledgeBase
+
+__all__ = ["backend_of", "kb_path", "open_embedder", "open_store", "open_tokenizer", "store_name"]
+
+STORES = ("embedded", "milvus")
+
+
+def backend_of(args: argparse.Namespace, config: Config) -> str:
+    """``--backend`` when given, else ``kb.backend`` of the configuration."""
+    given: str | None = getattr(args, "backend", None)
+    return given if given is not None else config.kb.backend
 
 
 def kb_path(args: argparse.Namespace, config: Config) -> Path:
     """``--kb`` when given, else the configured path."""
     given: Path | None = getattr(args, "kb", None)
     return given if given is not None else config.kb.path
+
+
+def store_name(backend: str, args: argparse.Namespace, config: Config) -> str:
+    """Where the store of ``backend`` lives, for messages: a file or a URI."""
+    if backend == "milvus":
+        return config.kb.milvus.uri
+    return str(kb_path(args, config))
+
+
+def open_store(
+    backend: str,
+    args: argparse.Namespace,
+    config: Config,
+    *,
+    create: bool,
+    analyzer: str = "standard",
+) -> KnowledgeBase:
+    """The knowledge base of ``backend`` (``embedded`` or ``milvus``).
+
+    ``analyzer`` is the Milvus text analyzer for a collection created now; an
+    existing one keeps the analyzer it was built with.
+    """
+    if backend == "embedded":
+        from ..backends.sqlite import SqliteKnowledgeBase
+
+        return SqliteKnowledgeBase(kb_path(args, config), create=create)
+    if backend == "milvus":
+        if getattr(args, "kb", None) is not None:
+            raise UsageError(
+                "--kb names an embedded SQLite file; the milvus backend uses kb.milvus.uri "
+                "in ragsnap.yaml: drop --kb"
+            )
+        from ..backends.milvus import MilvusKnowledgeBase
+        from ..httpclient import read_token
+
+        milvus = config.kb.milvus
+        token = read_token(milvus.token_file, milvus.token_env)
+        return MilvusKnowledgeBase(
+            milvus.uri,
+            token=token,
+            collection=milvus.collection,
+            analyzer=analyzer,
+            create=create,
+        )
+    raise UsageError(
+        f"the {backend} backend has no local knowledge base here; use --backend embedded or milvus"
+    )
 
 
 def open_embedder(config: Config) -> Embedder:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
 
-from ..backends.sqlite import SqliteKnowledgeBase
 from ..config import load_config
 from ..pipeline import Pipeline
 from ..seeding import check_compatible
-from ._kb import kb_path, open_embedder, open_tokenizer
+from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,10 +19,11 @@ def run(args: argparse.Namespace) -> int:
     settings = config.lookup
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)
-    path = kb_path(args, config)
+    backend = backend_of(args, config)
+    path = store_name(backend, args, config)
     embedder = open_embedder(config)
     tokenizer = open_tokenizer(config)
-    with SqliteKnowledgeBase(path, create=False) as kb:
+    with contextlib.closing(open_store(backend, args, config, create=False)) as kb:
         check_compatible(
             kb.read_meta(),
             embedder.fingerprint,

@@ -6,13 +6,14 @@ import argparse
 import sys
 import time
 
-from ..backends.sqlite import SqliteKnowledgeBase
+from ..backends import KnowledgeBase
 from ..config import Config, load_config
 from ..corpus import SeedCorpus, markdown_of, open_seed_docs
 from ..errors import UsageError
 from ..progress import Progress
-from ..seeding import SeedPlan, index_hashes, seed
-from ._kb import kb_path, open_embedder, open_tokenizer
+from ..seeding import SeedPlan, index_hash, seed
+from ..text import has_cjk
+from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,21 +21,33 @@ def run(args: argparse.Namespace) -> int:
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
     started = time.perf_counter()
     docs = open_seed_docs(folder)
-    hashes = index_hashes(docs, config.kb.chunking)  # every document checked before the store opens
-    if (args.backend or config.kb.backend) == "http":
+    backend = backend_of(args, config)
+    # every document is parsed and checked before the store opens
+    hashes: dict[str, str] = {}
+    cjk = False
+    for doc in docs:
+        hashes[doc.source] = index_hash(doc, config.kb.chunking)
+        cjk = cjk or (backend == "milvus" and has_cjk(doc.body))
+    if backend == "http":
         return _seed_http(args, config, docs, len(hashes), started)
     if args.base_url is not None:
         raise UsageError("--base-url is for --backend http; drop it or add --backend http")
     tokenizer = open_tokenizer(config)
     embedder = open_embedder(config)
-    path = kb_path(args, config)
+    path = store_name(backend, args, config)
+    analyzer = config.kb.milvus.analyzer
+    if analyzer == "auto":
+        analyzer = "jieba" if cjk else "standard"
     progress: Progress | None = None
 
     def before_write(plan: SeedPlan) -> None:
         nonlocal progress
         progress = Progress(len(plan.added) + len(plan.updated), "seed", "documents")
 
-    with SqliteKnowledgeBase(path) as kb:
+    kb = open_store(backend, args, config, create=True, analyzer=analyzer)
+    try:
+        if backend == "milvus":
+            _check_analyzer(kb, analyzer, config.kb.milvus.analyzer, args.reindex, path)
         plan = seed(
             kb,
             docs,
@@ -50,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
         chunks = kb.count()
+    finally:
+        kb.close()
     elapsed = time.perf_counter() - started
     print(
         f"seed: {plan.summary()}; {plan.total} documents, {chunks} chunks in {path} "
@@ -61,6 +76,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {label}: {', '.join(sources)}")
     sys.stdout.flush()
     return 0
+
+
+def _check_analyzer(
+    kb: KnowledgeBase, analyzer: str, configured: str, reindex: bool, where: str
+) -> None:
+    """Milvus: an existing collection keeps its analyzer; switching needs ``--reindex``,
+    which drops the collections and rebuilds them."""
+    from ..backends.milvus import MilvusKnowledgeBase
+    from ..errors import BackendError
+
+    assert isinstance(kb, MilvusKnowledgeBase)
+    built = kb.read_meta().get("analyzer")
+    if reindex:
+        kb.drop()
+        kb.set_analyzer(analyzer)
+    elif built is not None and built != analyzer and configured != "auto":
+        raise BackendError(
+            f"{where} was built with the {built} analyzer, not {analyzer}; run `ragsnap seed "
+            "--backend milvus --reindex` to rebuild it, or configure the old one again"
+        )
 
 
 def _seed_http(

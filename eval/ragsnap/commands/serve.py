@@ -9,13 +9,12 @@ import socket
 import sys
 from types import FrameType
 
-from ..backends.sqlite import SqliteKnowledgeBase
 from ..config import load_config
 from ..errors import MissingDependency, UsageError
 from ..httpclient import is_loopback, read_token
 from ..pipeline import Pipeline
 from ..seeding import check_compatible
-from ._kb import kb_path, open_embedder, open_tokenizer
+from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_name
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -55,8 +54,12 @@ def run(args: argparse.Namespace) -> int:
         )
     embedder = open_embedder(config)
     tokenizer = open_tokenizer(config)
-    path = kb_path(args, config)
-    kb = SqliteKnowledgeBase(path)
+    backend = backend_of(args, config)
+    path = store_name(backend, args, config)
+    analyzer = config.kb.milvus.analyzer
+    kb = open_store(
+        backend, args, config, create=True, analyzer="standard" if analyzer == "auto" else analyzer
+    )
     try:
         check_compatible(
             kb.read_meta(),

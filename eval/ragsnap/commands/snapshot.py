@@ -51,18 +51,17 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
         return
     if args.base_url is not None:
         raise UsageError("--base-url is for --backend http; drop it or add --backend http")
-    from ..backends.sqlite import SqliteKnowledgeBase
     from ..pipeline import Pipeline
     from ..seeding import check_compatible
-    from ._kb import kb_path, open_embedder, open_tokenizer
+    from ._kb import open_embedder, open_store, open_tokenizer, store_name
 
     settings = config.lookup
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)
-    path = kb_path(args, config)
+    path = store_name(backend, args, config)
     embedder = open_embedder(config)
     tokenizer = open_tokenizer(config)
-    with SqliteKnowledgeBase(path, create=False) as kb:
+    with contextlib.closing(open_store(backend, args, config, create=False)) as kb:
         check_compatible(
             kb.read_meta(),
             embedder.fingerprint,
@@ -72,7 +71,7 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
             "or rebuild it with `ragsnap seed --reindex`",
         )
         pipeline = Pipeline(kb, embedder, tokenizer, settings)
-        yield PipelineSource(pipeline, record_latency=args.latency), f"embedded ({path})"
+        yield PipelineSource(pipeline, record_latency=args.latency), f"{backend} ({path})"
 
 
 def _selected(cases: list[GoldenCase], wanted: list[str] | None, path: Path) -> list[GoldenCase]:
