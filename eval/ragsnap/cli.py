@@ -459,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=9900,
         help="port to listen on; 0 picks a free one (default: 9900)",
     )
-    _add_token(serve, "require this bearer token")
+    _add_token(serve, "require this bearer token", configured=False)
     serve.add_argument(
         "--max-body",
         type=_positive_int,
@@ -497,18 +497,23 @@ def _add_store_backend(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_token(parser: argparse.ArgumentParser, what: str) -> None:
+def _add_token(parser: argparse.ArgumentParser, what: str, configured: bool = True) -> None:
+    default = (
+        "default: http.tokenFile / http.tokenEnv in ragsnap.yaml, else no token"
+        if configured
+        else "default: no token"
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--token-file",
         type=Path,
         metavar="FILE",
-        help=f"{what}, read from the first line of FILE (default: no token)",
+        help=f"{what}, read from the first line of FILE ({default})",
     )
     group.add_argument(
         "--token-env",
         metavar="VAR",
-        help=f"{what}, read from the environment variable VAR (default: no token)",
+        help=f"{what}, read from the environment variable VAR ({default})",
     )
 
 

@@ -12,6 +12,7 @@ prints ``Kind: message`` and exits with the error's ``exit_code``::
     │                             (symlinked destination, unwritable folder)
     ├── BackendError              a knowledge base or service that cannot do what
     │   │                         was asked (missing, built differently, unreachable)
+    │   ├── ServiceUnreachable    a service that did not answer at all, after retries
     │   └── EmbedderError         an embedder that cannot produce a vector
     └── MissingDependency         an optional extra is not installed; says which
 
@@ -29,6 +30,7 @@ __all__ = [
     "MissingDependency",
     "OutputError",
     "RagsnapError",
+    "ServiceUnreachable",
     "UsageError",
 ]
 
@@ -71,6 +73,10 @@ class OutputError(RagsnapError):
 
 class BackendError(RagsnapError):
     """A knowledge base or service that cannot serve the request."""
+
+
+class ServiceUnreachable(BackendError):
+    """A service that did not answer at all (connection refused, timed out), after retries."""
 
 
 class EmbedderError(BackendError):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import BackendError, InputError, UsageError
+from .errors import BackendError, InputError, ServiceUnreachable, UsageError
 
 __all__ = ["HttpClient", "check_url", "is_loopback", "read_token"]
 
@@ -42,6 +42,11 @@ def check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"{url!r} is not an http(s) URL; pass e.g. http://127.0.0.1:9900")
+    if parts.query or parts.fragment:
+        raise UsageError(
+            f"{url.split('?', 1)[0].split('#', 1)[0]}: a base URL takes no query string or "
+            "fragment (it may carry a key, and paths are appended to it); drop it"
+        )
     if parts.username or parts.password:
         raise UsageError(
             "credentials in a URL would be logged; remove them and pass a token file "
@@ -70,7 +75,10 @@ def read_token(token_file: Path | None, token_env: str | None) -> str | None:
     if token_env is not None:
         token = os.environ.get(token_env, "").strip()
         if not token:
-            raise UsageError(f"the environment variable {token_env} is not set or empty; set it")
+            raise UsageError(
+                f"the environment variable {token_env} is not set or empty (it should hold "
+                "the bearer token); set it, or pass the token another way"
+            )
         return token
     return None
 
@@ -140,10 +148,11 @@ class HttpClient:
                     attempt += 1
                     time.sleep(self._backoff * 2 ** (attempt - 1))
                     continue
-                raise BackendError(
-                    f"{method} {shown}: cannot connect ({type(exc).__name__}); check that the "
-                    "service is running and the URL is right"
-                ) from None
+                raise ServiceUnreachable(
+                    f"{method} {shown}: cannot connect ({type(exc).__name__}) after "
+                    f"{self._retries + 1} attempt(s); check that the service is running and the "
+                    "URL is right"
+                ) from None  # the transport error stays the __context__
             if 300 <= response.status_code < 400:
                 target = self._redact(response.headers.get("Location", "?").split("?", 1)[0])
                 raise BackendError(

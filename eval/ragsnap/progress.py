@@ -9,6 +9,7 @@ is alive without flooding it, and a short one stays quiet.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -27,6 +28,7 @@ class Progress:
         self.label = label
         self.unit = unit
         self.done = 0
+        self._lock = threading.Lock()
         self._stream = stream if stream is not None else sys.stderr
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
         self._next_line = max(1, -(-(total or 0) // 10))
@@ -35,7 +37,11 @@ class Progress:
         self._drawn = False
 
     def advance(self, n: int = 1) -> None:
-        """Record ``n`` more units done."""
+        """Record ``n`` more units done (safe to call from several threads)."""
+        with self._lock:
+            self._advance(n)
+
+    def _advance(self, n: int) -> None:
         self.done += n
         if self.total is None:
             self._count()

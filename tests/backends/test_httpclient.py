@@ -356,9 +356,15 @@ def test_token_outside_latin1_is_a_ragsnap_error(server: Server, tmp_path: Path)
 
 
 def test_a_key_in_the_query_string_is_never_in_a_message() -> None:
-    """Some services take a key as ?key=...; messages name the URL without its query."""
-    client = HttpClient("http://127.0.0.1:9/v1?api_key=sk-secret-123", retries=0)
-    with pytest.raises(BackendError) as info:
-        client.get_json("x")
+    """Some services take a key as ?key=...; a base URL with a query string is refused
+    (paths would be appended after it) and the message names the URL without it."""
+    with pytest.raises(UsageError) as info:
+        HttpClient("http://127.0.0.1:9/v1?api_key=sk-secret-123", retries=0)
     assert "sk-secret-123" not in str(info.value)
-    assert "127.0.0.1:9/v1" in str(info.value)
+    assert "127.0.0.1:9/v1: a base URL takes no query string" in str(info.value)
+    with pytest.raises(UsageError, match="no query string or fragment"):
+        HttpClient("http://127.0.0.1:9/v1#frag")
+    client = HttpClient("http://127.0.0.1:9/v1", retries=0)
+    with pytest.raises(BackendError) as err:
+        client.get_json("x?api_key=sk-secret-123")  # a key in a request path is hidden too
+    assert "sk-secret-123" not in str(err.value)

@@ -305,7 +305,7 @@ def test_an_unreachable_service_exits_2_naming_the_url(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     run = live_check(url, "--case", PASSING[0], cwd=tmp_path)
     assert run.code == 2, run.out + run.err
-    assert run.err.startswith(f"BackendError: the service at {url} (from --base-url) ")
+    assert run.err.startswith(f"ServiceUnreachable: the service at {url} (from --base-url) ")
     assert "start the service, or pass --base-url" in run.err
     assert "Traceback" not in run.err
     assert not (tmp_path / "reports").exists()

@@ -321,7 +321,9 @@ class HttpService:
         for position, raw in enumerate(results, 1):
             if not isinstance(raw, dict):
                 raise BackendError(
-                    f"{endpoint}: `{m.similar_results}[{position - 1}]` is not an object"
+                    f"{endpoint}: `{m.similar_results}[{position - 1}]` is "
+                    f"{type(raw).__name__}, not an object; point http.similar.results in "
+                    f"{m.source} at the list of result objects"
                 )
             item: dict[str, Any] = {}
             for name, dotted in m.item.items():

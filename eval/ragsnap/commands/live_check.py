@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..backends.http import DEFAULT_BASE_URL, HttpService
 from ..config import Config, load_config
-from ..errors import BackendError, UsageError
+from ..errors import BackendError, ServiceUnreachable, UsageError
 from ..httpclient import read_token
 from ..inputs import load_cases
 from ..jsonio import check_distinct, write_outputs
@@ -64,17 +64,6 @@ def _origin(args: argparse.Namespace, config: Config) -> str:
     return "the default base URL"
 
 
-def _unreachable(exc: BackendError) -> bool:
-    """Whether ``exc`` is the client giving up on a connection (refused, timed out ...).
-
-    ``HttpClient`` raises it ``from None`` inside its ``except RequestException``,
-    so the transport error is still the context.
-    """
-    import requests
-
-    return isinstance(exc.__context__, requests.RequestException)
-
-
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     case_set = load_cases(args.cases)
@@ -97,14 +86,14 @@ def run(args: argparse.Namespace) -> int:
             top_k = args.top_k or case.top_k
             try:
                 raw, items = service.similar(case.query, top_k=top_k, kb_scope=kb_scope)
+            except ServiceUnreachable as exc:
+                raise ServiceUnreachable(
+                    f"the service at {url} (from {_origin(args, config)}) did not answer "
+                    f"{endpoint} ({type(exc.__context__).__name__}, after "
+                    f"{service.mapping.retries} retries); start the service, or pass "
+                    "--base-url with the URL it listens on"
+                ) from None
             except BackendError as exc:
-                if _unreachable(exc):
-                    raise BackendError(
-                        f"the service at {url} (from {_origin(args, config)}) did not answer "
-                        f"{endpoint} ({type(exc.__context__).__name__}, after "
-                        f"{service.mapping.retries} retries); start the service, or pass "
-                        "--base-url with the URL it listens on"
-                    ) from None
                 raise BackendError(f"case {case.id}: {exc}") from None
             fields = raw_fields(raw, service.mapping.similar_results)
             return LiveAnswer(kb_scope, top_k, tuple(items), fields)
