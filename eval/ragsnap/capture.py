@@ -30,6 +30,7 @@ __all__ = [
     "fixture_changes",
     "same_result",
     "snapshot_case",
+    "without_latencies",
     "without_volatile",
 ]
 
@@ -108,7 +109,12 @@ def snapshot_case(
 
 def without_volatile(fixture: Mapping[str, Any]) -> dict[str, Any]:
     """``fixture`` without ``retrievedAt`` and with every ``latencyMs`` set to None."""
-    out = {k: v for k, v in fixture.items() if k != "retrievedAt"}
+    return without_latencies({k: v for k, v in fixture.items() if k != "retrievedAt"})
+
+
+def without_latencies(fixture: Mapping[str, Any]) -> dict[str, Any]:
+    """``fixture`` with every attempt's ``latencyMs`` set to None (a copy)."""
+    out = dict(fixture)
     result = out.get("lookupResult")
     trace = result.get("retrievalTrace") if isinstance(result, dict) else None
     attempts = trace.get("attempts") if isinstance(trace, dict) else None

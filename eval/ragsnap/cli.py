@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument(
         "--latency",
         action="store_true",
-        help="embedded: record measured latencies (default: null, so fixtures are stable)",
+        help="record measured latencies in the fixtures (default: null, so fixtures are stable)",
     )
     snap.add_argument(
         "--base-url",

@@ -564,3 +564,15 @@ def test_kb_built_with_another_embedder_is_refused_at_start(tmp_path: Path) -> N
     assert run.err.startswith("BackendError: ")
     assert "dimension 64" in run.err and "dimension 256" in run.err
     assert "ragsnap seed --reindex" in run.err
+
+
+def test_the_listening_socket_is_tcp_so_answers_are_not_delayed() -> None:
+    """asyncio sets TCP_NODELAY only on sockets whose proto is TCP; with proto 0 every
+    keep-alive answer waited ~40 ms for the client's delayed ACK (Nagle)."""
+    from ragsnap.commands.serve import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()

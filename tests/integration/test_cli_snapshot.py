@@ -186,6 +186,14 @@ def test_http_snapshot_equals_the_embedded_one(
     )  # fmt: skip
     assert run.code == 0, run.out + run.err
     assert "29 new" in run.out
+    first = files(over_http)
+    again = snapshot(
+        tmp_path, "--backend", "http", "--base-url", server.base_url, "--fixtures",
+        str(over_http), "--retrieved-at", PINNED, "--skip-eval",
+    )  # fmt: skip
+    assert "0 changed, 0 new, 29 unchanged" in again.out
+    assert "wrote 0 fixture(s)" in again.out  # the service's latencies are not recorded
+    assert files(over_http) == first
     generator = json.loads((over_http / "obs-log-retention-days.json").read_text())["generator"]
     assert generator["backend"] == "http"
     assert generator["pipelineVersion"] == "ragsnap-lookup/1"

@@ -24,11 +24,17 @@ from typing import Any
 
 import orjson
 
-from ..capture import LookupSource, PipelineSource, fixture_changes, snapshot_case
+from ..capture import (
+    LookupSource,
+    PipelineSource,
+    fixture_changes,
+    snapshot_case,
+    without_latencies,
+)
 from ..config import Config, load_config
 from ..errors import BackendError, InputError, OutputError, UsageError
 from ..inputs import load_cases
-from ..jsonio import dump_json, read_bytes, write_json
+from ..jsonio import dump_json, read_bytes, write_outputs
 from ..models import GoldenCase
 from ..progress import Progress
 from ..schema import validate
@@ -148,10 +154,12 @@ def run(args: argparse.Namespace) -> int:
         generator = source.generator()
         progress = Progress(len(cases), "snapshot", "cases")
 
-        def one(case: GoldenCase) -> dict[str, Any]:
+        def one(case: GoldenCase) -> tuple[dict[str, Any], bytes]:
             fixture = snapshot_case(
                 source, case, retrieved_at=stamp, kb_scope=args.kb_scope, generator=generator
             )
+            if not args.latency:  # a service measures them anyway: fixtures stay stable
+                fixture = without_latencies(fixture)
             where = folder / f"{case.id}.json"
             try:
                 validate(fixture, "fixture", where, "fixture")
@@ -163,8 +171,9 @@ def run(args: argparse.Namespace) -> int:
                 ) from None
             progress.advance()
             # what the file will hold: floats rounded as the writer rounds them
-            data: dict[str, Any] = orjson.loads(dump_json(fixture))
-            return data
+            raw = dump_json(fixture)
+            data: dict[str, Any] = orjson.loads(raw)
+            return data, raw
 
         try:
             # the first case alone: a service that is down fails once, not once per case
@@ -183,22 +192,21 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
 
     changed: list[tuple[str, list[str]]] = []
-    writes: list[tuple[Path, dict[str, Any]]] = []
-    for case, fixture in zip(cases, fixtures, strict=False):
+    writes: list[tuple[Path, bytes]] = []
+    for case, (fixture, raw) in zip(cases, fixtures, strict=True):
         path = folder / f"{case.id}.json"
         old = _read_old(path)
         reasons = fixture_changes(old, fixture)
         if reasons:
             changed.append((case.id, reasons))
-            writes.append((path, fixture))
+            writes.append((path, raw))
         elif retrieved_at is not None and old != fixture:
-            writes.append((path, fixture))  # same retrieval, newly pinned timestamp
+            writes.append((path, raw))  # same retrieval, newly pinned timestamp
 
     if not args.check:
         if writes:
             folder.mkdir(parents=True, exist_ok=True)
-        for path, fixture in writes:
-            write_json(path, fixture)
+        write_outputs(dict(writes))
         for path in orphans if args.prune else []:
             try:
                 path.unlink()
