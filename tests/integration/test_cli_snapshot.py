@@ -141,6 +141,8 @@ def test_orphans_are_listed_and_pruned(tmp_path: Path) -> None:
         (("--retrieved-at", "yesterday"), "is not an ISO 8601 time"),
         (("--retrieved-at", "2026-07-06"), "needs a date, a time and a zone"),
         (("--base-url", "http://127.0.0.1:1"), "--base-url is for --backend http"),
+        (("--token-env", "RAG_TOKEN"), "--token-file and --token-env are for --backend http"),
+        (("--backend", "http"), "--kb is for a local knowledge base"),
     ],
 )
 def test_bad_usage_exits_2_and_writes_nothing(

@@ -38,6 +38,7 @@ from ..jsonio import dump_json, read_bytes, write_outputs
 from ..models import GoldenCase
 from ..progress import Progress
 from ..schema import validate
+from ._kb import backend_of
 
 #: at most this many changed cases are listed one per line
 LISTED = 40
@@ -46,10 +47,17 @@ LISTED = 40
 @contextlib.contextmanager
 def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[LookupSource, str]]:
     """The lookup source ``--backend`` names, and a description for messages."""
-    backend = args.backend or config.kb.backend
+    backend = backend_of(args, config)
     if backend == "http":
         from ..backends.http import HttpService
         from ..httpclient import read_token
+
+        for flag, value in (("--kb", args.kb), ("--method", args.method)):
+            if value is not None:
+                raise UsageError(
+                    f"{flag} is for a local knowledge base; the service runs its own lookup: "
+                    f"drop {flag} or use --backend embedded"
+                )
 
         token = read_token(args.token_file, args.token_env)
         with HttpService(config.http, base_url=args.base_url, token=token) as service:
@@ -60,6 +68,9 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
     from ..pipeline import Pipeline
     from ..seeding import check_compatible
     from ._kb import open_embedder, open_store, open_tokenizer, store_name
+
+    if args.token_file is not None or args.token_env is not None:
+        raise UsageError("--token-file and --token-env are for --backend http; drop them")
 
     settings = config.lookup
     if args.method is not None:
