@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import string
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -53,6 +55,12 @@ SCHEMA_VERSION = "1"
 _MAX_VARCHAR = 65535
 _BATCH = 500
 _DUMMY = [0.0, 1.0]  # collections without vectors of their own need one
+#: jieba emits every punctuation mark as a token of its own; ragsnap's tokenizer drops them
+_PUNCTUATION = string.punctuation + "".join(
+    [chr(ord(c) + 0xFEE0) for c in string.punctuation]  # full-width forms
+    + [chr(c) for c in range(0x2010, 0x2028)]  # dashes, quotation marks, ellipsis
+    + [chr(c) for c in (0xB7, 0x3001, 0x3002, *range(0x3008, 0x3012), *range(0x3014, 0x3020))]
+)
 
 
 def _segments(breadcrumb: str | None) -> list[str]:
@@ -120,11 +128,19 @@ class MilvusKnowledgeBase:
         # pymilvus logs (and Milvus Lite warns about client-side timestamps) on stderr;
         # every failure reaches the caller as an exception with its own message
         logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+        logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)
         self.uri = uri
         self.where = uri if "://" in uri else str(Path(uri))
         self._lite = "://" not in uri
+        # the key of this process's Milvus Lite server for the file, as milvus_lite computes it
+        self._lite_path = os.path.abspath(uri)  # noqa: PTH100
         if self._lite:
             path = Path(uri)
+            if path.suffix != ".db":
+                raise BackendError(
+                    f"{path}: a Milvus Lite file name ends in .db (pymilvus reads any other "
+                    "URI as a server address); set kb.milvus.uri to e.g. .ragsnap/milvus.db"
+                )
             if not create and not path.exists():
                 raise BackendError(
                     f"{path}: no Milvus Lite knowledge base here; run `ragsnap seed --backend "
@@ -140,9 +156,10 @@ class MilvusKnowledgeBase:
         self._lock = threading.RLock()
         self._client = self._connect(MilvusClient, token)
         self._vocab: tuple[str, Counter[str], int] | None = None
+        self._dimension: int | None = None  # of the chunks' vectors, read when first needed
         existing = set(self._client.list_collections())
         if not create and self._names["meta"] not in existing:
-            self._client.close()
+            self.close()
             raise BackendError(
                 f"{self.where}: holds no ragsnap knowledge base (collection "
                 f"{self._names['meta']}); run `ragsnap seed --backend milvus` first"
@@ -231,12 +248,13 @@ class MilvusKnowledgeBase:
         schema.add_field("metadata", DataType.JSON)
         from ..text import STOP_WORDS
 
-        stop = sorted(STOP_WORDS)  # the words ragsnap's own tokenizer drops
-        analyzer: dict[str, Any] = (
-            {"tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": stop}]}
-            if self._analyzer == "jieba"
-            else {"type": "standard", "stop_words": stop}
-        )
+        # the words (and marks) ragsnap's own tokenizer drops; a "stop" filter, which Milvus
+        # Lite honours (it ignores the standard analyzer's own "stop_words" parameter)
+        stop = sorted(STOP_WORDS) + list(_PUNCTUATION)
+        analyzer: dict[str, Any] = {
+            "tokenizer": self._analyzer,
+            "filter": ["lowercase", {"type": "stop", "stop_words": stop}],
+        }
         schema.add_field(
             "text",
             DataType.VARCHAR,
@@ -444,6 +462,15 @@ class MilvusKnowledgeBase:
         with self._lock:
             if not self._has_chunks():
                 return []
+            if self._dimension is None:
+                fields = self._client.describe_collection(self._names["chunks"])["fields"]
+                (dim,) = [f["params"]["dim"] for f in fields if f["name"] == "vector"]
+                self._dimension = int(dim)
+            if self._dimension != query.shape[0]:  # Milvus would fail with its own message
+                raise BackendError(
+                    f"{self.where}: stored vectors have dimension {self._dimension}, the query "
+                    f"vector {query.shape[0]}; run `ragsnap seed --backend milvus --reindex`"
+                )
             hits = self._client.search(
                 self._names["chunks"],
                 data=[query.tolist()],
@@ -456,11 +483,6 @@ class MilvusKnowledgeBase:
         if not hits:
             return []
         matrix = np.asarray([h["entity"]["vector"] for h in hits], dtype=np.float32)
-        if matrix.shape[1] != query.shape[0]:
-            raise BackendError(
-                f"{self.where}: stored vectors have dimension {matrix.shape[1]}, the query "
-                f"vector {query.shape[0]}; run `ragsnap seed --backend milvus --reindex`"
-            )
         scores = matrix @ query  # the embedded backend's arithmetic: same rankings
         found = [
             (int(h["row"]), float(s), h["entity"]["chunk_id"])
@@ -554,10 +576,19 @@ class MilvusKnowledgeBase:
             self._create_plain("documents")
             self._create_plain("meta")
             self._vocab = None
+            self._dimension = None
 
     def close(self) -> None:
+        """Close the client; for Milvus Lite also stop this process's server of the file,
+        so that another process (or a later ``MilvusKnowledgeBase``) can open it."""
         with self._lock:
             self._client.close()
+            if self._lite:
+                from milvus_lite.server_manager import (  # type: ignore[import-untyped]
+                    server_manager_instance,
+                )
+
+                server_manager_instance.release_server(self._lite_path)
 
     def __enter__(self) -> MilvusKnowledgeBase:
         return self

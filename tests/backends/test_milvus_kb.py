@@ -1,0 +1,846 @@
+"""The milvus backend over real Milvus Lite files: ``MilvusKnowledgeBase`` and the CLI.
+
+No mocks. A Milvus Lite "file" is a folder that one process at a time may open,
+and every open costs about a second, so the repository's seed documents are
+seeded once per module (through the CLI) and shared: read-only tests in this
+process use a copy of that store (``kb``), CLI tests read the original, and
+tests that write work on their own copy (``clone``).
+
+Without pymilvus, milvus-lite or jieba the module is skipped on a workstation
+and fails under ``CI=true``, so CI never passes without running it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import requests
+
+from conftest import REPO, Run, Served, run_cli
+from ragsnap.backends import Filter
+from ragsnap.backends.milvus import MilvusKnowledgeBase
+from ragsnap.corpus import ChunkSettings, chunk_document, load_seed_docs
+from ragsnap.embedders import Fingerprint, HashingEmbedder
+from ragsnap.errors import BackendError
+from ragsnap.inputs import load_cases
+from ragsnap.pipeline import LookupSettings, Pipeline
+from ragsnap.seeding import seed
+from ragsnap.text import get_tokenizer
+
+from .conftest import write_doc
+
+
+def _missing(*modules: str) -> list[str]:
+    out = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            out.append(module)
+    return out
+
+
+MISSING = _missing("pymilvus", "milvus_lite", "jieba")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _milvus_installed() -> None:
+    """Skip on a workstation without the milvus extra; fail under ``CI=true``."""
+    if MISSING:
+        message = (
+            f"{', '.join(MISSING)} not installed; pip install -e '.[milvus]' to test the "
+            "milvus backend"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+SEED_DOCS = REPO / "seed-docs"
+CASES = REPO / "cases" / "golden-cases.json"
+REPO_SOURCES = 18
+REPO_CHUNKS = 88
+OTHER_TEAM = "billing-db-pool-tuning"  # the one document of kb_scope other-team
+PINNED = "2026-11-30T00:00:00Z"
+TOKENIZER = get_tokenizer()
+SETTINGS = ChunkSettings()
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def write_config(folder: Path, **kb: Any) -> Path:
+    """``folder/ragsnap.yaml`` with ``kb.backend: milvus`` and ``kb.milvus.uri:
+    store/milvus.db`` (relative to the file), plus ``kb`` (``milvus`` keys merged)."""
+    milvus = {"uri": "store/milvus.db", **kb.pop("milvus", {})}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "ragsnap.yaml"
+    path.write_text(json.dumps({"kb": {"backend": "milvus", "milvus": milvus, **kb}}) + "\n")
+    return path
+
+
+def seed_cli(cwd: Path, config: Path, *args: str, docs: Path = SEED_DOCS) -> Run:
+    return run_cli(
+        "seed", "--backend", "milvus", "--config", str(config), "--seed-docs", str(docs),
+        *args, cwd=cwd,
+    )  # fmt: skip
+
+
+def summary(run: Run) -> str:
+    """The counts part of seed's summary line."""
+    match = re.search(
+        r"^seed: (\d+ added, \d+ updated, \d+ unchanged, \d+ removed); ", run.out, re.M
+    )
+    assert match, run.out + run.err
+    return match.group(1)
+
+
+def rebuilt(run: Run) -> int:
+    """How many documents a ``--reindex`` run rebuilt (nothing left unchanged or removed).
+
+    The milvus seed drops the collections before it rebuilds them, so its documents
+    count as added where the embedded store's count as updated; both are rebuilt."""
+    match = re.fullmatch(r"(\d+) added, (\d+) updated, 0 unchanged, 0 removed", summary(run))
+    assert match, run.out
+    return int(match.group(1)) + int(match.group(2))
+
+
+def lookup_cli(cwd: Path, config: Path, query: str, *args: str) -> Run:
+    return run_cli(
+        "lookup", query, "--backend", "milvus", "--config", str(config), "--no-latency", *args,
+        cwd=cwd,
+    )  # fmt: skip
+
+
+def lookup_result(run: Run) -> dict[str, Any]:
+    assert run.code == 0, run.out + run.err
+    result: dict[str, Any] = json.loads(run.out)["lookupResult"]
+    return result
+
+
+def assert_exit_2(run: Run, *phrases: str) -> None:
+    """A refusal: exit 2, ``Kind: message`` naming the fix, no traceback, no output."""
+    assert run.code == 2, run.out + run.err
+    assert "Traceback" not in run.err, run.err
+    for phrase in phrases:
+        assert phrase in run.err
+    assert run.out == ""
+
+
+def sources_of(kb: MilvusKnowledgeBase, hits: Sequence[tuple[int, float]]) -> set[str]:
+    chunks = kb.chunks([row for row, _ in hits])
+    return {chunks[row].source for row, _ in hits}
+
+
+def lexical(kb: MilvusKnowledgeBase, text: str, flt: Filter | None = None) -> set[str]:
+    return sources_of(kb, kb.lexical_search(TOKENIZER.tokens(text), flt or Filter(), 1000, text))
+
+
+def vector(kb: MilvusKnowledgeBase, text: str, flt: Filter | None = None) -> set[str]:
+    query = HashingEmbedder().embed_query(text)
+    return sources_of(kb, kb.vector_search(query, flt or Filter(), 1000))
+
+
+def rows_by_chunk(kb: MilvusKnowledgeBase) -> dict[str, int]:
+    """Chunk id -> row of every stored chunk (an unfiltered vector search returns all)."""
+    hits = kb.vector_search(HashingEmbedder().embed_query("anything"), Filter(), 100_000)
+    chunks = kb.chunks([row for row, _ in hits])
+    return {chunks[row].chunk_id: row for row, _ in hits}
+
+
+@dataclass
+class Store:
+    """A seeded Milvus Lite store: ``root`` is the working directory, ``config`` the
+    ragsnap.yaml in ``root/conf`` whose ``kb.milvus.uri`` is ``store/milvus.db``."""
+
+    root: Path
+    config: Path
+    uri: Path
+    first_seed: Run | None = None
+
+
+def clone(store: Store, root: Path) -> Store:
+    """A copy of ``store`` (config and Milvus Lite folder) under ``root``."""
+    shutil.copytree(store.config.parent, root / "conf")
+    return Store(root, root / "conf" / "ragsnap.yaml", root / "conf" / "store" / "milvus.db")
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """The repository's seed-docs/ seeded through the CLI; never opened in this process."""
+    root = tmp_path_factory.mktemp("milvus-seeded")
+    config = write_config(root / "conf")
+    run = seed_cli(root, config)
+    assert run.code == 0, run.out + run.err
+    return Store(root, config, root / "conf" / "store" / "milvus.db", run)
+
+
+@pytest.fixture(scope="module")
+def kb(seeded: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusKnowledgeBase]:
+    """A read-only copy of the seeded store, open in this process."""
+    store = clone(seeded, tmp_path_factory.mktemp("milvus-kb"))
+    with MilvusKnowledgeBase(str(store.uri), create=False) as opened:
+        yield opened
+
+
+# -- seeding the repository's documents through the CLI ---------------------------------------
+
+
+def test_cli_seeds_the_repo_docs_into_the_configured_uri(seeded: Store) -> None:
+    run = seeded.first_seed
+    assert run is not None
+    assert run.code == 0, run.out + run.err
+    assert summary(run) == f"{REPO_SOURCES} added, 0 updated, 0 unchanged, 0 removed"
+    assert f"; {REPO_SOURCES} documents, {REPO_CHUNKS} chunks in " in run.out
+    assert "Traceback" not in run.err
+    # kb.milvus.uri is relative to the config file's folder, not to the working directory
+    assert seeded.uri.is_dir()
+    assert not (seeded.root / "store").exists()
+    assert not (seeded.root / ".ragsnap").exists()
+
+
+def test_cli_reseed_of_unchanged_docs_writes_nothing(seeded: Store) -> None:
+    run = seed_cli(seeded.root, seeded.config)
+    assert run.code == 0, run.err
+    assert summary(run) == f"0 added, 0 updated, {REPO_SOURCES} unchanged, 0 removed"
+    assert "  added:" not in run.out and "  updated:" not in run.out
+
+
+def test_store_holds_documents_chunks_and_settings(kb: MilvusKnowledgeBase) -> None:
+    docs = load_seed_docs(SEED_DOCS)
+    stored = kb.documents()
+    assert set(stored) == {d.source for d in docs}
+    assert {s: i.chunk_count for s, i in stored.items()} == {
+        d.source: len(chunk_document(d, SETTINGS)) for d in docs
+    }
+    assert kb.count() == REPO_CHUNKS == len(rows_by_chunk(kb))
+    billing = stored[OTHER_TEAM]
+    assert (billing.kb_scope, billing.category, billing.breadcrumb, billing.doc_id) == (
+        "other-team",
+        "database",
+        "Database > MySQL > Connection Pool > Billing",
+        "doc-billing-db-pool-tuning",
+    )
+    assert billing.metadata["keywords"] == [
+        "connection pool",
+        "leak detection",
+        "ERR-4031",
+        "Druid",
+    ]
+    assert {i.kb_scope for s, i in stored.items() if s != OTHER_TEAM} == {"rag-eval"}
+    meta = kb.read_meta()
+    assert Fingerprint.from_json(json.loads(meta["embedder"])) == HashingEmbedder().fingerprint
+    assert meta["tokenizer"] == TOKENIZER.name
+    assert meta["chunking"] == SETTINGS.fingerprint()
+    # analyzer: auto picks jieba, because the corpus holds Chinese
+    assert meta["analyzer"] == kb.analyzer == "jieba"
+    chunk = kb.chunks([rows_by_chunk(kb)["mysql-connection-pool#2"]])
+    (stored_chunk,) = chunk.values()
+    assert stored_chunk.heading is not None and "ERR-4031" in stored_chunk.heading
+    assert stored_chunk.tokens == tuple(TOKENIZER.tokens(stored_chunk.text))
+
+
+# -- searches --------------------------------------------------------------------------------
+
+
+def test_lexical_search_orders_by_bm25_and_ties_by_chunk_id(kb: MilvusKnowledgeBase) -> None:
+    query = "What does ERR-4031 from OrderRepository mean?"
+    hits = kb.lexical_search(TOKENIZER.tokens(query), Filter(kb_scope="rag-eval"), 50, query)
+    chunks = kb.chunks([r for r, _ in hits])
+    assert chunks[hits[0][0]].chunk_id == "mysql-connection-pool#2"
+    assert all(score > 0 for _, score in hits)
+    keys = [(-score, chunks[row].chunk_id) for row, score in hits]
+    assert keys == sorted(keys)
+    assert kb.lexical_search(["nowhereword"], Filter(), 10, "nowhereword") == []
+    assert kb.lexical_search(["mysql"], Filter(), 0, "mysql") == []
+    assert kb.lexical_search([], Filter(), 10, "   ") == []
+    # without the query text the tokens are joined and analysed
+    assert kb.lexical_search(["orderrepository"], Filter(), 10)[0][0] == hits[0][0]
+
+
+def test_vector_search_is_the_embedded_stores_cosine(kb: MilvusKnowledgeBase) -> None:
+    embedder = HashingEmbedder()
+    query = embedder.embed_query("hikari maximum pool size per pod")
+    hits = kb.vector_search(query, Filter(), 1000)
+    assert len(hits) == REPO_CHUNKS
+    chunks = kb.chunks([r for r, _ in hits])
+    texts = [chunks[r].text for r, _ in hits]
+    expected = embedder.embed_documents(texts, []) @ query
+    scores = [s for _, s in hits]
+    np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-6)
+    keys = [(-score, chunks[row].chunk_id) for row, score in hits]
+    assert keys == sorted(keys)
+    assert kb.vector_search(query, Filter(), 3) == hits[:3]
+    assert kb.vector_search(query, Filter(), 0) == []
+    rows = [r for r, _ in hits[:5]]
+    assert kb.similarities(query, rows) == pytest.approx(scores[:5], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Druid removeAbandoned removeAbandonedTimeout billing batch",
+        "What does ERR-4031 from OrderRepository mean?",
+        "leak-detection-threshold 300000 ms",
+        "HikariCP maximum-pool-size 40 partitions",
+    ],
+)
+def test_rag_eval_scope_never_returns_the_other_teams_document(
+    kb: MilvusKnowledgeBase, query: str
+) -> None:
+    rag_eval = Filter(kb_scope="rag-eval")
+    assert OTHER_TEAM not in lexical(kb, query, rag_eval)
+    assert OTHER_TEAM not in vector(kb, query, rag_eval)
+    # the store does hold it, and the query finds it where the scope admits it
+    other = Filter(kb_scope="other-team")
+    assert lexical(kb, query, other) == vector(kb, query, other) == {OTHER_TEAM}
+    assert OTHER_TEAM in lexical(kb, query) | vector(kb, query)
+
+
+POOLS = {"mysql-connection-pool", "mysql-connection-pool-payment", OTHER_TEAM}
+MYSQL = POOLS | {"mysql-replication-lag", "mysql-slow-query-log"}
+FILTER_CASES = [
+    (Filter(breadcrumb_prefix="Database > MySQL"), MYSQL),
+    (Filter(kb_scope="rag-eval", breadcrumb_prefix="Database > MySQL"), MYSQL - {OTHER_TEAM}),
+    (Filter(breadcrumb_prefix="Database > MySQL > Connection Pool"), POOLS),
+    (Filter(breadcrumb_prefix=" Database>MySQL >  Connection Pool "), POOLS),
+    (Filter(breadcrumb_prefix="Database > My"), set()),
+    (Filter(breadcrumb_prefix="Database > MySQL > Connection"), set()),
+    (Filter(breadcrumb_prefix="Data"), set()),
+    (
+        Filter(breadcrumb_prefix="Database > MySQL > Connection Pool > Payment Service"),
+        {"mysql-connection-pool-payment"},
+    ),
+    (Filter(breadcrumb_prefix="缓存 > Redis"), {"redis-cache-avalanche-zh"}),
+    (Filter(breadcrumb_prefix="Messaging > Kafka"), {"kafka-consumer-lag", "kafka-topic-naming"}),
+    (
+        Filter(category="messaging"),
+        {
+            "kafka-consumer-lag",
+            "kafka-topic-naming",
+            "kafka-consumer-rebalance-zh",
+            "rocketmq-retry-dlq",
+        },
+    ),
+    (Filter(category="messag"), set()),
+    (Filter(kb_scope="other-team", category="database"), {OTHER_TEAM}),
+    (Filter(kb_scope="other-team", category="cache"), set()),
+    (
+        Filter(kb_scope="rag-eval", category="database", breadcrumb_prefix="Database > MySQL"),
+        MYSQL - {OTHER_TEAM},
+    ),
+]
+
+
+def filter_id(flt: Filter) -> str:
+    return json.dumps(flt.to_json(), ensure_ascii=False)
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"), FILTER_CASES, ids=[filter_id(f) for f, _ in FILTER_CASES]
+)
+def test_category_and_breadcrumb_filters_are_segment_wise(
+    kb: MilvusKnowledgeBase, flt: Filter, expected: set[str]
+) -> None:
+    # vector search ranks every admitted chunk: exactly the expected documents
+    hits = kb.vector_search(HashingEmbedder().embed_query("connection pool"), flt, 1000)
+    assert sources_of(kb, hits) == expected
+    stored = kb.documents()
+    assert len(hits) == sum(stored[s].chunk_count for s in expected)
+    # lexical search of words from every corpus document stays inside the same set
+    words = "mysql connection pool kafka redis consumer 缓存 消费者 lag retry"
+    found = lexical(kb, words, flt)
+    assert found <= expected
+    assert bool(found) == bool(expected)
+
+
+def test_chinese_query_finds_the_chinese_document_lexically(kb: MilvusKnowledgeBase) -> None:
+    for query, source in [
+        ("缓存雪崩怎么预防", "redis-cache-avalanche-zh"),
+        ("消费者重平衡", "kafka-consumer-rebalance-zh"),
+    ]:
+        hits = kb.lexical_search(TOKENIZER.tokens(query), Filter(kb_scope="rag-eval"), 5, query)
+        assert hits, query
+        chunks = kb.chunks([r for r, _ in hits])
+        assert chunks[hits[0][0]].source == source
+        assert {chunks[r].source for r, _ in hits} == {source}  # no other document has the words
+
+
+def test_punctuation_matches_nothing(kb: MilvusKnowledgeBase) -> None:
+    """Neither FTS5 over ragsnap's tokens nor Milvus's analyzers index punctuation: a
+    question mark must not find every chunk with a `?` (SQL placeholders, questions)."""
+    for text in ["?", "？", "-", ". , ; :", "。，、"]:
+        assert kb.lexical_search(TOKENIZER.tokens(text), Filter(), 10, text) == [], text
+    # the golden no-answer case k8s-noanswer-ingress-tls: one chunk mentions TLS, and the
+    # slow query log's `WHERE id = ?` must not be found through the question mark
+    query = "How do I renew the TLS certificate on the ingress controller?"
+    assert lexical(kb, query, Filter(kb_scope="rag-eval")) == {"log-retention-policy"}
+
+
+def test_doc_frequencies_count_ragsnap_tokens(kb: MilvusKnowledgeBase) -> None:
+    chunks = kb.chunks(list(rows_by_chunk(kb).values()))
+    words = ["hikari", "4031", "雪崩", "nowhereword", "hikari"]
+    df, total = kb.doc_frequencies(words)
+    assert total == REPO_CHUNKS
+    assert df == {w: sum(w in c.tokens for c in chunks.values()) for w in dict.fromkeys(words)}
+    assert df["nowhereword"] == 0 and df["雪崩"] > 0
+
+
+# -- the pipeline on top: L0 hints and the unfiltered fallback ------------------------------
+
+
+def test_pipeline_traces_match_the_committed_fixtures(kb: MilvusKnowledgeBase) -> None:
+    """Hints, attempts and fallback reasons depend on metadata and ragsnap's tokens, not on
+    the BM25 implementation: every golden case takes the path its committed fixture shows."""
+    pipeline = Pipeline(kb, HashingEmbedder(), TOKENIZER, LookupSettings())
+    differ = []
+    fallbacks = 0
+    for case in load_cases(CASES).cases:
+        fixture = json.loads((REPO / "fixtures" / f"{case.id}.json").read_text(encoding="utf-8"))
+        want = fixture["lookupResult"]["retrievalTrace"]
+        got = pipeline.lookup(
+            case.query, kb_scope=case.kb_scope, top_k=case.top_k, record_latency=False
+        )["retrievalTrace"]
+        keys = ("l0Hints", "selectedAttempt", "fallbackReasons")
+        if any(got[k] != want[k] for k in keys):
+            differ.append((case.id, {k: got[k] for k in keys}, {k: want[k] for k in keys}))
+        fallbacks += "filtered-weak" in want["fallbackReasons"]
+    assert differ == []
+    assert fallbacks >= 3  # the comparison covers real fallbacks, not only filtered hits
+
+
+def test_cli_lookup_falls_back_like_the_committed_fixture(seeded: Store) -> None:
+    (case,) = [c for c in load_cases(CASES).cases if c.id == "db-decoy-pool-exhausted-fallback"]
+    fixture = json.loads((REPO / "fixtures" / f"{case.id}.json").read_text(encoding="utf-8"))
+    want = fixture["lookupResult"]["retrievalTrace"]
+    assert want["selectedAttempt"] == "unfiltered" and want["fallbackReasons"] == ["filtered-weak"]
+    result = lookup_result(
+        lookup_cli(seeded.root, seeded.config, case.query, "--kb-scope", str(case.kb_scope))
+    )
+    trace = result["retrievalTrace"]
+    assert trace["selectedAttempt"] == "unfiltered"
+    assert trace["fallbackReasons"] == ["filtered-weak"]
+    assert trace["l0Hints"] == want["l0Hints"]
+    assert [a["name"] for a in trace["attempts"]] == ["filtered", "unfiltered"]
+    assert trace["attempts"][1]["filter"] == {"kbScope": "rag-eval"}  # kb_scope is kept
+    assert result["evidenceBlocks"][0]["source"] == case.expected_sources[0]
+
+
+def test_cli_lookup_in_rag_eval_never_shows_the_other_teams_document(seeded: Store) -> None:
+    query = "Druid removeAbandoned leak detection threshold billing"
+    inside = lookup_cli(seeded.root, seeded.config, query, "--kb-scope", "rag-eval")
+    result = lookup_result(inside)
+    assert result["evidenceBlocks"]
+    assert OTHER_TEAM not in inside.out  # not in evidence, context, hints or traces
+    other = lookup_result(lookup_cli(seeded.root, seeded.config, query, "--kb-scope", "other-team"))
+    assert {b["source"] for b in other["evidenceBlocks"]} == {OTHER_TEAM}
+
+
+def test_cli_snapshot_writes_fixtures_that_score(seeded: Store) -> None:
+    out = seeded.root / "milvus-fixtures"
+    base = ("--backend", "milvus", "--config", str(seeded.config), "--cases", str(CASES))
+    run = run_cli(
+        "snapshot", *base, "--fixtures", str(out), "--retrieved-at", PINNED, cwd=seeded.root
+    )
+    assert run.code == 0, run.out + run.err  # every failing case is a knownFailure
+    assert "29 new" in run.out and "wrote 29 fixture(s)" in run.out
+    assert re.search(r"^29 cases: \d+ passed, \d+ failed", run.out, re.M), run.out
+    report = json.loads((seeded.root / "reports" / "current.json").read_text(encoding="utf-8"))
+    assert report["summary"]["cases"] == 29
+    fixture = json.loads((out / "db-err-4031-order-repository.json").read_text(encoding="utf-8"))
+    assert fixture["generator"]["backend"] == "milvus"
+    assert fixture["generator"]["embedder"]["kind"] == "hashing"
+    assert fixture["lookupResult"]["evidenceBlocks"][0]["source"] == "mysql-connection-pool"
+    # lookups are deterministic: a second snapshot would change nothing
+    check = run_cli(
+        "snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=seeded.root
+    )
+    assert check.code == 0, check.out + check.err
+    assert "0 would change, 0 new, 29 unchanged" in check.out
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+def test_lookup_of_a_missing_store_exits_2(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "conf", milvus={"uri": "nowhere/milvus.db"})
+    for command in (
+        ("lookup", "pool"),
+        ("snapshot", "--cases", str(CASES), "--fixtures", "fx"),
+    ):
+        run = run_cli(*command, "--backend", "milvus", "--config", str(config), cwd=tmp_path)
+        assert_exit_2(run, "BackendError: ", "run `ragsnap seed --backend milvus` first")
+        assert "nowhere/milvus.db" in run.err
+    assert not (tmp_path / "conf" / "nowhere").exists()
+    assert not (tmp_path / "fx").exists()
+
+
+def test_lookup_of_a_store_without_the_collections_exits_2(seeded: Store, tmp_path: Path) -> None:
+    uri = str(seeded.uri)
+    config = write_config(tmp_path, milvus={"uri": uri, "collection": "elsewhere"})
+    run = lookup_cli(tmp_path, config, "pool")
+    assert_exit_2(
+        run, "holds no ragsnap knowledge base", "elsewhere_meta", "ragsnap seed --backend milvus"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("lookup", "pool"),
+        ("seed", "--seed-docs", str(SEED_DOCS)),
+        ("snapshot", "--cases", str(CASES), "--fixtures", "fx"),
+    ],
+    ids=["lookup", "seed", "snapshot"],
+)
+def test_kb_with_backend_milvus_exits_2(seeded: Store, command: tuple[str, ...]) -> None:
+    run = run_cli(
+        *command, "--backend", "milvus", "--config", str(seeded.config), "--kb", "kb.sqlite",
+        cwd=seeded.root,
+    )  # fmt: skip
+    assert_exit_2(run, "UsageError: --kb names an embedded SQLite file", "drop --kb")
+    assert not (seeded.root / "kb.sqlite").exists()
+    assert not (seeded.root / "fx").exists()
+
+
+def test_a_uri_that_is_not_a_lite_file_name_is_refused(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    write_doc(docs, "one", "Some words about pools.")
+    config = write_config(tmp_path / "conf", milvus={"uri": "store/milvus"})
+    run = seed_cli(tmp_path, config, docs=docs)
+    assert_exit_2(run, "store/milvus", ".db")
+    assert "one process" not in run.err  # not the locked-file advice
+
+
+# -- one process at a time, and serving ------------------------------------------------------
+
+
+def test_serve_answers_lookups_and_a_second_process_is_refused(
+    seeded: Store, tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    store = clone(seeded, tmp_path)
+    server = serve("--backend", "milvus", "--config", str(store.config), cwd=store.root)
+    assert f"({REPO_CHUNKS} chunks)" in server.banner
+    health = requests.get(server.base_url + "/api/health", timeout=30).json()
+    assert (health["backend"], health["documents"], health["chunks"]) == (
+        "milvus",
+        REPO_SOURCES,
+        REPO_CHUNKS,
+    )
+    answer = requests.post(
+        server.base_url + "/api/knowledge/lookup",
+        json={"query": "What does ERR-4031 from OrderRepository mean?", "kbScope": "rag-eval"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    blocks = answer.json()["lookupResult"]["evidenceBlocks"]
+    assert blocks[0]["source"] == "mysql-connection-pool"
+    assert OTHER_TEAM not in answer.text
+
+    # while serve holds the Milvus Lite file, a second process cannot open it
+    for run in (
+        lookup_cli(store.root, store.config, "pool"),
+        seed_cli(store.root, store.config),
+    ):
+        assert_exit_2(
+            run,
+            f"BackendError: {store.uri}",
+            "cannot open the Milvus Lite file",
+            "Milvus Lite lets one process use a file at a time",
+            "`ragsnap serve`",
+        )
+    _, err = server.stop()
+    assert "Traceback" not in err
+    # stopped, it lets go of the file
+    assert lookup_result(lookup_cli(store.root, store.config, "pool"))["evidenceBlocks"]
+
+
+def test_close_lets_another_process_open_the_file(seeded: Store, tmp_path: Path) -> None:
+    store = clone(seeded, tmp_path)
+    kb = MilvusKnowledgeBase(str(store.uri), create=False)
+    assert kb.count() == REPO_CHUNKS
+    assert lookup_cli(store.root, store.config, "pool").code == 2  # held by this process
+    kb.close()
+    assert lookup_result(lookup_cli(store.root, store.config, "pool"))["evidenceBlocks"]
+
+
+# -- writes through the CLI --------------------------------------------------------------------
+
+
+def test_editing_and_deleting_docs_touch_only_those(
+    seeded: Store, kb: MilvusKnowledgeBase, tmp_path: Path
+) -> None:
+    store = clone(seeded, tmp_path)
+    docs = tmp_path / "docs"
+    shutil.copytree(SEED_DOCS, docs)
+    edited = docs / "kafka-topic-naming.md"
+    edited.write_text(
+        edited.read_text(encoding="utf-8") + "\nThe zanzibarword prefix is reserved.\n",
+        encoding="utf-8",
+    )
+    run = seed_cli(store.root, store.config, docs=docs)
+    assert run.code == 0, run.err
+    assert summary(run) == f"0 added, 1 updated, {REPO_SOURCES - 1} unchanged, 0 removed"
+    assert "  updated: kafka-topic-naming\n" in run.out
+
+    (docs / "log-retention-policy.md").unlink()
+    run = seed_cli(store.root, store.config, docs=docs)
+    assert run.code == 0, run.err
+    assert summary(run) == f"0 added, 0 updated, {REPO_SOURCES - 1} unchanged, 1 removed"
+    assert "  removed: log-retention-policy\n" in run.out
+
+    before = kb.documents()
+    before_rows = rows_by_chunk(kb)
+    with MilvusKnowledgeBase(str(store.uri), create=False) as after:
+        stored = after.documents()
+        assert set(stored) == set(before) - {"log-retention-policy"}
+        changed = {s for s in stored if stored[s].index_hash != before[s].index_hash}
+        assert changed == {"kafka-topic-naming"}
+        rows = rows_by_chunk(after)
+        untouched = {"kafka-topic-naming", "log-retention-policy"}
+        keep = {c: r for c, r in before_rows.items() if c.split("#")[0] not in untouched}
+        assert {c: r for c, r in rows.items() if c in keep} == keep  # same rows, same keys
+        assert not any(c.startswith("log-retention-policy#") for c in rows)
+        expected = sum(i.chunk_count for i in stored.values())
+        assert after.count() == len(rows) == expected
+        assert expected == REPO_CHUNKS - before["log-retention-policy"].chunk_count + (
+            stored["kafka-topic-naming"].chunk_count - before["kafka-topic-naming"].chunk_count
+        )
+        assert lexical(after, "zanzibarword") == {"kafka-topic-naming"}
+        query = "How many days are application logs retained?"
+        assert "log-retention-policy" in lexical(kb, query)
+        assert "log-retention-policy" not in lexical(after, query) | vector(after, query)
+        assert after.doc_frequencies(["zanzibarword"]) == ({"zanzibarword": 1}, expected)
+
+
+@pytest.mark.slow
+def test_reindex_rebuilds_and_an_explicit_analyzer_must_match(
+    seeded: Store, tmp_path: Path
+) -> None:
+    store = clone(seeded, tmp_path)
+    standard = write_config(
+        tmp_path / "standard", milvus={"uri": str(store.uri), "analyzer": "standard"}
+    )
+    jieba = write_config(tmp_path / "jieba", milvus={"uri": str(store.uri), "analyzer": "jieba"})
+
+    run = seed_cli(store.root, standard)
+    assert_exit_2(run, "built with the jieba analyzer, not standard", "--reindex")
+    assert summary(seed_cli(store.root, store.config)).endswith(
+        f"{REPO_SOURCES} unchanged, 0 removed"
+    )
+
+    run = seed_cli(store.root, standard, "--reindex")
+    assert run.code == 0, run.err
+    assert rebuilt(run) == REPO_SOURCES
+    assert f"{REPO_CHUNKS} chunks" in run.out
+    with MilvusKnowledgeBase(str(store.uri), create=False) as kb:
+        assert kb.read_meta()["analyzer"] == kb.analyzer == "standard"
+        assert kb.count() == REPO_CHUNKS and len(kb.documents()) == REPO_SOURCES
+
+    assert_exit_2(seed_cli(store.root, jieba), "built with the standard analyzer, not jieba")
+    # analyzer: auto keeps what the store was built with
+    run = seed_cli(store.root, store.config)
+    assert summary(run) == f"0 added, 0 updated, {REPO_SOURCES} unchanged, 0 removed"
+    run = seed_cli(store.root, jieba, "--reindex")
+    assert rebuilt(run) == REPO_SOURCES
+    with MilvusKnowledgeBase(str(store.uri), create=False) as kb:
+        assert kb.read_meta()["analyzer"] == "jieba"
+
+
+@pytest.mark.slow
+def test_other_embedder_dimension_needs_reindex(seeded: Store, tmp_path: Path) -> None:
+    store = clone(seeded, tmp_path)
+    small = write_config(
+        tmp_path / "small",
+        milvus={"uri": str(store.uri)},
+        embedder={"kind": "hashing", "dimension": 64},
+    )
+    run = seed_cli(store.root, small)
+    assert_exit_2(run, "dimension 256", "dimension 64", "--reindex")
+    assert_exit_2(lookup_cli(store.root, small, "pool"), "dimension 256", "--reindex")
+    run = seed_cli(store.root, store.config)
+    assert summary(run) == f"0 added, 0 updated, {REPO_SOURCES} unchanged, 0 removed"
+
+    run = seed_cli(store.root, small, "--reindex")
+    assert run.code == 0, run.err
+    assert rebuilt(run) == REPO_SOURCES
+    result = lookup_result(lookup_cli(store.root, small, "hikari maximum pool size"))
+    assert result["evidenceBlocks"][0]["source"].startswith("mysql-connection-pool")
+    assert_exit_2(lookup_cli(store.root, store.config, "pool"), "dimension 64", "--reindex")
+
+
+# -- the analyzer for an English-only corpus, and writes through MilvusKnowledgeBase -----------
+
+# source -> (kb_scope, category, breadcrumb); every body holds "quartzshared" and one
+# word of its own, "<source without dashes>uniq"
+DOCS: dict[str, tuple[str | None, str, str]] = {
+    "mysql-pool": ("eval", "database", "Database > MySQL > Pool"),
+    "mysql-root": ("eval", "database", "Database > MySQL"),
+    "mysql-replica": ("eval", "database", "Database > MySQLReplica"),
+    "kafka-lag": ("eval", "messaging", "Messaging > Kafka"),
+    "other-pool": ("other", "database", "Database > MySQL > Pool"),
+    "unscoped": (None, "database", "Database>MySQL >  Pool"),  # stored normalised
+}
+
+
+def unique_word(source: str) -> str:
+    return source.replace("-", "") + "uniq"
+
+
+def write_corpus(folder: Path, version: str = "one") -> Path:
+    for source, (scope, category, crumb) in DOCS.items():
+        word = unique_word(source)
+        write_doc(
+            folder,
+            source,
+            f"What is {word}? The quartzshared overview of {source}, version {version}.\n\n"
+            f"## Settings\n\nThe settings of {source} mention {word} and the tuning knobs.\n\n"
+            f"## Errors\n\nThe errors of {source} list alarms, quartzshared and retries.",
+            title=f"Title of {source}",
+            category=category,
+            kb_scope=scope,
+            breadcrumb=crumb,
+        )
+    return folder
+
+
+def test_auto_analyzer_is_standard_for_an_english_corpus(tmp_path: Path) -> None:
+    """No ragsnap.yaml: kb.milvus.uri defaults to .ragsnap/milvus.db in the working directory."""
+    write_corpus(tmp_path / "docs")
+    run = run_cli("seed", "--backend", "milvus", "--seed-docs", "docs", cwd=tmp_path)
+    assert run.code == 0, run.err
+    assert summary(run) == f"{len(DOCS)} added, 0 updated, 0 unchanged, 0 removed"
+    uri = tmp_path / ".ragsnap" / "milvus.db"
+    assert uri.is_dir()
+    with MilvusKnowledgeBase(str(uri), create=False) as kb:
+        assert kb.read_meta()["analyzer"] == kb.analyzer == "standard"
+        assert kb.count() == 3 * len(DOCS)
+        # stop words are not indexed: "what is the" matches nothing, as in FTS5
+        assert kb.lexical_search([], Filter(), 10, "What is the") == []
+        found = lexical(kb, "What is the quartzshared?")
+        assert found == set(DOCS)
+        hits = kb.lexical_search(["quartzshared"], Filter(), 100, "What is the quartzshared?")
+        assert all("quartzshared" in c.tokens for c in kb.chunks([r for r, _ in hits]).values())
+
+
+def seed_english(folder: Path) -> tuple[MilvusKnowledgeBase, Path]:
+    """An English corpus seeded in this process with the standard analyzer."""
+    docs = write_corpus(folder / "docs")
+    store = MilvusKnowledgeBase(str(folder / "milvus.db"), analyzer="standard")
+    seed(store, load_seed_docs(docs), HashingEmbedder(), TOKENIZER, SETTINGS)
+    return store, docs
+
+
+@pytest.fixture
+def english(tmp_path: Path) -> Iterator[tuple[MilvusKnowledgeBase, Path]]:
+    """A store of its own, to write to."""
+    store, docs = seed_english(tmp_path)
+    with store:
+        yield store, docs
+
+
+@pytest.fixture(scope="module")
+def english_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusKnowledgeBase]:
+    """One store shared by the read-only tests."""
+    store, _ = seed_english(tmp_path_factory.mktemp("milvus-english"))
+    with store:
+        yield store
+
+
+def test_write_through_the_knowledge_base(english: tuple[MilvusKnowledgeBase, Path]) -> None:
+    kb, docs = english
+    stored = kb.documents()
+    assert set(stored) == set(DOCS)
+    assert stored["unscoped"].kb_scope is None
+    assert stored["unscoped"].breadcrumb == "Database > MySQL > Pool"
+    assert stored["mysql-pool"].title == "Title of mysql-pool"
+    assert kb.count() == 3 * len(DOCS)
+    generation = kb.read_meta()["generation"]
+    rows = rows_by_chunk(kb)
+
+    # unchanged: nothing written
+    plan = seed(kb, load_seed_docs(docs), HashingEmbedder(), TOKENIZER, SETTINGS)
+    assert plan.summary() == f"0 added, 0 updated, {len(DOCS)} unchanged, 0 removed"
+    assert kb.read_meta()["generation"] == generation
+    assert rows_by_chunk(kb) == rows
+
+    # one edited document: only its rows change
+    write_doc(docs, "kafka-lag", "Rewritten with brandnewword.\n\n## Only\n\nLag, quartzshared.",
+              kb_scope="eval", category="messaging", breadcrumb="Messaging > Kafka")  # fmt: skip
+    plan = seed(kb, load_seed_docs(docs), HashingEmbedder(), TOKENIZER, SETTINGS)
+    assert (plan.added, plan.updated, plan.removed) == ((), ("kafka-lag",), ())
+    assert kb.read_meta()["generation"] != generation
+    after = rows_by_chunk(kb)
+    assert {c: r for c, r in after.items() if not c.startswith("kafka-lag#")} == {
+        c: r for c, r in rows.items() if not c.startswith("kafka-lag#")
+    }
+    assert sorted(c for c in after if c.startswith("kafka-lag#")) == ["kafka-lag#0", "kafka-lag#1"]
+    assert lexical(kb, "brandnewword") == {"kafka-lag"}
+    assert lexical(kb, unique_word("kafka-lag")) == set()
+    assert kb.count() == 3 * len(DOCS) - 1
+
+    # one deleted document: gone from documents, count and both searches
+    word = unique_word("mysql-replica")
+    assert lexical(kb, word) == {"mysql-replica"}
+    (docs / "mysql-replica.md").unlink()
+    plan = seed(kb, load_seed_docs(docs), HashingEmbedder(), TOKENIZER, SETTINGS)
+    assert plan.removed == ("mysql-replica",)
+    assert "mysql-replica" not in kb.documents()
+    assert kb.count() == 3 * (len(DOCS) - 1) - 1
+    assert lexical(kb, word) == set()
+    assert "mysql-replica" not in vector(kb, f"{word} quartzshared")
+    assert kb.doc_frequencies([word]) == ({word: 0}, kb.count())
+
+
+def test_other_dimension_is_refused_until_reindex(
+    english: tuple[MilvusKnowledgeBase, Path],
+) -> None:
+    kb, docs = english
+    small = HashingEmbedder(dimension=64)
+    with pytest.raises(BackendError, match="--reindex"):
+        seed(kb, load_seed_docs(docs), small, TOKENIZER, SETTINGS)
+    assert kb.count() == 3 * len(DOCS)
+    kb.drop()  # what `seed --reindex` does before it writes
+    assert kb.count() == 0 and kb.documents() == {} and kb.read_meta() == {}
+    plan = seed(kb, load_seed_docs(docs), small, TOKENIZER, SETTINGS, reindex=True)
+    assert sorted(plan.added) == sorted(DOCS)
+    assert len(kb.vector_search(small.embed_query("quartzshared"), Filter(kb_scope="eval"), 5)) == 5
+    with pytest.raises(BackendError, match="dimension 64"):
+        kb.vector_search(HashingEmbedder().embed_query("quartzshared"), Filter(), 5)
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (Filter(), set(DOCS)),
+        (Filter(kb_scope="eval"), {"mysql-pool", "mysql-root", "mysql-replica", "kafka-lag"}),
+        (Filter(kb_scope="nope"), set()),
+        (
+            Filter(breadcrumb_prefix="Database > MySQL"),
+            {"mysql-pool", "mysql-root", "other-pool", "unscoped"},
+        ),
+        (Filter(kb_scope="eval", breadcrumb_prefix="Database>MySQL"), {"mysql-pool", "mysql-root"}),
+        (Filter(breadcrumb_prefix="Database > MySQLReplica"), {"mysql-replica"}),
+        (Filter(breadcrumb_prefix="Database > My"), set()),
+        (Filter(breadcrumb_prefix="Database > MySQL > Po"), set()),
+        (Filter(kb_scope="other", category="messaging"), set()),
+    ],
+)
+def test_english_filters_agree_in_both_searches(
+    english_kb: MilvusKnowledgeBase, flt: Filter, expected: set[str]
+) -> None:
+    kb = english_kb
+    assert lexical(kb, "quartzshared", flt) == expected
+    assert vector(kb, "quartzshared", flt) == expected
+    for source in DOCS:
+        assert lexical(kb, unique_word(source), flt) == ({source} & expected)
