@@ -149,8 +149,8 @@ def seed(
             fingerprint,
             tokenizer.name,
             where,
-            fix="run `ragsnap seed --reindex` to rebuild every document with the new one, "
-            "or configure the old one again",
+            fix="run `ragsnap seed --reindex` (with the same --backend) to rebuild every "
+            "document with the new one, or configure the old one again",
         )
     if hashes is None:
         hashes = index_hashes(docs, settings)

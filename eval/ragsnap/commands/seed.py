@@ -46,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
     kb = open_store(backend, args, config, create=True, analyzer=analyzer)
     try:
+        dropped: set[str] = set()
         if backend == "milvus":
-            _check_analyzer(kb, analyzer, config.kb.milvus.analyzer, args.reindex, path)
+            dropped = _check_analyzer(kb, analyzer, config.kb.milvus.analyzer, args.reindex, path)
         plan = seed(
             kb,
             docs,
@@ -62,6 +63,13 @@ def run(args: argparse.Namespace) -> int:
         )
         if progress is not None:
             progress.close()
+        if dropped:  # say it as the embedded store does: rebuilt documents were updated
+            plan = SeedPlan(
+                added=tuple(s for s in plan.added if s not in dropped),
+                updated=tuple(s for s in plan.added if s in dropped),
+                unchanged=(),
+                removed=tuple(sorted(dropped - set(hashes))),
+            )
         chunks = kb.count()
     finally:
         kb.close()
@@ -80,22 +88,27 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_analyzer(
     kb: KnowledgeBase, analyzer: str, configured: str, reindex: bool, where: str
-) -> None:
+) -> set[str]:
     """Milvus: an existing collection keeps its analyzer; switching needs ``--reindex``,
-    which drops the collections and rebuilds them."""
+    which drops the collections and rebuilds them (Milvus Lite keeps deleted rows in its
+    BM25 statistics, so rebuilding in place would not give a fresh index). Returns the
+    sources stored before a drop, for the summary."""
     from ..backends.milvus import MilvusKnowledgeBase
     from ..errors import BackendError
 
     assert isinstance(kb, MilvusKnowledgeBase)
     built = kb.read_meta().get("analyzer")
     if reindex:
+        before = set(kb.documents())
         kb.drop()
         kb.set_analyzer(analyzer)
-    elif built is not None and built != analyzer and configured != "auto":
+        return before
+    if built is not None and built != analyzer and configured != "auto":
         raise BackendError(
             f"{where} was built with the {built} analyzer, not {analyzer}; run `ragsnap seed "
             "--backend milvus --reindex` to rebuild it, or configure the old one again"
         )
+    return set()
 
 
 def _seed_http(
