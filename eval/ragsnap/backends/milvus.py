@@ -156,6 +156,7 @@ class MilvusKnowledgeBase:
         self._lock = threading.RLock()
         self._client = self._connect(MilvusClient, token)
         self._vocab: tuple[str, Counter[str], int] | None = None
+        self._chunks_exist = False
         self._dimension: int | None = None  # of the chunks' vectors, read when first needed
         existing = set(self._client.list_collections())
         if not create and self._names["meta"] not in existing:
@@ -279,7 +280,10 @@ class MilvusKnowledgeBase:
         c.create_collection(self._names["chunks"], schema=schema, index_params=index)
 
     def _has_chunks(self) -> bool:
-        return bool(self._client.has_collection(self._names["chunks"]))
+        """Whether the chunks collection exists (asked once: it stays until ``drop``)."""
+        if not self._chunks_exist:
+            self._chunks_exist = bool(self._client.has_collection(self._names["chunks"]))
+        return self._chunks_exist
 
     def _scan(self, role: str, fields: list[str], expr: str = "") -> Iterator[dict[str, Any]]:
         """Every row of a collection (``expr`` filters), in batches."""
@@ -303,8 +307,11 @@ class MilvusKnowledgeBase:
     # -- metadata -------------------------------------------------------------
 
     def read_meta(self) -> dict[str, str]:
-        with self._lock:
-            return {r["key"]: r["value"] for r in self._scan("meta", ["key", "value"])}
+        with self._lock:  # a handful of rows: one query, not an iterator's several calls
+            rows = self._client.query(
+                self._names["meta"], filter='key != ""', output_fields=["key", "value"], limit=1000
+            )
+        return {r["key"]: r["value"] for r in rows}
 
     def documents(self) -> dict[str, DocumentInfo]:
         with self._lock:
@@ -356,15 +363,31 @@ class MilvusKnowledgeBase:
             for source in batch.deletes:
                 self._delete(source)
             next_row = self._next_row()
+            pending_rows: list[dict[str, Any]] = []
+            pending_docs: list[tuple[dict[str, Any], Any]] = []
+
+            def flush_pending() -> None:
+                # a document's row only after its chunks: an interrupted seed re-uploads it
+                for start in range(0, len(pending_rows), _BATCH):
+                    c.insert(self._names["chunks"], pending_rows[start : start + _BATCH])
+                if pending_docs:
+                    c.upsert(self._names["documents"], [row for row, _ in pending_docs])
+                for _, up in pending_docs:
+                    if batch.on_upload is not None:
+                        batch.on_upload(up)
+                pending_rows.clear()
+                pending_docs.clear()
+
             for up in batch.uploads:
                 doc = up.document
                 if up.replaces:
+                    flush_pending()  # deletes see every earlier insert
                     self._delete(doc.source)
                 vectors = np.ascontiguousarray(up.vectors, dtype=np.float32)
                 if not self._has_chunks() and len(up.chunks):
                     self._create_chunks(int(vectors.shape[1]))
                 breadcrumb = " > ".join(_segments(doc.breadcrumb)) or None
-                rows = []
+                rows = pending_rows
                 for chunk, tokens, vector in zip(up.chunks, up.tokens, vectors, strict=True):
                     for name, value in (("text", chunk.text), ("tokens", tokens)):
                         if len(value.encode("utf-8")) > _MAX_VARCHAR:
@@ -393,8 +416,6 @@ class MilvusKnowledgeBase:
                         }
                     )
                     next_row += 1
-                for start in range(0, len(rows), _BATCH):
-                    c.insert(self._names["chunks"], rows[start : start + _BATCH])
                 record = {
                     "indexHash": up.index_hash,
                     "chunkCount": len(up.chunks),
@@ -406,12 +427,10 @@ class MilvusKnowledgeBase:
                     "path": doc.path,
                     "metadata": doc.metadata,
                 }
-                c.upsert(
-                    self._names["documents"],
-                    [{"source": doc.source, "record": record, "dummy": _DUMMY}],
-                )
-                if batch.on_upload is not None:
-                    batch.on_upload(up)
+                pending_docs.append(({"source": doc.source, "record": record, "dummy": _DUMMY}, up))
+                if len(pending_rows) >= _BATCH:
+                    flush_pending()
+            flush_pending()
             meta = dict(batch.meta)
             meta["schemaVersion"] = SCHEMA_VERSION
             meta["analyzer"] = self._analyzer
@@ -577,6 +596,7 @@ class MilvusKnowledgeBase:
             self._create_plain("meta")
             self._vocab = None
             self._dimension = None
+            self._chunks_exist = False
 
     def close(self) -> None:
         """Close the client; for Milvus Lite also stop this process's server of the file,
