@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .jsonio import parse_yaml
+from .jsonio import parse_yaml, read_bytes
 from .settings import ChunkSettings
 
 __all__ = [
@@ -249,13 +249,9 @@ class SeedCorpus:
 
     def _markdown(self) -> Iterator[SeedDocument]:
         for path in self._paths:
-            try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                raise InputError(
-                    path, f"cannot be read ({exc.strerror})", "check its permissions"
-                ) from None
-            yield parse_seed_doc(path, raw)
+            yield parse_seed_doc(
+                path, read_bytes(path, "check that it still exists and is readable")
+            )
 
     def _jsonl(self) -> Iterator[SeedDocument]:
         try:
@@ -303,12 +299,7 @@ def markdown_of(doc: SeedDocument) -> tuple[str, str]:
     """
     path = Path(doc.path)
     if path.suffix == ".md" and path.is_file():
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise InputError(
-                path, f"cannot be read ({exc.strerror})", "check its permissions"
-            ) from None
+        raw = read_bytes(path, "check that it still exists and is readable")
         if hashlib.sha256(raw).hexdigest() != doc.content_hash:
             raise InputError(path, "changed while it was being seeded", "run the seed again")
         return path.name, raw.decode("utf-8")

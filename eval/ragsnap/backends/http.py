@@ -187,6 +187,16 @@ def _get(obj: Any, dotted: str, prefix: str = "") -> Any:
     return current
 
 
+def _named(names: Mapping[str, str | None], **values: Any) -> dict[str, Any]:
+    """``values`` under the service's names (``names``: ours -> theirs); a name mapped to
+    None, or a value that is None, is left out."""
+    return {
+        name: values[key]
+        for key, name in names.items()
+        if name is not None and values.get(key) is not None
+    }
+
+
 class HttpService:
     """A retrieval service reached over HTTP, read through an ``HttpMapping``."""
 
@@ -246,12 +256,7 @@ class HttpService:
     def lookup(self, query: str, *, kb_scope: str | None, top_k: int) -> dict[str, Any]:
         """The service's lookupResult for ``query``, in the fixture's shape."""
         m = self.mapping
-        values = {"query": query, "topK": top_k, "kbScope": kb_scope}
-        body = {
-            name: values[key]
-            for key, name in m.lookup_request.items()
-            if name is not None and values.get(key) is not None
-        }
+        body = _named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"POST {self.base_url}{m.lookup_path}"
         answer = self.client.post_json(m.lookup_path, body)
         result = self._field(answer, m.lookup_result, endpoint, "lookup.result")
@@ -303,12 +308,7 @@ class HttpService:
     ) -> tuple[Any, list[dict[str, Any]]]:
         """The similarity search's raw answer and its results in ragsnap's names."""
         m = self.mapping
-        values = {"query": query, "topK": top_k, "kbScope": kb_scope}
-        params = {
-            name: values[key]
-            for key, name in m.similar_params.items()
-            if name is not None and values.get(key) is not None
-        }
+        params = _named(m.similar_params, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"GET {self.base_url}{m.similar_path}"
         answer = self.client.get_json(m.similar_path, params)
         results = self._field(answer, m.similar_results, endpoint, "similar.results")

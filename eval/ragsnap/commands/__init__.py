@@ -4,7 +4,33 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import UsageError
+from ..models import GoldenCase
+
+
+def select_cases(
+    cases: Sequence[GoldenCase], wanted: Sequence[str] | None, path: Path
+) -> list[GoldenCase]:
+    """The cases ``--case`` names (all when none), in file order; unknown ids are usage errors."""
+    if not wanted:
+        return list(cases)
+    known = {case.id for case in cases}
+    unknown = [w for w in dict.fromkeys(wanted) if w not in known]
+    if unknown:
+        raise UsageError(
+            f"--case {', '.join(unknown)}: no such case in {path}; use ids from that file"
+        )
+    keep = set(wanted)
+    return [case for case in cases if case.id in keep]
+
+
+def utc_now() -> str:
+    """The current time as ``2026-07-06T00:00:00Z`` (whole seconds)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextlib.contextmanager

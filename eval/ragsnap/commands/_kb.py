@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,8 +15,18 @@ from ..text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
     from ..backends import KnowledgeBase
+    from ..pipeline import Pipeline
+    from ..settings import LookupSettings
 
-__all__ = ["backend_of", "kb_path", "open_embedder", "open_store", "open_tokenizer", "store_name"]
+__all__ = [
+    "backend_of",
+    "kb_path",
+    "open_embedder",
+    "open_pipeline",
+    "open_store",
+    "open_tokenizer",
+    "store_name",
+]
 
 STORES = ("embedded", "milvus")
 
@@ -76,6 +88,44 @@ def open_store(
     raise UsageError(
         f"the {backend} backend has no local knowledge base here; use --backend embedded or milvus"
     )
+
+
+@contextlib.contextmanager
+def open_pipeline(
+    backend: str,
+    args: argparse.Namespace,
+    config: Config,
+    *,
+    settings: LookupSettings | None = None,
+    create: bool = False,
+) -> Iterator[Pipeline]:
+    """The lookup pipeline over the store of ``backend``, checked to have been built
+    with the configured embedder and segmenter; the store is closed afterwards."""
+    from ..pipeline import Pipeline
+    from ..seeding import check_compatible
+
+    embedder = open_embedder(config)
+    tokenizer = open_tokenizer(config)
+    analyzer = config.kb.milvus.analyzer  # for a collection created now (serve)
+    kb = open_store(
+        backend,
+        args,
+        config,
+        create=create,
+        analyzer="standard" if analyzer == "auto" else analyzer,
+    )
+    try:
+        check_compatible(
+            kb.read_meta(),
+            embedder.fingerprint,
+            tokenizer.name,
+            store_name(backend, args, config),
+            fix="configure the embedder and segmenter it was built with, or rebuild it with "
+            f"`ragsnap seed{'' if backend == 'embedded' else f' --backend {backend}'} --reindex`",
+        )
+        yield Pipeline(kb, embedder, tokenizer, settings or config.lookup)
+    finally:
+        kb.close()
 
 
 def open_embedder(config: Config) -> Embedder:

@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ..backends.http import DEFAULT_BASE_URL, HttpService
 from ..config import Config, load_config
-from ..errors import BackendError, ServiceUnreachable, UsageError
+from ..errors import BackendError, ServiceUnreachable
 from ..httpclient import read_token
 from ..inputs import load_cases
 from ..jsonio import check_distinct, write_outputs
@@ -33,26 +32,10 @@ from ..livecheck import (
 )
 from ..models import GoldenCase
 from ..progress import Progress
+from . import select_cases, utc_now
 
 #: at most this many failed cases are listed on the terminal, one per line
 LISTED = 20
-
-
-def _selected(cases: list[GoldenCase], wanted: list[str] | None, path: Path) -> list[GoldenCase]:
-    if not wanted:
-        return cases
-    known = {case.id for case in cases}
-    unknown = [w for w in dict.fromkeys(wanted) if w not in known]
-    if unknown:
-        raise UsageError(
-            f"--case {', '.join(unknown)}: no such case in {path}; use ids from that file"
-        )
-    keep = set(wanted)
-    return [case for case in cases if case.id in keep]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _origin(args: argparse.Namespace, config: Config) -> str:
@@ -67,12 +50,12 @@ def _origin(args: argparse.Namespace, config: Config) -> str:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     case_set = load_cases(args.cases)
-    cases = _selected(list(case_set.cases), args.case, args.cases)
+    cases = select_cases(list(case_set.cases), args.case, args.cases)
     json_path: Path = args.json_report
     markdown_path: Path = args.markdown_report
     check_distinct([json_path, markdown_path], keep=args.cases)
     token = read_token(args.token_file, args.token_env)
-    checked_at = _now()
+    checked_at = utc_now()
     started = time.perf_counter()
 
     with HttpService(config.http, base_url=args.base_url, token=token) as service:

@@ -12,9 +12,7 @@ from types import FrameType
 from ..config import load_config
 from ..errors import MissingDependency, UsageError
 from ..httpclient import is_loopback, read_token
-from ..pipeline import Pipeline
-from ..seeding import check_compatible
-from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_name
+from ._kb import backend_of, open_pipeline, store_name
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -55,27 +53,14 @@ def run(args: argparse.Namespace) -> int:
             "it can upload and delete documents (pass --token-file or --token-env)",
             file=sys.stderr,
         )
-    embedder = open_embedder(config)
-    tokenizer = open_tokenizer(config)
     backend = backend_of(args, config)
     path = store_name(backend, args, config)
-    analyzer = config.kb.milvus.analyzer
-    kb = open_store(
-        backend, args, config, create=True, analyzer="standard" if analyzer == "auto" else analyzer
-    )
-    try:
-        check_compatible(
-            kb.read_meta(),
-            embedder.fingerprint,
-            tokenizer.name,
-            str(path),
-            fix="configure the embedder and segmenter it was built with, "
-            "or rebuild it with `ragsnap seed --reindex`",
-        )
+    with open_pipeline(backend, args, config, create=True) as pipeline:
+        kb = pipeline.kb
         state = ServiceState(
             kb=kb,
-            pipeline=Pipeline(kb, embedder, tokenizer, config.lookup),
-            embedder=embedder,
+            pipeline=pipeline,
+            embedder=pipeline.embedder,
             chunking=config.kb.chunking,
             where=str(path),
             token=token,
@@ -98,6 +83,4 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             server.run(sockets=[sock])
         print("serve: stopped", flush=True)
-    finally:
-        kb.close()
     return 0

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from ..jsonio import dump_json, read_bytes, write_outputs
 from ..models import GoldenCase
 from ..progress import Progress
 from ..schema import validate
+from . import select_cases, utc_now
 from ._kb import backend_of
 
 #: at most this many changed cases are listed one per line
@@ -65,9 +66,7 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
         return
     if args.base_url is not None:
         raise UsageError("--base-url is for --backend http; drop it or add --backend http")
-    from ..pipeline import Pipeline
-    from ..seeding import check_compatible
-    from ._kb import open_embedder, open_store, open_tokenizer, store_name
+    from ._kb import open_pipeline, store_name
 
     if args.token_file is not None or args.token_env is not None:
         raise UsageError("--token-file and --token-env are for --backend http; drop them")
@@ -76,36 +75,8 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)
     path = store_name(backend, args, config)
-    embedder = open_embedder(config)
-    tokenizer = open_tokenizer(config)
-    with contextlib.closing(open_store(backend, args, config, create=False)) as kb:
-        check_compatible(
-            kb.read_meta(),
-            embedder.fingerprint,
-            tokenizer.name,
-            str(path),
-            fix="configure the embedder and segmenter it was built with, "
-            "or rebuild it with `ragsnap seed --reindex`",
-        )
-        pipeline = Pipeline(kb, embedder, tokenizer, settings)
+    with open_pipeline(backend, args, config, settings=settings) as pipeline:
         yield PipelineSource(pipeline, record_latency=args.latency), f"{backend} ({path})"
-
-
-def _selected(cases: list[GoldenCase], wanted: list[str] | None, path: Path) -> list[GoldenCase]:
-    if not wanted:
-        return cases
-    known = {case.id for case in cases}
-    unknown = [w for w in wanted if w not in known]
-    if unknown:
-        raise UsageError(
-            f"--case {', '.join(unknown)}: no such case in {path}; use ids from that file"
-        )
-    keep = set(wanted)
-    return [case for case in cases if case.id in keep]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _check_retrieved_at(value: str | None) -> str | None:
@@ -150,12 +121,12 @@ def run(args: argparse.Namespace) -> int:
     if args.check and args.prune:
         raise UsageError("--check writes nothing and --prune deletes files; pick one")
     case_set = load_cases(args.cases)
-    cases = _selected(list(case_set.cases), args.case, args.cases)
+    cases = select_cases(list(case_set.cases), args.case, args.cases)
     folder: Path = args.fixtures
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--fixtures {folder} is a file, not a folder; pass a folder")
     orphans = _orphans(folder, {case.id for case in case_set.cases})
-    stamp = retrieved_at or _now()
+    stamp = retrieved_at or utc_now()
     started = time.perf_counter()
 
     with open_source(args, config) as (source, described):
