@@ -252,11 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="evidence blocks (default: lookup.topK, else 5)",
     )
-    lookup.add_argument(
-        "--method",
-        choices=("lexical", "vector", "hybrid", "hybrid+rerank"),
-        help="retrieval method (default: lookup.method, else hybrid+rerank)",
-    )
+    _add_method(lookup, "")
     lookup.add_argument(
         "--no-latency",
         action="store_true",
@@ -341,11 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="lookups in flight (default: http.concurrency for http, else 1)",
     )
-    snap.add_argument(
-        "--method",
-        choices=("lexical", "vector", "hybrid", "hybrid+rerank"),
-        help="embedded: retrieval method (default: lookup.method, else hybrid+rerank)",
-    )
+    _add_method(snap, "embedded, milvus: ")
     snap.add_argument(
         "--latency",
         action="store_true",
@@ -486,6 +478,14 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
     return value
+
+
+def _add_method(parser: argparse.ArgumentParser, which: str) -> None:
+    parser.add_argument(
+        "--method",
+        choices=("lexical", "vector", "hybrid", "hybrid+rerank"),
+        help=f"{which}retrieval method (default: lookup.method, else hybrid+rerank)",
+    )
 
 
 def _add_store_backend(parser: argparse.ArgumentParser) -> None:

@@ -5,12 +5,16 @@ Test modules here import them as ``from .conftest import ...``.
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
+
+import pytest
 
 _Server = TypeVar("_Server", bound="LoopbackServer")
 
@@ -93,3 +97,22 @@ def write_doc(folder: Path, source: str, body: str, **meta: str | None) -> Path:
     path = folder / f"{source}.md"
     path.write_text("---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8")
     return path
+
+
+def require_milvus() -> None:
+    """Skip on a workstation without the milvus extra; fail under ``CI=true``, where
+    `.ci/run` installs it and a skip would hide that the backend went untested."""
+    missing = []
+    for module in ("pymilvus", "milvus_lite", "jieba"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        message = (
+            f"{', '.join(missing)} not installed; pip install -e '.[milvus]' to test the "
+            "milvus backend"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)

@@ -12,9 +12,7 @@ and fails under ``CI=true``, so CI never passes without running it.
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import re
 import shutil
 from collections.abc import Callable, Iterator, Sequence
@@ -37,33 +35,12 @@ from ragsnap.pipeline import LookupSettings, Pipeline
 from ragsnap.seeding import seed
 from ragsnap.text import get_tokenizer
 
-from .conftest import write_doc
-
-
-def _missing(*modules: str) -> list[str]:
-    out = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            out.append(module)
-    return out
-
-
-MISSING = _missing("pymilvus", "milvus_lite", "jieba")
+from .conftest import require_milvus, write_doc
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _milvus_installed() -> None:
-    """Skip on a workstation without the milvus extra; fail under ``CI=true``."""
-    if MISSING:
-        message = (
-            f"{', '.join(MISSING)} not installed; pip install -e '.[milvus]' to test the "
-            "milvus backend"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_milvus()
 
 
 SEED_DOCS = REPO / "seed-docs"

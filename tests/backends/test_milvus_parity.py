@@ -14,8 +14,6 @@ fails under ``CI=true``.
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,31 +31,12 @@ from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
 from ragsnap.seeding import seed
 from ragsnap.text import get_tokenizer
 
-
-def _missing(*modules: str) -> list[str]:
-    out = []
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            out.append(module)
-    return out
-
-
-MISSING = _missing("pymilvus", "milvus_lite", "jieba")
+from .conftest import require_milvus
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _milvus_installed() -> None:
-    """Skip on a workstation without the milvus extra; fail under ``CI=true``."""
-    if MISSING:
-        message = (
-            f"{', '.join(MISSING)} not installed; pip install -e '.[milvus]' to test the "
-            "milvus backend"
-        )
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_milvus()
 
 
 CASES = load_cases(REPO / "cases" / "golden-cases.json").cases

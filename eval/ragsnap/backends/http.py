@@ -53,18 +53,7 @@ from ..httpclient import HttpClient, read_token
 __all__ = ["DEFAULT_BASE_URL", "HttpMapping", "HttpService", "load_mapping"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:9900"
-_BLOCK_FIELDS = (
-    "rank",
-    "chunkId",
-    "docId",
-    "source",
-    "title",
-    "breadcrumb",
-    "text",
-    "score",
-    "scoreLabel",
-    "metadata",
-)
+#: a similarity result's fields, in ragsnap's names
 _ITEM_FIELDS = (
     "rank",
     "chunkId",
@@ -76,6 +65,8 @@ _ITEM_FIELDS = (
     "score",
     "scoreLabel",
 )
+#: an evidence block's fields: a result's, and its metadata
+_BLOCK_FIELDS = (*_ITEM_FIELDS, "metadata")
 _REQUIRED_BLOCK = ("chunkId", "source", "text")
 _TRACES = ("contextPack", "retrievalTrace", "rerankTrace")
 _EMPTY_TRACES: dict[str, Any] = {
