@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .aggregates import Aggregate, aggregate, group
     from .backends import Filter, KnowledgeBase, WriteBatch
+    from .backends.http import HttpMapping, HttpService
+    from .backends.milvus import MilvusKnowledgeBase
     from .backends.sqlite import SqliteKnowledgeBase
+    from .capture import LookupSource, PipelineSource, fixture_changes, snapshot_case
     from .casemetrics import case_metrics, context_precision_recall
     from .corpus import Chunk, SeedDocument, chunk_document, load_seed_docs
     from .diff import Tolerances, diff_reports, render_diff_markdown
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
         MissingDependency,
         OutputError,
         RagsnapError,
+        ServiceUnreachable,
         UsageError,
     )
     from .inputs import CaseSet, FixtureSet, load_cases, load_fixtures, load_report
@@ -125,6 +129,14 @@ _EXPORTS = {
     "FusionProfile": "settings",
     "Tokenizer": "text",
     "get_tokenizer": "text",
+    "LookupSource": "capture",
+    "PipelineSource": "capture",
+    "snapshot_case": "capture",
+    "fixture_changes": "capture",
+    "HttpService": "backends.http",
+    "HttpMapping": "backends.http",
+    "MilvusKnowledgeBase": "backends.milvus",
+    "ServiceUnreachable": "errors",
 }
 
 
@@ -155,21 +167,27 @@ __all__ = [
     "FusionProfile",
     "GoldenCase",
     "HashingEmbedder",
+    "HttpMapping",
+    "HttpService",
     "InputError",
     "Judgment",
     "KnowledgeBase",
     "LookupResult",
     "LookupSettings",
+    "LookupSource",
     "Measure",
+    "MilvusKnowledgeBase",
     "MissingDependency",
     "OpenAIEmbedder",
     "OutputError",
     "Pipeline",
+    "PipelineSource",
     "RagsnapError",
     "Rankings",
     "SeedDocument",
     "SeedPlan",
     "SentenceTransformerEmbedder",
+    "ServiceUnreachable",
     "SqliteKnowledgeBase",
     "Tokenizer",
     "Tolerances",
@@ -183,6 +201,7 @@ __all__ = [
     "context_precision_recall",
     "diff_reports",
     "evaluate",
+    "fixture_changes",
     "get_tokenizer",
     "group",
     "load_cases",
@@ -201,6 +220,7 @@ __all__ = [
     "render_markdown",
     "score_case",
     "seed",
+    "snapshot_case",
     "write_qrels",
     "write_run",
 ]
