@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -374,3 +377,45 @@ def test_a_spring_shaped_service_is_read_through_the_mapping(tmp_path: Path) -> 
     assert bad.code == 2
     assert "data.evidence[0].docSource" in bad.err
     assert "mapped by http.lookup.block.source in ragsnap.yaml" in bad.err
+
+
+def test_a_token_guarded_service_is_seeded_and_snapshotted_and_the_token_is_nowhere(
+    tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    token = "rgs-3f9c1e7a-token-that-must-not-leak"
+    env = {"RAGSNAP_TEST_SERVICE_TOKEN": token}
+    server = serve(
+        "--kb", str(tmp_path / "served.sqlite"), "--token-env", "RAGSNAP_TEST_SERVICE_TOKEN",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    base = ("--backend", "http", "--base-url", server.base_url)
+    refused = run_cli("seed", *base, "--seed-docs", str(SEED_DOCS), cwd=tmp_path)
+    assert refused.code == 2 and "HTTP 401" in refused.err and "check the token" in refused.err
+
+    def run_with_token(*args: str) -> Run:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragsnap", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**server.env, **os.environ, **env},
+            timeout=300,
+        )
+        return Run(proc.returncode, proc.stdout, proc.stderr)
+
+    guarded = ("--token-env", "RAGSNAP_TEST_SERVICE_TOKEN")
+    seeded = run_with_token("seed", *base, *guarded, "--seed-docs", str(SEED_DOCS))
+    assert seeded.code == 0, seeded.err
+    snap = run_with_token(
+        "snapshot", "--cases", str(CASES), *base, *guarded, "--fixtures", "fx",
+        "--retrieved-at", PINNED,
+    )  # fmt: skip
+    assert snap.code == 0, snap.out + snap.err
+    assert without_generator(tmp_path / "fx") == without_generator(REPO / "fixtures")
+    out, err = server.stop()
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".md")]
+    assert len(written) >= 31  # 29 fixtures and the two score reports
+    for text in (seeded.out, seeded.err, snap.out, snap.err, out, err):
+        assert token not in text
+    for path in written:
+        assert token not in path.read_text(encoding="utf-8"), path
