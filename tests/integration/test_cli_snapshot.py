@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -398,7 +397,7 @@ def test_a_token_guarded_service_is_seeded_and_snapshotted_and_the_token_is_nowh
             cwd=tmp_path,
             capture_output=True,
             text=True,
-            env={**server.env, **os.environ, **env},
+            env={**server.env, **env},
             timeout=300,
         )
         return Run(proc.returncode, proc.stdout, proc.stderr)
