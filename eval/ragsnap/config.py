@@ -50,15 +50,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .backends.http import HttpMapping, load_mapping
 from .diff import Tolerances
 from .errors import InputError, UsageError
 from .jsonio import parse_yaml, read_bytes
 from .metrics import parse_measures
 from .schema import validate
 from .settings import ChunkSettings, LookupSettings
+
+if TYPE_CHECKING:
+    from .backends.http import HttpMapping
 
 __all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "MilvusConfig", "load_config"]
 
@@ -121,7 +123,18 @@ class Config:
     measures: tuple[str, ...] = DEFAULT_CASE_MEASURES
     kb: KbConfig = field(default_factory=KbConfig)
     lookup: LookupSettings = field(default_factory=LookupSettings)
-    http: HttpMapping = field(default_factory=HttpMapping)
+    #: the validated ``http`` section, its folder and file; read through ``http``
+    http_section: dict[str, Any] = field(default_factory=dict)
+    http_base: Path | None = None
+    source: str = str(DEFAULT_CONFIG)
+
+    @property
+    def http(self) -> HttpMapping:
+        """The ``http`` section with its defaults (imported only by the commands that talk
+        to a service, so reading ragsnap.yaml stays cheap for the others)."""
+        from .backends.http import load_mapping
+
+        return load_mapping(self.http_section, self.http_base, self.source)
 
 
 def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
@@ -211,5 +224,7 @@ def load_config(path: Path | None) -> Config:
         measures=measures,
         kb=_kb_config(data.get("kb", {}), base, path),
         lookup=_lookup_settings(data.get("lookup", {}), path),
-        http=load_mapping(data.get("http"), base, str(path)),
+        http_section=dict(data.get("http", {})),
+        http_base=base,
+        source=str(path),
     )

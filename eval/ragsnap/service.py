@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -61,10 +61,7 @@ class ServiceState:
     chunking: ChunkSettings
     where: str
     token: str | None = None
-    write_lock: threading.Lock = threading.Lock()  # noqa: RUF009 - replaced per instance
-
-    def __post_init__(self) -> None:
-        self.write_lock = threading.Lock()
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class _Strict(BaseModel):

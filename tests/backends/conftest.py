@@ -116,3 +116,19 @@ def require_milvus() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+
+
+#: the filter-test corpus of both store tests: source -> (kb_scope, category, breadcrumb);
+#: every body holds "quartzshared" and one word of its own, "<source without dashes>uniq"
+DOCS: dict[str, tuple[str | None, str, str]] = {
+    "mysql-pool": ("eval", "database", "Database > MySQL > Pool"),
+    "mysql-root": ("eval", "database", "Database > MySQL"),
+    "mysql-replica": ("eval", "database", "Database > MySQLReplica"),
+    "kafka-lag": ("eval", "messaging", "Messaging > Kafka"),
+    "other-pool": ("other", "database", "Database > MySQL > Pool"),
+    "unscoped": (None, "database", "Database>MySQL >  Pool"),  # stored normalised
+}
+
+
+def unique_word(source: str) -> str:
+    return source.replace("-", "") + "uniq"

@@ -35,7 +35,7 @@ from ragsnap.pipeline import LookupSettings, Pipeline
 from ragsnap.seeding import seed
 from ragsnap.text import get_tokenizer
 
-from .conftest import require_milvus, write_doc
+from .conftest import DOCS, require_milvus, unique_word, write_doc
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -656,21 +656,6 @@ def test_other_embedder_dimension_needs_reindex(seeded: Store, tmp_path: Path) -
 
 
 # -- the analyzer for an English-only corpus, and writes through MilvusKnowledgeBase -----------
-
-# source -> (kb_scope, category, breadcrumb); every body holds "quartzshared" and one
-# word of its own, "<source without dashes>uniq"
-DOCS: dict[str, tuple[str | None, str, str]] = {
-    "mysql-pool": ("eval", "database", "Database > MySQL > Pool"),
-    "mysql-root": ("eval", "database", "Database > MySQL"),
-    "mysql-replica": ("eval", "database", "Database > MySQLReplica"),
-    "kafka-lag": ("eval", "messaging", "Messaging > Kafka"),
-    "other-pool": ("other", "database", "Database > MySQL > Pool"),
-    "unscoped": (None, "database", "Database>MySQL >  Pool"),  # stored normalised
-}
-
-
-def unique_word(source: str) -> str:
-    return source.replace("-", "") + "uniq"
 
 
 def write_corpus(folder: Path, version: str = "one") -> Path:

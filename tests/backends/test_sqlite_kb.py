@@ -24,25 +24,10 @@ from ragsnap.errors import BackendError
 from ragsnap.seeding import index_hash, seed
 from ragsnap.text import get_tokenizer
 
-from .conftest import write_doc
+from .conftest import DOCS, unique_word, write_doc
 
 SETTINGS = ChunkSettings()
 TOKENIZER = get_tokenizer()
-
-# source -> (kb_scope, category, breadcrumb); every body holds "quartzshared"
-# and one word of its own, "<source without dashes>uniq".
-DOCS: dict[str, tuple[str | None, str, str]] = {
-    "mysql-pool": ("eval", "database", "Database > MySQL > Pool"),
-    "mysql-root": ("eval", "database", "Database > MySQL"),
-    "mysql-replica": ("eval", "database", "Database > MySQLReplica"),
-    "kafka-lag": ("eval", "messaging", "Messaging > Kafka"),
-    "other-pool": ("other", "database", "Database > MySQL > Pool"),
-    "unscoped": (None, "database", "Database>MySQL >  Pool"),  # stored normalised
-}
-
-
-def unique_word(source: str) -> str:
-    return source.replace("-", "") + "uniq"
 
 
 def body_of(source: str, version: str = "one") -> str:

@@ -36,6 +36,9 @@ __all__ = [
     "StoredChunk",
     "Upload",
     "WriteBatch",
+    "breadcrumb_has_prefix",
+    "breadcrumb_segments",
+    "normalize_breadcrumb",
 ]
 
 
@@ -74,16 +77,24 @@ class Filter:
 
 def breadcrumb_has_prefix(breadcrumb: str | None, prefix: str) -> bool:
     """Segment-wise prefix test: ``A > B`` is a prefix of ``A > B > C``, not of ``A > BC``."""
-    want = _segments(prefix)
+    want = breadcrumb_segments(prefix)
     if not want:
         return True
     if breadcrumb is None:
         return False
-    return _segments(breadcrumb)[: len(want)] == want
+    return breadcrumb_segments(breadcrumb)[: len(want)] == want
 
 
-def _segments(breadcrumb: str) -> list[str]:
+def breadcrumb_segments(breadcrumb: str | None) -> list[str]:
+    """``A>B >  C`` -> ``["A", "B", "C"]``; None -> ``[]``."""
+    if breadcrumb is None:
+        return []
     return [s for s in (part.strip() for part in breadcrumb.split(">")) if s]
+
+
+def normalize_breadcrumb(value: str | None) -> str | None:
+    """``A>B >  C`` becomes ``A > B > C``; empty becomes None (how every store keeps it)."""
+    return " > ".join(breadcrumb_segments(value)) or None
 
 
 @dataclass(frozen=True, slots=True)

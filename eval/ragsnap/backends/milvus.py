@@ -42,7 +42,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError, MissingDependency
-from . import DocumentInfo, Filter, StoredChunk, WriteBatch
+from . import (
+    DocumentInfo,
+    Filter,
+    StoredChunk,
+    WriteBatch,
+    breadcrumb_segments,
+    normalize_breadcrumb,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -63,15 +70,9 @@ _PUNCTUATION = string.punctuation + "".join(
 )
 
 
-def _segments(breadcrumb: str | None) -> list[str]:
-    if breadcrumb is None:
-        return []
-    return [s for s in (part.strip() for part in breadcrumb.split(">")) if s]
-
-
 def _prefixes(breadcrumb: str | None) -> list[str]:
     """``A > B > C`` -> ``["A", "A > B", "A > B > C"]``: segment-wise prefix filters."""
-    parts = _segments(breadcrumb)
+    parts = breadcrumb_segments(breadcrumb)
     return [" > ".join(parts[: i + 1]) for i in range(len(parts))]
 
 
@@ -86,7 +87,7 @@ def _expression(flt: Filter) -> str:
         parts.append(f"kb_scope == {_literal(flt.kb_scope)}")
     if flt.category is not None:
         parts.append(f"category == {_literal(flt.category)}")
-    prefix = _segments(flt.breadcrumb_prefix)
+    prefix = breadcrumb_segments(flt.breadcrumb_prefix)
     if prefix:
         parts.append(f"ARRAY_CONTAINS(crumbs, {_literal(' > '.join(prefix))})")
     return " and ".join(parts)
@@ -386,7 +387,7 @@ class MilvusKnowledgeBase:
                 vectors = np.ascontiguousarray(up.vectors, dtype=np.float32)
                 if not self._has_chunks() and len(up.chunks):
                     self._create_chunks(int(vectors.shape[1]))
-                breadcrumb = " > ".join(_segments(doc.breadcrumb)) or None
+                breadcrumb = normalize_breadcrumb(doc.breadcrumb)
                 rows = pending_rows
                 for chunk, tokens, vector in zip(up.chunks, up.tokens, vectors, strict=True):
                     for name, value in (("text", chunk.text), ("tokens", tokens)):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError
-from . import DocumentInfo, Filter, StoredChunk, WriteBatch
+from . import DocumentInfo, Filter, StoredChunk, WriteBatch, normalize_breadcrumb
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -65,15 +65,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
-
-
-def normalize_breadcrumb(value: str | None) -> str | None:
-    """``A>B >  C`` becomes ``A > B > C``; empty becomes None."""
-    if value is None:
-        return None
-    parts = [p.strip() for p in value.split(">")]
-    joined = " > ".join(p for p in parts if p)
-    return joined or None
 
 
 def _match_expression(tokens: Sequence[str]) -> str:

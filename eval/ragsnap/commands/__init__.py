@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import UsageError
 from ..models import GoldenCase
+from ..progress import Progress
+
+_T = TypeVar("_T")
 
 
 def select_cases(
@@ -26,6 +31,40 @@ def select_cases(
         )
     keep = set(wanted)
     return [case for case in cases if case.id in keep]
+
+
+def run_each(
+    work: Callable[[GoldenCase], _T],
+    cases: Sequence[GoldenCase],
+    concurrency: int,
+    progress: Progress,
+) -> list[_T]:
+    """``work`` of every case, in order, with up to ``concurrency`` in flight.
+
+    The first case runs alone, so a service that is down fails once rather than once
+    per case; after any failure the queued cases are cancelled and the error raised.
+    """
+    done: list[_T] = []
+
+    def counted(case: GoldenCase) -> _T:
+        out = work(case)
+        progress.advance()
+        return out
+
+    try:
+        done += [counted(case) for case in cases[:1]]
+        if concurrency > 1 and len(cases) > 2:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                try:
+                    done += pool.map(counted, cases[1:])
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        else:
+            done += [counted(case) for case in cases[1:]]
+    finally:
+        progress.close()
+    return done
 
 
 def utc_now() -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..backends.http import DEFAULT_BASE_URL, HttpService
@@ -32,7 +31,7 @@ from ..livecheck import (
 )
 from ..models import GoldenCase
 from ..progress import Progress
-from . import select_cases, utc_now
+from . import run_each, select_cases, utc_now
 
 #: at most this many failed cases are listed on the terminal, one per line
 LISTED = 20
@@ -81,22 +80,7 @@ def run(args: argparse.Namespace) -> int:
             fields = raw_fields(raw, service.mapping.similar_results)
             return LiveAnswer(kb_scope, top_k, tuple(items), fields)
 
-        answers: list[LiveAnswer] = []
-        try:
-            # the first request alone: an unreachable service fails once, not once per case
-            for case in cases[:1]:
-                answers.append(ask(case))
-                progress.advance()
-            with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                try:
-                    for answer in pool.map(ask, cases[1:]):
-                        answers.append(answer)
-                        progress.advance()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)  # no requests after a failure
-                    raise
-        finally:
-            progress.close()
+        answers = run_each(ask, cases, concurrency, progress)
     elapsed = time.perf_counter() - started
 
     report = build_live_report(

@@ -17,7 +17,6 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from ..jsonio import dump_json, read_bytes, write_outputs
 from ..models import GoldenCase
 from ..progress import Progress
 from ..schema import validate
-from . import select_cases, utc_now
+from . import run_each, select_cases, utc_now
 from ._kb import backend_of
 
 #: at most this many changed cases are listed one per line
@@ -151,26 +150,12 @@ def run(args: argparse.Namespace) -> int:
                     f"({exc.problem} at {exc.pointer or 'the top'}); fix the service or its "
                     "mapping (the http section of ragsnap.yaml)"
                 ) from None
-            progress.advance()
             # what the file will hold: floats rounded as the writer rounds them
             raw = dump_json(fixture)
             data: dict[str, Any] = orjson.loads(raw)
             return data, raw
 
-        try:
-            # the first case alone: a service that is down fails once, not once per case
-            fixtures = [one(case) for case in cases[:1]]
-            if concurrency > 1 and len(cases) > 2:
-                with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                    try:
-                        fixtures += pool.map(one, cases[1:])
-                    except BaseException:
-                        pool.shutdown(wait=True, cancel_futures=True)  # no lookups after it
-                        raise
-            else:
-                fixtures += [one(case) for case in cases[1:]]
-        finally:
-            progress.close()
+        fixtures = run_each(one, cases, concurrency, progress)
     elapsed = time.perf_counter() - started
 
     changed: list[tuple[str, list[str]]] = []
