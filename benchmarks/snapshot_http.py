@@ -43,8 +43,9 @@ Steps:
    every side). The serve process's CPU time during each HTTP run is read
    from ``/proc/PID/stat``.
 5. Check that every HTTP fixture equals the embedded one once the
-   ``generator`` block is removed (``ragsnap.capture.same_result``, which
-   ignores ``retrievedAt`` and latencies: the service records them), and that
+   ``generator`` block is removed (``ragsnap.fixturediff.compare_fixtures``
+   with tolerance 0 and no diagnostic moved: everything but ``retrievedAt``
+   and latencies, which the service records, is equal), and that
    the embedded runs of every round are byte-identical.
 6. Print the table (medians over the rounds), the ratios and the target's
    PASS/FAIL; with ``--profile``, profile one more http c=8 run: the serve
@@ -481,8 +482,9 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def compare(reference: Path, other: Path, label: str, *, exact: bool) -> Check:
-    """``same_result`` of every fixture with ``generator`` removed; bytes with ``exact``."""
-    from ragsnap.capture import same_result
+    """Every fixture equal but for ``retrievedAt``, latencies and ``generator``; bytes
+    with ``exact``."""
+    from ragsnap.fixturediff import compare_fixtures
 
     check = Check(label)
     for ref_path in sorted(reference.glob("*.json")):
@@ -494,7 +496,8 @@ def compare(reference: Path, other: Path, label: str, *, exact: bool) -> Check:
             check.generators.add(json.dumps(new.get("generator"), sort_keys=True))
             ref.pop("generator", None)
             new.pop("generator", None)
-            equal = same_result(ref, new)
+            comparison = compare_fixtures(ref, new, tolerance=0.0)
+            equal = not comparison.changed and comparison.diagnostics == 0
         if equal:
             check.same += 1
         else:

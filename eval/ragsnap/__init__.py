@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .backends.http import HttpMapping, HttpService
     from .backends.milvus import MilvusKnowledgeBase
     from .backends.sqlite import SqliteKnowledgeBase
-    from .capture import LookupSource, PipelineSource, fixture_changes, snapshot_case
+    from .capture import LookupSource, PipelineSource, snapshot_case
     from .casemetrics import case_metrics, context_precision_recall
     from .corpus import Chunk, SeedDocument, chunk_document, load_seed_docs
     from .diff import Tolerances, diff_reports, render_diff_markdown
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         ServiceUnreachable,
         UsageError,
     )
+    from .fixturediff import compare_fixtures, fixture_changes
     from .inputs import CaseSet, FixtureSet, load_cases, load_fixtures, load_report
     from .metrics import (
         Measure,
@@ -132,7 +133,8 @@ _EXPORTS = {
     "LookupSource": "capture",
     "PipelineSource": "capture",
     "snapshot_case": "capture",
-    "fixture_changes": "capture",
+    "fixture_changes": "fixturediff",
+    "compare_fixtures": "fixturediff",
     "HttpService": "backends.http",
     "HttpMapping": "backends.http",
     "MilvusKnowledgeBase": "backends.milvus",
@@ -198,6 +200,7 @@ __all__ = [
     "build_report",
     "case_metrics",
     "chunk_document",
+    "compare_fixtures",
     "context_precision_recall",
     "diff_reports",
     "evaluate",

@@ -13,6 +13,9 @@ error. Strictly validated against ``schemas/config.schema.json``::
         firstExpectedRank: 0  # rank positions a found document may move down
         metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
     measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
+    snapshot:
+      tolerance: 0.0001    # a fixture's numbers may move this much (absolute) and the
+                           # fixture is unchanged: not rewritten, --check passes
     kb:                    # the knowledge base of `ragsnap seed` / `ragsnap lookup`
       backend: embedded    # embedded | milvus | http: where seed, snapshot, serve go
       path: .ragsnap/kb.sqlite
@@ -57,7 +60,7 @@ from .errors import InputError, UsageError
 from .jsonio import parse_yaml, read_bytes
 from .metrics import parse_measures
 from .schema import validate
-from .settings import ChunkSettings, LookupSettings
+from .settings import SNAPSHOT_TOLERANCE, ChunkSettings, LookupSettings
 
 if TYPE_CHECKING:
     from .backends.http import HttpMapping
@@ -121,6 +124,7 @@ class Config:
 
     tolerances: Tolerances = field(default_factory=Tolerances)
     measures: tuple[str, ...] = DEFAULT_CASE_MEASURES
+    snapshot_tolerance: float = SNAPSHOT_TOLERANCE
     kb: KbConfig = field(default_factory=KbConfig)
     lookup: LookupSettings = field(default_factory=LookupSettings)
     #: the validated ``http`` section, its folder and file; read through ``http``
@@ -222,6 +226,7 @@ def load_config(path: Path | None) -> Config:
     return Config(
         tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
         measures=measures,
+        snapshot_tolerance=float(data.get("snapshot", {}).get("tolerance", SNAPSHOT_TOLERANCE)),
         kb=_kb_config(data.get("kb", {}), base, path),
         lookup=_lookup_settings(data.get("lookup", {}), path),
         http_section=dict(data.get("http", {})),

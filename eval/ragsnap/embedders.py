@@ -18,6 +18,7 @@ lookups and imports with another until it is rebuilt with ``--reindex``.
 
 from __future__ import annotations
 
+import math
 import os
 import zlib
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .errors import EmbedderError, InputError, MissingDependency, UsageError
+from .numeric import unit_rows
 from .text import get_tokenizer
 
 if TYPE_CHECKING:
@@ -103,13 +105,6 @@ def _as_vector(value: Any, dimension: int | None) -> NDArray[np.float32] | None:
     return vector
 
 
-def _unit_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: NDArray[np.float32] = (matrix / norms).astype(np.float32, copy=False)
-    return out
-
-
 class HashingEmbedder:
     """Deterministic, dependency-free character n-gram embedder.
 
@@ -117,13 +112,16 @@ class HashingEmbedder:
     3-grams with boundary marks (``<po``, ``poo``, ``ool``, ``ol>``), and for
     CJK runs every character and character bigram. Each feature is hashed
     with CRC-32 to a dimension (``h mod dim``) and a sign (bit 31); counts are
-    dampened to ``1 + ln(count)``, and the vector is scaled to unit length.
+    dampened to ``1 + ln(count)`` (the C library's ``log``), summed in float64
+    in feature order, and the vector is scaled to unit length with a correctly
+    rounded norm (``ragsnap.numeric.unit_rows``), so the same text gives the
+    same bits on every CPU.
     Cosine similarity is then a soft lexical overlap that tolerates
     inflection and typos (shared 3-grams) and works for Chinese. It knows no
     synonyms: it is a transparent baseline, not a language model.
     """
 
-    VERSION = "1"
+    VERSION = "2"  # 2: float64 sums and a correctly rounded norm (1: BLAS-dependent bits)
     #: stop caching runs' features past this many characters of runs (measured 54 MB
     #: peak for 64-character hex ids and Chinese clauses; a run of n characters holds
     #: about n + 2 feature ints)
@@ -160,17 +158,15 @@ class HashingEmbedder:
         hashes: list[int] = []
         for is_cjk, run in self._tokenizer.words(text):
             hashes.extend(self._features(is_cjk, run))
-        vec = np.zeros(self.dimension, dtype=np.float32)
         if not hashes:
-            return vec
+            return np.zeros(self.dimension, dtype=np.float32)
         values, counts = np.unique(np.asarray(hashes, dtype=np.uint32), return_counts=True)
-        weights = (1.0 + np.log(counts)).astype(np.float32)
-        signs = np.where(values >> 31, np.float32(-1.0), np.float32(1.0))
-        np.add.at(vec, (values % self.dimension).astype(np.intp), signs * weights)
-        norm = float(np.linalg.norm(vec))
-        if norm > 0:
-            vec /= norm
-        return vec
+        weights = np.array([1.0 + math.log(c) for c in counts.tolist()], dtype=np.float64)
+        signs = np.where(values >> 31, -1.0, 1.0)
+        vec = np.zeros(self.dimension, dtype=np.float64)
+        np.add.at(vec, (values % self.dimension).astype(np.intp), signs * weights)  # in order
+        row: NDArray[np.float32] = unit_rows(vec)[0]
+        return row
 
     def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
         matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -302,10 +298,10 @@ class FrozenEmbedder:
         if not ids:
             return np.zeros((0, self._dimension), dtype=np.float32)
         rows = [self._get(self._chunks, i, "chunk") for i in ids]
-        return _unit_rows(np.vstack(rows))
+        return unit_rows(np.vstack(rows))
 
     def embed_query(self, text: str) -> NDArray[np.float32]:
-        row: NDArray[np.float32] = _unit_rows(self._get(self._queries, text, "query")[None, :])[0]
+        row: NDArray[np.float32] = unit_rows(self._get(self._queries, text, "query")[None, :])[0]
         return row
 
 
@@ -382,7 +378,7 @@ class OpenAIEmbedder:
             if self._dimension is None:
                 self._dimension = len(vector)
             rows[index] = vector
-        return _unit_rows(np.vstack([r for r in rows if r is not None]))
+        return unit_rows(np.vstack([r for r in rows if r is not None]))
 
     def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
         parts = [

@@ -34,6 +34,17 @@ none), title the share of query terms in the title / breadcrumb / heading, and
 coverage the unweighted share of query terms in the chunk.
 
 Methods: ``lexical``, ``vector``, ``hybrid`` and ``hybrid+rerank`` (default).
+
+Machine independence (``ragsnap.numeric``). Every score above (BM25, cosine,
+confidence, fused, rerank) is put on the 1e-6 grid before it is ranked,
+compared with a floor or written; every ranking orders grid values and breaks
+equal ones by chunk id (the lexical and vector lists too, whatever order a
+store returned). A store's score that moved by a few ulps lands on the same
+grid point, so the lookupResult is the same bytes on every CPU. Scores derived
+from others (fused, a hybrid confidence, a rerank score) are computed from the
+exact values and put on the grid once: half of a grid value (a hybrid
+confidence with no lexical match) would sit exactly on a half-tick, where an
+ulp decides the rounding.
 """
 
 from __future__ import annotations
@@ -51,6 +62,8 @@ import numpy as np
 from .backends import Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
 from .errors import UsageError
+from .numeric import GRID, VECTOR_ENCODING, quantize, ticks
+from .numeric import ranked as grid_order
 from .settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings
 from .text import Tokenizer, is_identifier
 
@@ -78,7 +91,8 @@ class _Candidate:
     cosine: float | None = None
     vector_rank: int | None = None
     fused: float = 0.0
-    confidence: float = 0.0
+    confidence: float = 0.0  # on the grid
+    exact_confidence: float = 0.0  # before the grid: what derived scores are computed from
     rerank: float | None = None
 
     @property
@@ -105,6 +119,15 @@ class _Attempt:
             "topScore": self.top_score,
             "latencyMs": round(self.latency_ms, 3) if with_latency else None,
         }
+
+
+def _on_grid(
+    found: list[tuple[int, float]], cands: dict[int, _Candidate]
+) -> list[tuple[_Candidate, float]]:
+    """A store's ``(row, score)`` list as candidates with their scores, best first by
+    grid score, equal grid scores by chunk id."""
+    order = grid_order((r, value, cands[r].chunk.chunk_id) for r, value in found)
+    return [(cands[r], value) for r, value in order]
 
 
 def _ms(start: float) -> float:
@@ -145,6 +168,29 @@ class Pipeline:
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
 
+    def describe(self, method: str | None = None) -> dict[str, Any]:
+        """What a fixture's ``generator.settings`` records: every setting that can
+        change a lookupResult of ``method`` (the configured one when None)."""
+        s = self.settings
+        method = method or s.method
+        out: dict[str, Any] = {
+            "candidates": s.candidates,
+            "minScore": s.min_score,
+            "relativeScore": s.relative_score,
+            "weakScore": s.weak_score,
+            "sufficientScore": s.sufficient_score,
+            "contextBudgetChars": s.context_budget_chars,
+            "hints": s.hints,
+            "fusion": s.fusion.to_json() if method.startswith("hybrid") else None,
+            "reranker": RERANKER if method == "hybrid+rerank" else None,
+            "rerankDepth": s.rerank_depth if method == "hybrid+rerank" else None,
+            "segmenter": self.tokenizer.name,
+            "analyzer": self.kb.read_meta().get("analyzer"),
+            "scoreGrid": GRID,
+            "vectorEncoding": VECTOR_ENCODING,
+        }
+        return out
+
     # -- L0 -------------------------------------------------------------------
 
     def _hint_index(self, kb_scope: str | None, generation: str) -> _HintIndex:
@@ -175,13 +221,15 @@ class Pipeline:
         rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
         stored = self.kb.chunks(rows)
         cands = {r: _Candidate(stored[r]) for r in rows}
+        lexical_list = _on_grid(lexical, cands)
+        vector_list = _on_grid(vector, cands)
         f = s.fusion
-        for rank, (r, value) in enumerate(lexical, 1):
-            cands[r].lexical, cands[r].lexical_rank = value, rank
-            cands[r].fused += f.lexical_weight / (f.k + rank)
-        for rank, (r, value) in enumerate(vector, 1):
-            cands[r].cosine, cands[r].vector_rank = value, rank
-            cands[r].fused += f.vector_weight / (f.k + rank)
+        for rank, (c, value) in enumerate(lexical_list, 1):
+            c.lexical, c.lexical_rank = value, rank
+            c.fused += f.lexical_weight / (f.k + rank)
+        for rank, (c, value) in enumerate(vector_list, 1):
+            c.cosine, c.vector_rank = value, rank
+            c.fused += f.vector_weight / (f.k + rank)
         missing = [r for r in rows if cands[r].cosine is None]
         if method == "hybrid" and missing and query.vector is not None:
             for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
@@ -190,18 +238,19 @@ class Pipeline:
             lex = query.coverage(c.chunk.tokens)  # stored tokens: never re-tokenised
             cos = max(c.cosine or 0.0, 0.0)
             if method == "lexical":
-                c.confidence = lex
+                c.exact_confidence = lex
             elif method == "vector":
-                c.confidence = cos
+                c.exact_confidence = cos
             else:
                 total = f.lexical_weight + f.vector_weight
-                c.confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
+                c.exact_confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
+            c.confidence = quantize(c.exact_confidence)
         if method == "lexical":
-            ranked = [cands[r] for r, _ in lexical]
+            ranked = [c for c, _ in lexical_list]
         elif method == "vector":
-            ranked = [cands[r] for r, _ in vector]
+            ranked = [c for c, _ in vector_list]
         else:
-            ranked = sorted(cands.values(), key=lambda c: (-c.fused, c.chunk.chunk_id))
+            ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
         hits = sum(1 for c in ranked if c.confidence >= s.min_score)
         top = max((c.confidence for c in ranked), default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
@@ -218,11 +267,15 @@ class Pipeline:
             coverage = query.share_in(set(tokens))
             phrase = query.phrase_share(tokens)
             ident = query.identifier_share(c.chunk.text, coverage)
-            c.rerank = (
-                0.45 * c.confidence + 0.20 * phrase + 0.15 * ident + 0.10 * title + 0.10 * coverage
+            c.rerank = quantize(
+                0.45 * c.exact_confidence
+                + 0.20 * phrase
+                + 0.15 * ident
+                + 0.10 * title
+                + 0.10 * coverage
             )
         return (
-            sorted(head, key=lambda c: (-(c.rerank or 0.0), c.chunk.chunk_id))
+            sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.chunk.chunk_id))
             + ranked[self.settings.rerank_depth :]
         )
 
@@ -341,13 +394,13 @@ class Pipeline:
             ch = c.chunk
             meta: dict[str, Any] = {
                 "confidence": round(c.confidence, 6),
-                "fused": round(c.fused, 6),
+                "fused": quantize(c.fused),
             }
             if c.lexical is not None:
-                meta["bm25"] = round(c.lexical, 6)
+                meta["bm25"] = quantize(c.lexical)
                 meta["lexicalRank"] = c.lexical_rank
             if c.cosine is not None:
-                meta["cosine"] = round(c.cosine, 6)
+                meta["cosine"] = quantize(c.cosine)
             if c.vector_rank is not None:
                 meta["vectorRank"] = c.vector_rank
             if ch.category is not None:

@@ -23,6 +23,7 @@ from .backends import DocumentInfo, KnowledgeBase, Upload, WriteBatch
 from .corpus import ChunkSettings, SeedDocument, chunk_document
 from .embedders import Embedder, Fingerprint
 from .errors import BackendError
+from .numeric import VECTOR_ENCODING
 from .text import Tokenizer
 
 __all__ = [
@@ -106,12 +107,19 @@ def plan_seed(
 def check_compatible(
     meta: dict[str, str], embedder: Fingerprint, tokenizer: str, where: str, *, fix: str
 ) -> None:
-    """Refuse an embedder or tokenizer other than the one the store was built with."""
+    """Refuse an embedder, tokenizer or vector encoding other than the store's."""
     if "embedder" in meta:
         built = Fingerprint.from_json(json.loads(meta["embedder"]))
         if built != embedder:
             raise BackendError(
                 f"{where} was built with the embedder {built}, not {embedder}; {fix}"
+            )
+        encoding = meta.get("vectorEncoding", "raw float32 (an older ragsnap)")
+        if encoding != VECTOR_ENCODING:
+            raise BackendError(
+                f"{where} holds vectors encoded as {encoding}, not {VECTOR_ENCODING} "
+                "(exact scores on every machine); rebuild it with `ragsnap seed --reindex` "
+                "(with the same --backend)"
             )
     built_tokens = meta.get("tokenizer")
     if built_tokens is not None and built_tokens != tokenizer:

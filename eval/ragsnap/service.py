@@ -192,6 +192,8 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
             "backend": state.kb.backend,
             "pipelineVersion": PIPELINE_VERSION,
             "embedder": state.embedder.fingerprint.to_json(),
+            "method": state.pipeline.settings.method,
+            "settings": state.pipeline.describe(),
             "documents": len(docs),
             "chunks": state.kb.count(),
         }

@@ -11,10 +11,19 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["METHODS", "PIPELINE_VERSION", "ChunkSettings", "FusionProfile", "LookupSettings"]
+__all__ = [
+    "METHODS",
+    "PIPELINE_VERSION",
+    "SNAPSHOT_TOLERANCE",
+    "ChunkSettings",
+    "FusionProfile",
+    "LookupSettings",
+]
 
-PIPELINE_VERSION = "ragsnap-lookup/1"
+PIPELINE_VERSION = "ragsnap-lookup/2"  # 2: scores on the 1e-6 grid, exact cosines
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
+#: how far a fixture's numbers may move and the fixture is the same (``snapshot.tolerance``)
+SNAPSHOT_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,3 +132,20 @@ DOCS: dict[str, tuple[str | None, str, str]] = {
 
 def unique_word(source: str) -> str:
     return source.replace("-", "") + "uniq"
+
+
+def exact_cosines(documents: Any, query: Any) -> list[float]:
+    """Exact cosines of each document row with ``query``, recomputed independently of
+    the stores: the encoded vectors' dot products and norms as Python integers."""
+    import math
+
+    from ragsnap.numeric import encode_vectors
+
+    q = [int(x) for x in encode_vectors(query)]
+    q_square = sum(x * x for x in q)
+    out = []
+    for row in encode_vectors(documents):
+        d = [int(x) for x in row]
+        dot, square = sum(a * b for a, b in zip(d, q, strict=True)), sum(x * x for x in d)
+        out.append(dot / math.sqrt(square * q_square) if square and q_square else 0.0)
+    return out

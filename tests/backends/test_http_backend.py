@@ -189,9 +189,12 @@ def test_default_mapping_against_ragsnap_serve(served: Served) -> None:
         health = requests.get(url + "/api/health", timeout=30).json()
         assert generator == {
             "backend": "http",
+            "method": health["method"],
             "embedder": health["embedder"],
             "pipelineVersion": health["pipelineVersion"],
+            "settings": health["settings"],
         }
+        assert generator["settings"]["reranker"] == "heuristic-v1"
 
         query = "hikari maximum pool size"
         result = http.lookup(query, kb_scope="rag-eval", top_k=3)

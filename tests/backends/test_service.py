@@ -100,10 +100,14 @@ def test_health_names_backend_embedder_and_counts(url: str, kb: Path) -> None:
         "backend": "embedded",
         "pipelineVersion": PIPELINE_VERSION,
         "embedder": make_embedder(Config().kb.embedder).fingerprint.to_json(),
+        "method": Config().lookup.method,
+        "settings": health["settings"],
         "documents": len(list(SEED_DOCS.glob("*.md"))),
         "chunks": chunks,
     }
     assert chunks > health["documents"]
+    committed = json.loads((REPO / "fixtures" / "obs-log-retention-days.json").read_text())
+    assert health["settings"] == committed["generator"]["settings"]  # what fixtures record
 
 
 @pytest.mark.parametrize(

@@ -102,11 +102,11 @@ def test_hashing_fingerprint() -> None:
     assert fingerprint.to_json() == {
         "kind": "hashing",
         "model": "char-ngram",
-        "revision": "1",
+        "revision": "2",
         "dimension": 128,
     }
     assert Fingerprint.from_json(fingerprint.to_json()) == fingerprint
-    assert str(fingerprint) == "hashing:char-ngram@1 (dimension 128)"
+    assert str(fingerprint) == "hashing:char-ngram@2 (dimension 128)"
     assert HashingEmbedder(256).fingerprint != fingerprint
 
 

@@ -12,6 +12,7 @@ from ragsnap.backends import DocumentInfo
 from ragsnap.corpus import ChunkSettings, SeedDocument, parse_seed_doc
 from ragsnap.embedders import Fingerprint
 from ragsnap.errors import BackendError
+from ragsnap.numeric import VECTOR_ENCODING
 from ragsnap.seeding import SeedPlan, check_compatible, index_hash, plan_seed
 
 SETTINGS = ChunkSettings()
@@ -118,10 +119,31 @@ OTHER = Fingerprint("sentence-transformers", "all-MiniLM-L6-v2", "abc", 384)
 
 
 def meta(fp: Fingerprint = FP, tokenizer: str | None = "bigram-v1") -> dict[str, str]:
-    out = {"embedder": json.dumps(fp.to_json(), sort_keys=True), "chunking": "x"}
+    out = {
+        "embedder": json.dumps(fp.to_json(), sort_keys=True),
+        "chunking": "x",
+        "vectorEncoding": VECTOR_ENCODING,
+    }
     if tokenizer is not None:
         out["tokenizer"] = tokenizer
     return out
+
+
+@pytest.mark.parametrize("encoding", [None, "unit-int8-v0"])
+def test_a_store_with_other_vector_encoding_is_refused(encoding: str | None) -> None:
+    """A store from before exact vector scores (no vectorEncoding) must be rebuilt."""
+    stored = meta()
+    if encoding is None:
+        del stored["vectorEncoding"]
+    else:
+        stored["vectorEncoding"] = encoding
+    with pytest.raises(BackendError) as info:
+        check_compatible(stored, FP, "bigram-v1", "the kb", fix="rebuild it")
+    message = str(info.value)
+    assert message.startswith("the kb holds vectors encoded as ")
+    assert VECTOR_ENCODING in message
+    assert "ragsnap seed --reindex" in message
+    assert info.value.exit_code == 2
 
 
 def test_compatible_store_passes() -> None:

@@ -238,11 +238,17 @@ class HttpService:
         health = self.health() or {}
         embedder = health.get("embedder")
         version = health.get("pipelineVersion") or self.mapping.pipeline_version or "unknown"
-        return {
+        out: dict[str, Any] = {
             "backend": "http",
             "embedder": embedder if isinstance(embedder, dict) else None,
             "pipelineVersion": str(version),
         }
+        method, settings = health.get("method"), health.get("settings")
+        if isinstance(method, str) and method:
+            out["method"] = method
+        if isinstance(settings, dict):
+            out["settings"] = settings
+        return out
 
     def lookup(self, query: str, *, kb_scope: str | None, top_k: int) -> dict[str, Any]:
         """The service's lookupResult for ``query``, in the fixture's shape."""

@@ -16,10 +16,13 @@ prefix (``kb.milvus.collection``, default ``ragsnap``)::
 Lexical search is Milvus's own BM25 over the chunk text, analysed by the
 ``standard`` analyzer or by ``jieba`` where the corpus holds Chinese. Its
 scores are not comparable with FTS5's (and negative in Milvus Lite), so only
-the order is used: a score is the absolute distance, ties broken by chunk id.
-Vector search asks Milvus for the nearest chunks (exact ``FLAT`` cosine) and
-scores them again with the same float32 dot product as the embedded backend, so
-vector rankings agree across backends. Fusion, reranking and everything else
+the order is used: a score is the absolute distance, ranked on the
+``ragsnap.numeric`` grid with ties broken by chunk id. Vectors are stored
+encoded (``ragsnap.numeric``);
+vector search asks Milvus for the nearest chunks (exact ``FLAT`` cosine) and
+scores them again with the embedded backend's exact arithmetic, so vector
+scores and rankings agree across backends and do not depend on the search
+limit. Fusion, reranking and everything else
 stay in ragsnap's pipeline.
 
 Milvus has no transactions: a write deletes a document's chunks, inserts the
@@ -42,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError, MissingDependency
+from ..numeric import VECTOR_ENCODING, cosines, dot_rows, encode_vectors, ranked, squared_norms
 from . import (
     DocumentInfo,
     Filter,
@@ -384,7 +388,7 @@ class MilvusKnowledgeBase:
                 if up.replaces:
                     flush_pending()  # deletes see every earlier insert
                     self._delete(doc.source)
-                vectors = np.ascontiguousarray(up.vectors, dtype=np.float32)
+                vectors = encode_vectors(up.vectors)
                 if not self._has_chunks() and len(up.chunks):
                     self._create_chunks(int(vectors.shape[1]))
                 breadcrumb = normalize_breadcrumb(doc.breadcrumb)
@@ -434,6 +438,7 @@ class MilvusKnowledgeBase:
             flush_pending()
             meta = dict(batch.meta)
             meta["schemaVersion"] = SCHEMA_VERSION
+            meta["vectorEncoding"] = VECTOR_ENCODING
             meta["analyzer"] = self._analyzer
             previous = self.read_meta().get("generation", "0")
             meta["generation"] = str(int(previous) + 1)
@@ -469,16 +474,16 @@ class MilvusKnowledgeBase:
                 output_fields=["chunk_id"],
                 search_params={"metric_type": "BM25"},
             )[0]
-        found = [(int(h["row"]), abs(float(h["distance"])), h["entity"]["chunk_id"]) for h in hits]
-        found.sort(key=lambda x: (-x[1], x[2]))
-        return [(row, score) for row, score, _ in found]
+        return ranked(
+            (int(h["row"]), abs(float(h["distance"])), h["entity"]["chunk_id"]) for h in hits
+        )
 
     def vector_search(
         self, vector: NDArray[np.float32], flt: Filter, limit: int
     ) -> list[tuple[int, float]]:
         if limit <= 0:
             return []
-        query = np.ascontiguousarray(vector, dtype=np.float32)
+        query = encode_vectors(vector)
         with self._lock:
             if not self._has_chunks():
                 return []
@@ -503,21 +508,18 @@ class MilvusKnowledgeBase:
         if not hits:
             return []
         matrix = np.asarray([h["entity"]["vector"] for h in hits], dtype=np.float32)
-        scores = matrix @ query  # the embedded backend's arithmetic: same rankings
-        found = [
+        scores = _cosines(matrix, query)  # the embedded backend's exact arithmetic
+        return ranked(
             (int(h["row"]), float(s), h["entity"]["chunk_id"])
             for h, s in zip(hits, scores, strict=True)
-        ]
-        found.sort(key=lambda x: (-x[1], x[2]))
-        return [(row, score) for row, score, _ in found]
+        )
 
     def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
         if not rows:
             return []
         vectors = self._fetch(rows, ["vector"])
-        query = np.ascontiguousarray(vector, dtype=np.float32)
         matrix = np.asarray([vectors[r]["vector"] for r in rows], dtype=np.float32)
-        return [float(x) for x in matrix @ query]
+        return [float(x) for x in _cosines(matrix, encode_vectors(vector))]
 
     def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
         """From ragsnap's index tokens, loaded once per generation."""
@@ -616,3 +618,8 @@ class MilvusKnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _cosines(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float64]:
+    """Exact cosines of encoded rows with an encoded query (``ragsnap.numeric``)."""
+    return cosines(dot_rows(matrix, query), squared_norms(matrix), float(squared_norms(query)[0]))

@@ -10,10 +10,13 @@ Tables::
 Lexical search is FTS5's BM25 (k1 = 1.2, b = 0.75) over tokens produced by
 ``ragsnap.text`` (stored space-separated, so FTS5's ``unicode61`` tokeniser, with
 diacritics kept, only splits at the spaces and every normalisation and the
-Chinese segmentation happen in Python). Vector search
-is exact cosine in numpy over every vector of the file, loaded once into memory
-and reloaded when the file's generation changes. Filters are SQL conditions for
-lexical search and precomputed row masks for vector search.
+Chinese segmentation happen in Python). Vector search is exact cosine in numpy
+over every vector of the file, loaded once into memory and reloaded when the
+file's generation changes; vectors are stored encoded (``ragsnap.numeric``), so
+every dot product is exact on any CPU. Both searches rank by scores on the
+``ragsnap.numeric`` grid, equal grid scores by chunk id, and return the exact
+scores. Filters are SQL conditions for lexical search and precomputed row masks
+for vector search.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
 ``synchronous=FULL``: a process killed in the middle of an import leaves the
@@ -23,6 +26,7 @@ previous knowledge base exactly as it was.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -33,6 +37,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError
+from ..numeric import (
+    VECTOR_ENCODING,
+    cosines,
+    dot_rows,
+    encode_vectors,
+    ranked,
+    squared_norms,
+    ticks_array,
+)
 from . import DocumentInfo, Filter, StoredChunk, WriteBatch, normalize_breadcrumb
 
 if TYPE_CHECKING:
@@ -41,6 +54,18 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
 
 SCHEMA_VERSION = "1"
+
+
+def _idf(df: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+    """FTS5's idf, ln((N - n + 0.5) / (n + 0.5)) and at least 1e-6, with the C
+    library's ``log`` once per distinct document frequency (numpy's SIMD ``log``
+    differs between CPUs in the last bit)."""
+    values, inverse = np.unique(df, return_inverse=True)
+    logs = np.array([math.log((n - int(v) + 0.5) / (int(v) + 0.5)) for v in values])
+    idf = logs[inverse.reshape(-1)] if len(values) else np.zeros(0)
+    idf[idf <= 0.0] = 1e-6
+    return idf
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -127,8 +152,7 @@ class _Bm25:
         posting_terms, posting_docs = keys // n, keys % n
         df = np.bincount(posting_terms, minlength=len(vocab)).astype(np.int64)
         indptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-        idf = np.log((n - df + 0.5) / (df + 0.5))
-        idf[idf <= 0.0] = 1e-6
+        idf = _idf(df, n)
         tf_f = tf.astype(np.float64)
         length = lengths[posting_docs].astype(np.float64)
         avgdl = float(lengths.sum()) / n
@@ -166,11 +190,12 @@ class _Index:
     scope: list[str | None]
     category: list[str | None]
     breadcrumb: list[str | None]
-    matrix: NDArray[np.float32] | None = None
+    matrix: NDArray[np.float32] | None = None  # encoded vectors
+    squares: NDArray[np.float64] | None = None  # their exact squared norms
     bm25: _Bm25 | None = None
     masks: dict[Filter, NDArray[np.intp] | None] = field(default_factory=dict)
     last_query: bytes = b""
-    last_scores: NDArray[np.float32] | None = None
+    last_scores: NDArray[np.float64] | None = None
 
     def positions(self, flt: Filter) -> NDArray[np.intp] | None:
         """Positions admitted by ``flt``; None means all of them."""
@@ -191,15 +216,17 @@ class _Index:
     def top(
         self, positions: NDArray[Any], scores: NDArray[Any], limit: int
     ) -> list[tuple[int, float]]:
-        """The best ``limit`` of ``positions`` by score, ties by chunk id."""
+        """The best ``limit`` of ``positions`` by grid score (``ragsnap.numeric``),
+        ties by chunk id, with their exact scores."""
         if len(positions) == 0 or limit <= 0:
             return []
         k = min(limit, len(positions))
+        negative = -ticks_array(scores)
         if k < len(positions):  # keep everything tied with the k-th score, then sort exactly
-            kth = np.partition(-scores, k - 1)[k - 1]
-            keep = np.flatnonzero(-scores <= kth)
-            positions, scores = positions[keep], scores[keep]
-        order = np.lexsort((self.chunk_ids[positions], -scores))[:k]
+            kth = np.partition(negative, k - 1)[k - 1]
+            keep = np.flatnonzero(negative <= kth)
+            positions, negative, scores = positions[keep], negative[keep], scores[keep]
+        order = np.lexsort((self.chunk_ids[positions], negative))[:k]
         return [(int(self.rows[positions[o]]), float(scores[o])) for o in order]
 
 
@@ -311,7 +338,7 @@ class SqliteKnowledgeBase:
                     )
                     ids = range(next_id, next_id + len(up.chunks))
                     next_id += len(up.chunks)
-                    vectors = np.ascontiguousarray(up.vectors, dtype=np.float32)
+                    vectors = encode_vectors(up.vectors)
                     db.executemany(
                         "INSERT INTO chunks (id, chunk_id, source, ordinal, heading, text, vector) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -328,6 +355,7 @@ class SqliteKnowledgeBase:
                         batch.on_upload(up)
                 meta = dict(batch.meta)
                 meta["schemaVersion"] = SCHEMA_VERSION
+                meta["vectorEncoding"] = VECTOR_ENCODING
                 (generation,) = db.execute(
                     "SELECT coalesce(max(CAST(value AS INTEGER)), 0) + 1 FROM meta "
                     "WHERE key = 'generation'"
@@ -383,15 +411,17 @@ class SqliteKnowledgeBase:
             )
         return self._memory
 
-    def _vectors(self, index: _Index) -> NDArray[np.float32]:
-        if index.matrix is None:
+    def _vectors(self, index: _Index) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        """The encoded vectors of every row and their squared norms."""
+        if index.matrix is None or index.squares is None:
             blobs = [b for (b,) in self._db.execute("SELECT vector FROM chunks ORDER BY id")]
             if blobs:
                 dim = len(blobs[0]) // 4
                 index.matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dim)
             else:
                 index.matrix = np.zeros((0, 1), dtype=np.float32)
-        return index.matrix
+            index.squares = squared_norms(index.matrix)
+        return index.matrix, index.squares
 
     def _postings(self, index: _Index) -> _Bm25:
         if index.bm25 is None:
@@ -422,10 +452,11 @@ class SqliteKnowledgeBase:
     def lexical_search_fts5(
         self, tokens: Sequence[str], flt: Filter, limit: int
     ) -> list[tuple[int, float]]:
-        """The same search run by FTS5 itself (``bm25()``, with SQL filters).
+        """The same search run by FTS5 itself (``bm25()``, with SQL filters), ranked
+        by the same rule (grid score, then chunk id).
 
         The reference the in-memory scorer is tested against; about 20 times
-        slower at 10^5 chunks, because FTS5 scores and sorts every match.
+        slower at 10^5 chunks, because FTS5 scores every match.
         """
         expression = _match_expression(tokens)
         if not expression or limit <= 0:
@@ -433,13 +464,12 @@ class SqliteKnowledgeBase:
         where, args = self._filter_sql(flt)
         join = " JOIN documents d ON d.source = c.source" if where else ""
         sql = (
-            "SELECT f.rowid, -bm25(chunks_fts) AS s FROM chunks_fts f "
-            f"JOIN chunks c ON c.id = f.rowid{join} "
-            f"WHERE chunks_fts MATCH ?{where} ORDER BY s DESC, c.chunk_id LIMIT ?"
+            "SELECT f.rowid, -bm25(chunks_fts) AS s, c.chunk_id FROM chunks_fts f "
+            f"JOIN chunks c ON c.id = f.rowid{join} WHERE chunks_fts MATCH ?{where}"
         )
         with self._lock:
-            rows = self._db.execute(sql, [expression, *args, limit]).fetchall()
-        return [(int(r), float(s)) for r, s in rows]
+            rows = self._db.execute(sql, [expression, *args]).fetchall()
+        return ranked(((int(r), float(s), cid) for r, s, cid in rows), limit)
 
     def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
         with self._lock:
@@ -454,7 +484,7 @@ class SqliteKnowledgeBase:
             index = self._index()
             if limit <= 0 or len(index.rows) == 0:
                 return []
-            matrix = self._vectors(index)
+            matrix, squares = self._vectors(index)
             if matrix.shape[1] != vector.shape[0]:
                 raise BackendError(
                     f"{self.path}: stored vectors have dimension {matrix.shape[1]}, the "
@@ -462,7 +492,9 @@ class SqliteKnowledgeBase:
                 )
             key = vector.tobytes()
             if index.last_query != key or index.last_scores is None:
-                index.last_scores = matrix @ vector
+                query = encode_vectors(vector)
+                query_square = float(squared_norms(query)[0])
+                index.last_scores = cosines(dot_rows(matrix, query), squares, query_square)
                 index.last_query = key
             scores = index.last_scores
             positions = index.positions(flt)
@@ -471,12 +503,16 @@ class SqliteKnowledgeBase:
         return index.top(positions, scores[positions], limit)
 
     def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
-        """Cosine similarity of ``vector`` with each stored chunk in ``rows``."""
+        """Cosine similarity of ``vector`` with each stored chunk in ``rows``
+        (exact, not yet on the grid: the caller quantises what it keeps)."""
         with self._lock:
             index = self._index()
-            matrix = self._vectors(index)
+            matrix, squares = self._vectors(index)
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
-            return [float(x) for x in matrix[positions] @ vector]
+            query = encode_vectors(vector)
+            dots = dot_rows(matrix[positions], query)
+            found = cosines(dots, squares[positions], float(squared_norms(query)[0]))
+            return [float(x) for x in found]
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         out: dict[int, StoredChunk] = {}

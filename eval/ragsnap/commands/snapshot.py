@@ -2,10 +2,13 @@
 
 Every lookup runs (and every answer is checked against the fixture contract)
 before the first file is written, so a service that fails half-way leaves the
-fixtures as they were. A fixture whose retrieval did not change (timestamps and
-latencies aside) is left as it is, so a rerun makes no diff; what did change
-is summarised per case for the reviewer. ``--check`` writes nothing and exits
-1 when any fixture would change.
+fixtures as they were. A fixture whose retrieval did not change is left as it is,
+bytes and ``retrievedAt`` included, so a rerun makes no diff: identities compare
+exactly and numbers within ``snapshot.tolerance`` (``ragsnap.fixturediff``).
+What did change is summarised per case for the reviewer: the settings it was
+written with, sources gained, lost and moved, then each change as
+``path old -> new``. ``--check`` writes nothing and exits 1 when any fixture
+would change.
 """
 
 from __future__ import annotations
@@ -23,15 +26,10 @@ from typing import Any
 
 import orjson
 
-from ..capture import (
-    LookupSource,
-    PipelineSource,
-    fixture_changes,
-    snapshot_case,
-    without_latencies,
-)
+from ..capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..config import Config, load_config
 from ..errors import BackendError, InputError, OutputError, UsageError
+from ..fixturediff import fixture_changes
 from ..inputs import load_cases
 from ..jsonio import dump_json, read_bytes, write_outputs
 from ..models import GoldenCase
@@ -163,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     for case, (fixture, raw) in zip(cases, fixtures, strict=True):
         path = folder / f"{case.id}.json"
         old = _read_old(path)
-        reasons = fixture_changes(old, fixture)
+        reasons = fixture_changes(old, fixture, config.snapshot_tolerance)
         if reasons:
             changed.append((case.id, reasons))
             writes.append((path, raw))
