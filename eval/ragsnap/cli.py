@@ -14,11 +14,12 @@ import contextlib
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import RagsnapError
+from .errors import INTERNAL_ERROR, RagsnapError
 
 __all__ = ["build_parser", "main"]
 
@@ -72,9 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragsnap",
         description="Retrieval regression harness for RAG knowledge bases.",
         epilog="Exit codes: 0 all good, 1 a case failed or a regression was found, "
-        "2 bad usage or input.",
+        "2 bad usage or input, 3 an internal error (a bug: --debug shows the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"ragsnap {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an internal error (default: off; also RAGSNAP_DEBUG=1)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     score = sub.add_parser(
@@ -119,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{DEFAULT_DIFF_MARKDOWN})",
     )
     _add_common(score, "failing or regressed")
+    _add_allow_outside(score)
     score.set_defaults(handler="score")
 
     diff = sub.add_parser(
@@ -144,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"where to write the Markdown diff (default: {DEFAULT_DIFF_MARKDOWN})",
     )
     _add_common(diff, "regressed")
+    _add_allow_outside(diff)
     diff.set_defaults(handler="diff")
 
     metrics = sub.add_parser(
@@ -192,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="which evidence id to rank (default: each case's judgment kind, else chunkId)",
     )
     export.add_argument("--tag", default="ragsnap", help="the run tag column (default: ragsnap)")
+    _add_allow_outside(export)
     export.set_defaults(handler="export_run")
 
     seed = sub.add_parser(
@@ -297,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="settings file for the chunk counts (default: ragsnap.yaml when it exists)",
     )
+    _add_allow_outside(imp)
     imp.set_defaults(handler="import_")
 
     snap = sub.add_parser(
@@ -359,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument(
         "--skip-eval", action="store_true", help="do not run `ragsnap score` afterwards"
     )
+    _add_allow_outside(snap)
     snap.set_defaults(handler="snapshot")
 
     live = sub.add_parser(
@@ -430,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="requests in flight (default: http.concurrency, else 4)",
     )
+    _add_allow_outside(live)
     live.set_defaults(handler="live_check")
 
     serve = sub.add_parser(
@@ -478,6 +490,15 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
     return value
+
+
+def _add_allow_outside(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-outside",
+        action="store_true",
+        help="allow outputs outside the working folder (absolute paths elsewhere, ..); "
+        "default: refused, as are outputs through symbolic links",
+    )
 
 
 def _add_method(parser: argparse.ArgumentParser, which: str) -> None:
@@ -559,6 +580,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted; nothing half-written was left behind.", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: never exit 1, which means "regression"
+        if args.debug or os.environ.get("RAGSNAP_DEBUG", "") not in ("", "0"):
+            traceback.print_exc()
+        else:
+            detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+            print(
+                f"InternalError: {type(exc).__name__}: {detail}. This is a bug in ragsnap, "
+                "not a problem with your input; re-run with --debug (or RAGSNAP_DEBUG=1) for "
+                "the traceback and report it",
+                file=sys.stderr,
+            )
+        return INTERNAL_ERROR
     return code
 
 

@@ -203,10 +203,13 @@ def _lookup_settings(data: dict[str, Any], path: Path) -> LookupSettings:
 def load_config(path: Path | None) -> Config:
     """Read ``path`` (or ``ragsnap.yaml`` when it exists) into a ``Config``."""
     if path is None:
-        if not DEFAULT_CONFIG.is_file():
+        if not DEFAULT_CONFIG.exists():
             return Config()
-        path = DEFAULT_CONFIG
-    raw = read_bytes(path, "pass --config with an existing file, or leave it out")
+        path = DEFAULT_CONFIG  # found by default: a folder of that name is an error too
+        fix = "rename or remove it (ragsnap reads ragsnap.yaml in the current folder)"
+    else:
+        fix = "pass --config with an existing file, or leave it out"
+    raw = read_bytes(path, fix, kind="config")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -227,7 +227,7 @@ class SeedCorpus:
             self.kind = "jsonl"
         elif path.is_dir():
             self.kind = "markdown"
-            self._paths = sorted(p for p in path.glob("*.md") if p.is_file())
+            self._paths = sorted(path.glob("*.md"))  # a folder named x.md is an error
             if not self._paths:
                 raise InputError(
                     path,
@@ -250,7 +250,12 @@ class SeedCorpus:
     def _markdown(self) -> Iterator[SeedDocument]:
         for path in self._paths:
             yield parse_seed_doc(
-                path, read_bytes(path, "check that it still exists and is readable")
+                path,
+                read_bytes(
+                    path,
+                    "a seed document is a readable *.md file: fix or rename it",
+                    kind="seed document",
+                ),
             )
 
     def _jsonl(self) -> Iterator[SeedDocument]:
@@ -299,7 +304,7 @@ def markdown_of(doc: SeedDocument) -> tuple[str, str]:
     """
     path = Path(doc.path)
     if path.suffix == ".md" and path.is_file():
-        raw = read_bytes(path, "check that it still exists and is readable")
+        raw = read_bytes(path, "check that it still exists and is readable", kind="seed document")
         if hashlib.sha256(raw).hexdigest() != doc.content_hash:
             raise InputError(path, "changed while it was being seeded", "run the seed again")
         return path.name, raw.decode("utf-8")

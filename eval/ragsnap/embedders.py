@@ -165,7 +165,8 @@ class HashingEmbedder:
         signs = np.where(values >> 31, -1.0, 1.0)
         vec = np.zeros(self.dimension, dtype=np.float64)
         np.add.at(vec, (values % self.dimension).astype(np.intp), signs * weights)  # in order
-        row: NDArray[np.float32] = unit_rows(vec)[0]
+        norm = math.sqrt(math.fsum((vec * vec).tolist()))  # correctly rounded: no BLAS
+        row: NDArray[np.float32] = (vec / norm).astype(np.float32)
         return row
 
     def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:

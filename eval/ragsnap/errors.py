@@ -1,8 +1,11 @@
 """The exceptions ragsnap raises on purpose.
 
-Every error a user can cause is one of these; anything else is a bug and
-surfaces as a traceback. The command line catches only ``RagsnapError``,
-prints ``Kind: message`` and exits with the error's ``exit_code``::
+Every error a user can cause is one of these; anything else is a bug. The
+command line prints ``Kind: message`` for a ``RagsnapError`` and exits with
+its ``exit_code``; any other exception is reported in one line as an internal
+error with exit code 3 (``INTERNAL_ERROR``), never 1, which means "a case
+failed or a regression", so CI can tell a bug from a regression; ``--debug``
+or ``RAGSNAP_DEBUG=1`` shows its traceback::
 
     RagsnapError                  base class, exit code 2
     ├── UsageError                a flag or argument combination that cannot work
@@ -13,6 +16,7 @@ prints ``Kind: message`` and exits with the error's ``exit_code``::
     ├── BackendError              a knowledge base or service that cannot do what
     │   │                         was asked (missing, built differently, unreachable)
     │   ├── ServiceUnreachable    a service that did not answer at all, after retries
+    │   ├── KnowledgeBaseBusy     another process is writing the knowledge base
     │   └── EmbedderError         an embedder that cannot produce a vector
     └── MissingDependency         an optional extra is not installed; says which
 
@@ -24,15 +28,21 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "INTERNAL_ERROR",
     "BackendError",
     "EmbedderError",
     "InputError",
+    "KnowledgeBaseBusy",
     "MissingDependency",
     "OutputError",
     "RagsnapError",
     "ServiceUnreachable",
     "UsageError",
 ]
+
+
+#: the exit code of a bug (an exception that is not a ``RagsnapError``)
+INTERNAL_ERROR = 3
 
 
 class RagsnapError(Exception):
@@ -73,6 +83,10 @@ class OutputError(RagsnapError):
 
 class BackendError(RagsnapError):
     """A knowledge base or service that cannot serve the request."""
+
+
+class KnowledgeBaseBusy(BackendError):
+    """Another writer holds the knowledge base's writer lock (see ``ragsnap.locks``)."""
 
 
 class ServiceUnreachable(BackendError):

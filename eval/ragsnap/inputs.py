@@ -125,10 +125,12 @@ def load_fixtures(folder: Path) -> FixtureSet:
     digest = hashlib.sha256()
     fixtures: dict[str, Fixture] = {}
     with os.scandir(folder) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".json") and e.is_file())
+        names = sorted(e.name for e in entries if e.name.endswith(".json"))
     for name in names:
         path = folder / name
-        raw = read_bytes(path, "check the file's permissions")
+        raw = read_bytes(
+            path, "a fixture is a {caseId}.json file: remove or rename it", kind="fixture"
+        )
         digest.update(path.name.encode("utf-8") + b"\0" + hashlib.sha256(raw).digest())
         data: Any = parse_json(raw, path)
         validate(data, "fixture", path, "fixture")
@@ -186,5 +188,15 @@ def load_report(path: Path, role: str) -> dict[str, Any]:
             pointer="/schemaVersion",
         )
     validate(data, "report", path, f"{role} report")
+    seen: set[str] = set()
+    for index, case in enumerate(data["cases"]):
+        if case["id"] in seen:
+            raise InputError(
+                path,
+                f"case {case['id']!r} appears twice",
+                f"keep one of them, or {regenerate}",
+                pointer=f"/cases/{index}/id",
+            )
+        seen.add(case["id"])
     result: dict[str, Any] = data
     return result

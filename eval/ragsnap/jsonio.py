@@ -15,7 +15,10 @@ destination is refused rather than followed.
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +31,7 @@ from .errors import InputError, OutputError, UsageError
 __all__ = [
     "FLOAT_DIGITS",
     "AtomicFile",
-    "check_distinct",
+    "check_outputs",
     "dump_json",
     "parse_json",
     "parse_yaml",
@@ -44,16 +47,47 @@ FLOAT_DIGITS = 6
 _BOM = b"\xef\xbb\xbf"
 
 
-def read_bytes(path: Path, fix: str) -> bytes:
-    """Read a whole input file; ``fix`` says what to do when it is missing."""
+#: the largest input file ragsnap reads whole, by kind (``read_bytes``'s ``kind``)
+MAX_INPUT_BYTES = {
+    "config": 1 << 20,  # ragsnap.yaml: 1 MiB
+    "seed document": 16 << 20,  # one Markdown seed document: 16 MiB
+    "fixture": 64 << 20,  # one fixture: 64 MiB (a top-1000 lookup is about 1 MB)
+    "file": 1 << 30,  # golden cases, reports, frozen vectors: 1 GiB
+}
+
+
+def read_bytes(path: Path, fix: str, *, kind: str = "file") -> bytes:
+    """Read a whole input file; ``fix`` says what to do when it is missing.
+
+    Only a regular file is read (a FIFO would block forever, ``/dev/zero``
+    never ends), and at most ``MAX_INPUT_BYTES[kind]`` of it: a larger one is
+    refused before it is read.
+    """
+    limit = MAX_INPUT_BYTES[kind]
     try:
-        return path.read_bytes()
+        info = path.stat()  # never blocks, unlike opening a FIFO
     except FileNotFoundError:
         raise InputError(path, "file not found", fix) from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, not a file", fix) from None
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(path, "is a folder, not a file", fix)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, "is not a regular file (a pipe or a device?)", fix)
+    if info.st_size > limit:
+        raise InputError(
+            path,
+            f"is {info.st_size:,} bytes, more than the {limit:,} a {kind} may have",
+            "split it, or check that this is the file you meant",
+        )
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+    if len(data) > limit:  # it grew while it was read
+        raise InputError(path, f"is more than the {limit:,} bytes a {kind} may have", fix)
+    return data
 
 
 def parse_json(raw: bytes, path: Path) -> Any:
@@ -82,18 +116,61 @@ def parse_json(raw: bytes, path: Path) -> Any:
 def parse_yaml(text: str, path: Path, fix: str, *, subject: str = "", first_line: int = 1) -> Any:
     """Parse YAML ``text`` (safe loader); a failure becomes ``InputError`` reading
     ``<subject>is not valid YAML (...)`` with ``fix`` and the line, counted from
-    ``first_line`` (for YAML embedded in a larger file)."""
+    ``first_line`` (for YAML embedded in a larger file).
+
+    Aliases (``*name``) are refused before anything is built: a chain of them
+    expands without bound (a "billion laughs" document of 600 bytes grows to
+    gigabytes). So are ``.nan`` and ``.inf``, which no setting or metadata can
+    mean; every other value is plain data.
+    """
     import yaml
 
+    # libyaml's C loader when PyYAML has it: about 9x faster on seed-doc headers
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        # libyaml's C loader when PyYAML has it: about 9x faster on seed-doc headers
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        return yaml.load(text, Loader=loader)  # a safe loader either way
+        if "*" in text:  # the only way to write an alias; most headers never get here
+            for token in yaml.scan(text, Loader=loader):
+                if isinstance(token, yaml.AliasToken):
+                    raise InputError(
+                        path,
+                        f"{subject}uses a YAML alias (*{token.value})",
+                        "write the value out in full: ragsnap does not expand YAML aliases, "
+                        "whose expansion has no bound",
+                        f"line {token.start_mark.line + first_line}",
+                    )
+        data = yaml.load(text, Loader=loader)  # a safe loader either way
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + first_line}" if mark is not None else None
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InputError(path, f"{subject}is not valid YAML ({problem})", fix, where) from None
+    pointer = _non_finite(data, "")
+    if pointer is not None:
+        raise InputError(
+            path,
+            f"{subject}holds a number that is not finite (.nan or .inf)",
+            "write a finite number",
+            pointer or "/",
+        )
+    return data
+
+
+def _non_finite(value: Any, pointer: str) -> str | None:
+    """The JSON pointer of the first NaN or infinity in ``value``, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else pointer
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        step = str(key).replace("~", "~0").replace("/", "~1")
+        found = _non_finite(item, f"{pointer}/{step}")
+        if found is not None:
+            return found
+    return None
 
 
 def read_json(path: Path, fix: str) -> Any:
@@ -136,14 +213,21 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable; a failure is reported, not ignored
+    (a filesystem that cannot sync folders at all, EINVAL, is the exception)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:  # pragma: no cover - platforms without directory fds
         return
     try:
         os.fsync(fd)
-    except OSError:  # pragma: no cover - filesystems that refuse directory fsync
-        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise OutputError(
+                f"{folder}: the file was written but the folder could not be synced "
+                f"({exc.strerror}), so it may not survive a crash; check the disk and run "
+                "the command again"
+            ) from None
     finally:
         os.close(fd)
 
@@ -221,13 +305,60 @@ def write_text(path: Path, text: str) -> None:
     _write_atomic(path, text.encode("utf-8"))
 
 
-def check_distinct(paths: Sequence[Path], keep: Path | None = None) -> None:
-    """Refuse output paths that name the same file twice, or the input ``keep``."""
-    resolved = [p.resolve() for p in paths]
+def check_outputs(
+    outputs: Sequence[Path],
+    *,
+    inputs: Sequence[Path | None] = (),
+    folders: Sequence[Path | None] = (),
+    allow_outside: bool = False,
+) -> None:
+    """Refuse output paths before anything is written. An output may not
+
+    - name the same file as another output, or as an input of the command
+      (``inputs``: it would replace what it was computed from), or lie in a
+      folder the command reads (``folders``, e.g. the fixtures);
+    - hold a NUL character;
+    - leave the working folder (an absolute path elsewhere, or ``..``), unless
+      ``allow_outside`` (the commands' ``--allow-outside``);
+    - pass through a symbolic link below the working folder, or be one.
+    """
+    here = Path.cwd()
+    absolute = [Path(os.path.normpath(here / p)) for p in outputs if "\0" not in str(p)]
+    for path in outputs:
+        if "\0" in str(path):
+            raise UsageError(f"{str(path)!r} holds a NUL character; pass a plain file name")
+    resolved = [p.resolve() for p in absolute]
     if len(set(resolved)) != len(resolved):
         raise UsageError("two outputs would be written to the same file; give each its own path")
-    if keep is not None and keep.resolve() in resolved:
-        raise UsageError(f"an output would overwrite the input {keep}; choose other output paths")
+    for name, target in zip(outputs, resolved, strict=True):
+        for read in inputs:
+            if read is not None and read.resolve() == target:
+                raise UsageError(
+                    f"an output would overwrite the input {read} (the command reads it): "
+                    f"choose another path than {name}"
+                )
+        for folder in folders:
+            if folder is not None and target.is_relative_to(folder.resolve()):
+                raise UsageError(
+                    f"{name} is inside {folder}, a folder this command reads; choose an "
+                    "output path outside it"
+                )
+    for name, path in zip(outputs, absolute, strict=True):
+        if not path.is_relative_to(here):
+            if allow_outside:
+                continue
+            raise UsageError(
+                f"{name} is outside the working folder {here}; pass a path inside it, or "
+                "add --allow-outside if you mean it"
+            )
+        step = here
+        for part in path.relative_to(here).parts:
+            step = step / part
+            if step.is_symlink():
+                raise OutputError(
+                    f"{name}: {step} is a symbolic link; ragsnap never writes through links. "
+                    "Pass a path without one, or remove the link"
+                )
 
 
 def write_outputs(outputs: Mapping[Path, bytes | str | Any]) -> None:

@@ -61,7 +61,7 @@ import numpy as np
 
 from .backends import Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
-from .errors import UsageError
+from .errors import BackendError, UsageError
 from .numeric import GRID, VECTOR_ENCODING, quantize, ticks
 from .numeric import ranked as grid_order
 from .settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings
@@ -220,6 +220,8 @@ class Pipeline:
             vector = self.kb.vector_search(query.vector, flt, s.candidates)
         rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
         stored = self.kb.chunks(rows)
+        if len(stored) != len(rows):  # a write removed them since the search: start again
+            raise _StaleRead
         cands = {r: _Candidate(stored[r]) for r in rows}
         lexical_list = _on_grid(lexical, cands)
         vector_list = _on_grid(vector, cands)
@@ -290,7 +292,13 @@ class Pipeline:
         method: str | None = None,
         record_latency: bool = True,
     ) -> dict[str, Any]:
-        """Run the pipeline; return a ``lookupResult`` dict (fixture schema)."""
+        """Run the pipeline; return a ``lookupResult`` dict (fixture schema).
+
+        The whole lookup reads one state of the store: it runs again when the
+        store's generation changed while it ran (a write by another thread or
+        process), or when a write removed a chunk between a search and the
+        chunk fetch, up to ``_READS`` times.
+        """
         s = self.settings
         method = method or s.method
         if method not in METHODS:
@@ -298,7 +306,29 @@ class Pipeline:
         top_k = s.top_k if top_k is None else top_k
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, not {top_k}")
-        generation = self.kb.read_meta().get("generation", "0")
+        for _ in range(_READS):
+            generation = self.kb.read_meta().get("generation", "0")
+            try:
+                result = self._lookup(query, kb_scope, top_k, method, record_latency, generation)
+            except _StaleRead:
+                continue
+            if self.kb.read_meta().get("generation", "0") == generation:
+                return result
+        raise BackendError(
+            f"the knowledge base changed under {_READS} lookups in a row (it is being "
+            "written continuously); let the seed or upload finish, then look up again"
+        )
+
+    def _lookup(
+        self,
+        query: str,
+        kb_scope: str | None,
+        top_k: int,
+        method: str,
+        record_latency: bool,
+        generation: str,
+    ) -> dict[str, Any]:
+        s = self.settings
         base = "hybrid" if method == "hybrid+rerank" else method
         tokens = self.tokenizer.tokens(query)
         vector = None if base == "lexical" else self.embedder.embed_query(query)
@@ -456,6 +486,14 @@ class Pipeline:
             "budgetChars": budget,
             "truncated": truncated,
         }
+
+
+class _StaleRead(Exception):
+    """A chunk found by a search was gone when it was fetched: the store was written."""
+
+
+#: how often a lookup is tried while the store keeps changing under it
+_READS = 5
 
 
 class _Query:

@@ -62,8 +62,13 @@ def _explain(instance: Any, name: str, path: Path | str, what: str) -> InputErro
 
     validator = Draft7Validator(load_schema(name))
     error = best_match(validator.iter_errors(instance))
-    if error is None:  # pragma: no cover - the two validators disagree: a bug
-        raise AssertionError(f"jsonschema_rs rejected {path} but jsonschema accepted it")
+    if error is None:  # the validators disagree (NaN is a number to one of them)
+        return InputError(
+            path,
+            f"does not satisfy the {what} contract",
+            f"check the {what} against its format in the README (a value such as NaN or "
+            "an infinity is never valid)",
+        )
     pointer = _pointer(error.absolute_path)
     keyword = error.validator
     parent = error.absolute_path[-1] if error.absolute_path else None

@@ -15,13 +15,22 @@ It is what the ``http`` backend and ``ragsnap live-check`` speak by default,
 and what a Java/Spring service can be compared with. Request bodies are
 validated (unknown fields, wrong types and sizes are 4xx answers saying what
 is wrong) and bounded in size; with a token configured, every endpoint but
-health needs ``Authorization: Bearer <token>``.
+health needs ``Authorization: Bearer <token>``. A document whose frontmatter is
+bad (YAML aliases included) is a 400. An upload or delete holds the store's
+writer lock (``ragsnap.locks``): while ``ragsnap seed`` writes the same store it
+is a 409 naming the writer. Inside the process, lookups and searches share a
+read lock and uploads and deletes take it exclusively, so a lookup never sees a
+half-applied upload; a write by another process is caught by the lookup itself,
+which reads one state of the store (``Pipeline.lookup``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,7 +45,8 @@ from . import __version__
 from .backends import Filter, KnowledgeBase
 from .corpus import parse_seed_doc
 from .embedders import Embedder
-from .errors import RagsnapError
+from .errors import BackendError, KnowledgeBaseBusy, RagsnapError
+from .numeric import quantize
 from .pipeline import PIPELINE_VERSION, Pipeline, score_label
 from .seeding import delete_document, upsert_document
 from .settings import METHODS, ChunkSettings
@@ -53,7 +63,7 @@ assert set(METHODS) == {"lexical", "vector", "hybrid", "hybrid+rerank"}
 
 @dataclass
 class ServiceState:
-    """What the endpoints share: the store, the pipeline and the write lock."""
+    """What the endpoints share: the store, the pipeline and their locks."""
 
     kb: KnowledgeBase
     pipeline: Pipeline
@@ -61,7 +71,49 @@ class ServiceState:
     chunking: ChunkSettings
     where: str
     token: str | None = None
-    write_lock: threading.Lock = field(default_factory=threading.Lock)
+    access: ReadWriteLock = field(default_factory=lambda: ReadWriteLock())
+    #: the store's writer lock across processes (``ragsnap.locks``), held per write
+    store_lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+
+
+class ReadWriteLock:
+    """Many readers at a time, or one writer; a waiting writer holds back new readers
+    (so a stream of lookups cannot starve an upload)."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        with self._state:
+            while self._writing or self._waiting:
+                self._state.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._readers -= 1
+                if not self._readers:
+                    self._state.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        with self._state:
+            self._waiting += 1
+            while self._writing or self._readers:
+                self._state.wait()
+            self._waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._state:
+                self._writing = False
+                self._state.notify_all()
 
 
 class _Strict(BaseModel):
@@ -160,6 +212,10 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
             status_code=422,
         )
 
+    @app.exception_handler(KnowledgeBaseBusy)
+    async def _busy(_request: Request, exc: KnowledgeBaseBusy) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
     @app.exception_handler(RagsnapError)
     async def _refused(_request: Request, exc: RagsnapError) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=400)
@@ -204,14 +260,17 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
         summary="Run the lookup pipeline; answer {lookupResult} (the fixture contract)",
     )
     def lookup(body: LookupRequest) -> dict[str, Any]:
-        result = state.pipeline.lookup(
+        with state.access.read():
+            return {"lookupResult": _lookup(body)}
+
+    def _lookup(body: LookupRequest) -> dict[str, Any]:
+        return state.pipeline.lookup(
             body.query,
             kb_scope=body.kbScope,
             top_k=body.topK,
             method=body.method,
             record_latency=True,
         )
-        return {"lookupResult": result}
 
     @app.get(
         "/api/search/similar",
@@ -224,8 +283,17 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
         kbScope: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     ) -> dict[str, Any]:
         vector = state.embedder.embed_query(query)
-        hits = state.kb.vector_search(vector, Filter(kb_scope=kbScope), topK)
-        chunks = state.kb.chunks([row for row, _ in hits])
+        with state.access.read():  # the search and the chunks from one state of the store
+            for _ in range(5):  # another process may write between the two: search again
+                hits = state.kb.vector_search(vector, Filter(kb_scope=kbScope), topK)
+                chunks = state.kb.chunks([row for row, _ in hits])
+                if len(chunks) == len(hits):
+                    break
+            else:
+                raise BackendError(
+                    "the knowledge base changed under 5 searches in a row; let the seed "
+                    "finish, then search again"
+                )
         results = []
         for rank, (row, score) in enumerate(hits, 1):
             chunk = chunks[row]
@@ -238,8 +306,8 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
                     "title": chunk.title,
                     "breadcrumb": chunk.breadcrumb,
                     "text": chunk.text,
-                    "score": round(float(score), 6),
-                    "scoreLabel": score_label(float(score)),
+                    "score": quantize(score),
+                    "scoreLabel": score_label(quantize(score)),
                 }
             )
         return {"query": query, "topK": topK, "kbScope": kbScope, "results": results}
@@ -270,7 +338,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
     )
     def upload(body: UploadRequest) -> dict[str, Any]:
         doc = parse_seed_doc(Path(body.name), body.content.encode("utf-8"))
-        with state.write_lock:
+        with state.access.write(), state.store_lock():
             status, chunks = upsert_document(
                 state.kb,
                 doc,
@@ -283,7 +351,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
 
     @app.delete("/api/documents", dependencies=guarded, summary="Delete a document by source")
     def delete(source: Annotated[str, Query(min_length=1, max_length=200)]) -> dict[str, Any]:
-        with state.write_lock:
+        with state.access.write(), state.store_lock():
             chunks = delete_document(state.kb, source)
         return {"source": source, "removed": chunks > 0, "chunks": chunks}
 

@@ -161,13 +161,18 @@ def _numbers(
         if fast is not None:
             return fast
     try:
-        return values.astype(dtype)
+        converted: npt.NDArray[np.generic] = values.astype(dtype)
+        if dtype is np.float64 and np.isnan(converted).any():
+            raise ValueError("nan")  # a score that cannot be ordered
+        return converted
     except (ValueError, OverflowError):
         newlines = np.flatnonzero(buf == 10)
         lines = np.searchsorted(newlines, line_starts) + _line_number(path, offset)
         for value, line in zip(values, lines, strict=True):
             try:
-                np.array([value]).astype(dtype)
+                one: npt.NDArray[np.generic] = np.array([value]).astype(dtype)
+                if dtype is np.float64 and np.isnan(one).any():
+                    raise ValueError("nan")
             except (ValueError, OverflowError):
                 kind = "an integer" if dtype is np.int64 else "a number"
                 raise InputError(

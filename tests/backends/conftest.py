@@ -147,5 +147,6 @@ def exact_cosines(documents: Any, query: Any) -> list[float]:
     for row in encode_vectors(documents):
         d = [int(x) for x in row]
         dot, square = sum(a * b for a, b in zip(d, q, strict=True)), sum(x * x for x in d)
-        out.append(dot / math.sqrt(square * q_square) if square and q_square else 0.0)
+        exact = dot * (1 / math.sqrt(square)) * (1 / math.sqrt(q_square))
+        out.append(exact if square and q_square else 0.0)
     return out

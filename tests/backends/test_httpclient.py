@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import threading
 import time
 import traceback
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -368,3 +371,169 @@ def test_a_key_in_the_query_string_is_never_in_a_message() -> None:
     with pytest.raises(BackendError) as err:
         client.get_json("x?api_key=sk-secret-123")  # a key in a request path is hidden too
     assert "sk-secret-123" not in str(err.value)
+
+
+# --- the deadline and the size cap ------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+class Streamer(LoopbackServer):
+    """A loopback server that answers every request with one scripted way of streaming.
+
+    ``trickle_headers``: the status line, then one header one byte every ``pause``
+    seconds; ``trickle_body``: headers promising ``declared`` bytes (or chunked), then the
+    body one byte every ``pause`` seconds; ``big``: ``size`` bytes of JSON framed by
+    ``framing`` (``length``, ``chunked``, or ``close``: no length, end of body = end of
+    connection). Trickles stop by themselves after ``budget`` bytes (or when the client
+    hangs up, or the server closes), so no loop outlives its test.
+    """
+
+    def __init__(
+        self, mode: str, *, framing: str = "length", size: int = 0, pause: float = 0.2
+    ) -> None:
+        self.mode, self.framing, self.size, self.pause = mode, framing, size, pause
+        self.budget = 40  # trickled bytes at most: 8 s at 0.2 s a byte
+        self.stopped = threading.Event()
+        self.requests = 0
+        self.payload = json_of_size(size) if mode == "big" else b""
+        super().__init__()
+
+    def close(self) -> None:
+        self.stopped.set()
+        super().close()
+
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.requests += 1
+        # the client hanging up is what a refused or cut-off answer looks like from here
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            getattr(self, self.mode)(request)
+
+    def _trickle(self, request: BaseHTTPRequestHandler, data: bytes) -> None:
+        for byte in data[: self.budget]:
+            if self.stopped.wait(self.pause):
+                return
+            request.wfile.write(bytes([byte]))
+            request.wfile.flush()
+
+    def trickle_headers(self, request: BaseHTTPRequestHandler) -> None:
+        request.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+        request.wfile.flush()
+        self._trickle(request, b"X-Padding: " + b"a" * 1000 + b"\r\n")
+        request.close_connection = True
+
+    def trickle_body(self, request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        if self.framing == "chunked":
+            request.send_header("Transfer-Encoding", "chunked")
+        else:
+            request.send_header("Content-Length", "10000")
+        request.end_headers()
+        body = b'{"pad": "' + b"a" * 9990 + b'"}'
+        if self.framing == "chunked":  # every byte a chunk of its own
+            for byte in body[: self.budget]:
+                if self.stopped.wait(self.pause):
+                    return
+                request.wfile.write(b"1\r\n" + bytes([byte]) + b"\r\n")
+                request.wfile.flush()
+        else:
+            self._trickle(request, body)
+        request.close_connection = True
+
+    def big(self, request: BaseHTTPRequestHandler) -> None:
+        data = memoryview(self.payload)
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        if self.framing == "length":
+            request.send_header("Content-Length", str(len(data)))
+        elif self.framing == "chunked":
+            request.send_header("Transfer-Encoding", "chunked")
+        else:
+            request.send_header("Connection", "close")
+        request.end_headers()
+        step = 64 * 1024
+        for start in range(0, len(data), step):
+            piece = data[start : start + step]
+            if self.framing == "chunked":
+                request.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            else:
+                request.wfile.write(piece)
+        if self.framing == "chunked":
+            request.wfile.write(b"0\r\n\r\n")
+        request.close_connection = self.framing == "close"
+
+
+def json_of_size(size: int) -> bytes:
+    """A JSON document of exactly ``size`` bytes: ``{"pad": "aaa…"}``."""
+    return b'{"pad": "' + b"a" * (size - 11) + b'"}'
+
+
+def deadline_error(http: HttpClient) -> tuple[BackendError, float]:
+    start = time.monotonic()
+    with pytest.raises(BackendError) as info:
+        http.get_json("slow?key=sk-query-secret")
+    return info.value, time.monotonic() - start
+
+
+@pytest.mark.parametrize(
+    ("mode", "framing"),
+    [("trickle_body", "length"), ("trickle_body", "chunked"), ("trickle_headers", "length")],
+)
+def test_a_trickling_answer_is_cut_off_at_the_deadline(mode: str, framing: str) -> None:
+    # every byte arrives well within a per-read timeout; only a whole-request deadline
+    # stops it (before the fix, the command waited for all the bytes the server sent)
+    with Streamer(mode, framing=framing) as srv:
+        err, elapsed = deadline_error(HttpClient(srv.url, timeout=1.0, retries=0))
+    assert elapsed < 5.0, elapsed  # bounds a hang: ~1.5 s expected
+    message = str(err)
+    assert f"GET {srv.url}/slow: took longer than 1 s" in message, message
+    assert "sk-query-secret" not in message
+    assert message.endswith("raise timeoutSeconds in ragsnap.yaml or check the service")
+    assert srv.requests == 1
+
+
+def test_a_deadline_miss_is_retried_like_a_timeout() -> None:
+    with Streamer("trickle_body") as srv:
+        err, elapsed = deadline_error(HttpClient(srv.url, timeout=0.5, retries=1, backoff=0.01))
+    assert "took longer than 0.5 s (2 attempt(s))" in str(err)
+    assert srv.requests == 2
+    assert elapsed < 6.0, elapsed
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked", "close"])
+def test_an_answer_over_max_bytes_is_refused_without_holding_it(framing: str) -> None:
+    with Streamer("big", framing=framing, size=3 * MIB) as srv:
+        http = HttpClient(srv.url, max_bytes=MIB, retries=0)
+        tracemalloc.start()
+        try:
+            with pytest.raises(BackendError) as info:
+                http.get_json("big?token=sk-query-secret")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        http.close()
+    message = str(info.value)
+    assert f"GET {srv.url}/big: the answer is larger than 1 MiB" in message, message
+    assert "sk-query-secret" not in message
+    assert srv.requests == 1  # not retried: the same request gets the same answer
+    assert peak < 2 * MIB, peak  # at most the cap and one chunk were held, never 3 MiB
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked", "close"])
+def test_an_answer_just_under_max_bytes_is_read(framing: str) -> None:
+    with Streamer("big", framing=framing, size=MIB - 1) as srv:
+        http = HttpClient(srv.url, max_bytes=MIB, retries=0)
+        answer = http.get_json("big")
+        again = http.get_json("big")  # the connection was left reusable (or reopened)
+        http.close()
+    assert answer == again == {"pad": "a" * (MIB - 12)}
+    assert srv.requests == 2
+
+
+def test_max_bytes_defaults_to_64_mib(server: Server) -> None:
+    server.route("/x", Reply(200, {"ok": True}))
+    http = client(server)
+    assert http.max_bytes == 64 * MIB
+    assert http.get_json("x") == {"ok": True}

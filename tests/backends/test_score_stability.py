@@ -45,10 +45,10 @@ FIXTURES = REPO / "fixtures"
 CASES = load_cases(REPO / "cases" / "golden-cases.json").cases
 
 
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteKnowledgeBase]:
+def seeded(path: Path) -> SqliteKnowledgeBase:
+    """A knowledge base at ``path`` holding the repo's seed-docs/, with the defaults."""
     config = Config()
-    store = SqliteKnowledgeBase(tmp_path_factory.mktemp("kb") / "kb.sqlite")
+    store = SqliteKnowledgeBase(path)
     seed(
         store,
         load_seed_docs(REPO / "seed-docs"),
@@ -56,6 +56,12 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteKnowledgeBase
         get_tokenizer(config.kb.segmenter),
         config.kb.chunking,
     )
+    return store
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteKnowledgeBase]:
+    store = seeded(tmp_path_factory.mktemp("kb") / "kb.sqlite")
     yield store
     store.close()
 
@@ -240,14 +246,6 @@ def test_dot_products_in_another_summation_order_give_the_same_bytes(
         return DOT_ORDERS[order](matrix, vector)
 
     monkeypatch.setattr(sqlite_backend, "dot_rows", dot)
-    config = Config()
-    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as store:
-        seed(
-            store,
-            load_seed_docs(REPO / "seed-docs"),
-            HashingEmbedder(),
-            get_tokenizer(config.kb.segmenter),
-            config.kb.chunking,
-        )
+    with seeded(tmp_path / "kb.sqlite") as store:
         assert fixtures_from(pipeline_over(store)) == committed()
     assert calls  # the replacement really computed the scores

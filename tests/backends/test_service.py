@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -514,6 +515,50 @@ def test_token_is_required_except_for_health_and_never_printed(
     assert "401" in out + err  # the access log did record the refused requests
     assert TOKEN not in out and TOKEN not in err
     assert all(TOKEN not in a.text for a in answers)
+
+
+def test_a_token_in_the_query_string_is_redacted_from_the_access_log(
+    serve: Callable[..., Served], kb_copy: Path
+) -> None:
+    # the token belongs in the Authorization header; clients that put it in the query
+    # string are refused, and their request line must not print it in the access log
+    server = serve(
+        "--kb",
+        str(kb_copy),
+        "--token-env",
+        "RAGSNAP_SERVE_TOKEN",
+        "--access-log",
+        "--log-level",
+        "info",  # uvicorn logs each request at info: below it, --access-log prints nothing
+        cwd=kb_copy.parent,
+        env={"RAGSNAP_SERVE_TOKEN": TOKEN},
+    )
+    url = server.base_url
+    other_key = "k-5e2a-ANOTHER-KEY"  # not the token, but under a parameter named like a key
+    for query in (
+        f"query=pool&token={TOKEN}",
+        f"access_token={TOKEN}&query=pool",
+        f"Api_Key={other_key}&query=pool",
+        f"query={TOKEN}",  # under any name, the token itself
+        f"query=pool&q={urllib.parse.quote(TOKEN + '/x', safe='')}",  # percent-encoded
+    ):
+        answer = requests.get(f"{url}{SIMILAR}?{query}", timeout=30)
+        assert answer.status_code == 401, (query, answer.text)
+    assert requests.get(f"{url}/api/documents/{TOKEN}", timeout=30).status_code in (401, 404)
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    answer = requests.get(url + SIMILAR, params={"query": "pool"}, headers=good, timeout=30)
+    assert answer.status_code == 200
+
+    out, err = server.stop()
+    log = out + err
+    assert server.proc.returncode == 0
+    assert TOKEN not in log and other_key not in log
+    assert urllib.parse.quote(TOKEN, safe="") not in log
+    assert f"{SIMILAR}?query=pool&token=*** HTTP/1.1" in log, log
+    assert "access_token=***&query=pool" in log and "Api_Key=***&query=pool" in log
+    assert f"{SIMILAR}?query=*** HTTP/1.1" in log and "/api/documents/*** HTTP/1.1" in log
+    assert "query=pool&q=*** HTTP/1.1" in log
+    assert f"{SIMILAR}?query=pool HTTP/1.1" in log  # nothing else is redacted
 
 
 # --- process life -----------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragsnap.errors import InputError, OutputError, UsageError
-from ragsnap.jsonio import check_distinct, dump_json, read_json, write_json, write_outputs
+from ragsnap.jsonio import check_outputs, dump_json, read_json, write_json, write_outputs
 
 
 def test_dump_is_sorted_indented_unescaped_rounded_with_newline() -> None:
@@ -55,11 +55,48 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
 
-def test_check_distinct(tmp_path: Path) -> None:
+def test_check_outputs_refuses_the_same_file_twice_and_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match="same file"):
-        check_distinct([tmp_path / "a", tmp_path / "x" / ".." / "a"])
-    with pytest.raises(UsageError, match="overwrite the input"):
-        check_distinct([tmp_path / "a"], keep=tmp_path / "a")
+        check_outputs([tmp_path / "a", tmp_path / "x" / ".." / "a"])
+    with pytest.raises(UsageError, match="would overwrite the input"):
+        check_outputs([Path("a")], inputs=[None, tmp_path / "a"])
+    (tmp_path / "fx").mkdir()
+    with pytest.raises(UsageError, match="inside fx, a folder this command reads"):
+        check_outputs([Path("fx/report.md")], folders=[Path("fx")])
+    check_outputs([Path("out/a.json"), Path("b.md")], inputs=[Path("cases.json")])
+
+
+def test_check_outputs_keeps_writes_inside_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for outside in (tmp_path / "x.json", Path("../x.json"), Path("a/../../x.json")):
+        with pytest.raises(UsageError, match=r"outside the working folder.*--allow-outside"):
+            check_outputs([outside])
+        check_outputs([outside], allow_outside=True)
+    check_outputs([work / "inside.json", Path("a/../other.json")])
+    with pytest.raises(UsageError, match="NUL"):
+        check_outputs([Path("a\0b")])
+
+
+def test_check_outputs_refuses_symlinks_on_the_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    with pytest.raises(OutputError, match="linked is a symbolic link"):
+        check_outputs([Path("linked/report.json")])
+    (tmp_path / "real" / "target.json").write_text("{}")
+    (tmp_path / "report.json").symlink_to(tmp_path / "real" / "target.json")
+    with pytest.raises(OutputError, match="symbolic link"):
+        check_outputs([Path("report.json")])
+    assert (tmp_path / "real" / "target.json").read_text() == "{}"
 
 
 def test_reader_errors_name_the_problem(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from ragsnap.numeric import (
     cosines,
     dot_rows,
     encode_vectors,
+    inverse_norms,
     quantize,
     quantize_array,
     ranked,
@@ -388,43 +389,46 @@ def test_cosines_follow_the_documented_formula_in_python_floats(d: int) -> None:
     m, q = encoded_pair(60 + d, d)
     dots, sq = dot_rows(m, q), squared_norms(m)
     q_sq = float(squared_norms(q)[0])
-    cos = cosines(dots, sq, q_sq)
+    cos = cosines(dots, inverse_norms(sq), float(inverse_norms(np.array([q_sq]))[0]))
     assert cos.dtype == np.float64
     expected = [
-        dot / math.sqrt(a * q_sq) for dot, a in zip(dots.tolist(), sq.tolist(), strict=True)
+        dot * (1 / math.sqrt(a)) * (1 / math.sqrt(q_sq))
+        for dot, a in zip(dots.tolist(), sq.tolist(), strict=True)
     ]
     assert cos.tolist() == expected
-    assert np.all(cos >= -1.0) and np.all(cos <= 1.0)
+    assert np.all(cos >= -1.0 - 1e-15) and np.all(cos <= 1.0 + 1e-15)
     assert cos[: ROWS // 3].mean() > 0.6 > abs(cos[ROWS // 3 :].mean())  # correlated rows
 
 
-def test_cosines_are_zero_for_zero_vectors() -> None:
+def test_inverse_norms_are_zero_for_zero_vectors_and_cosines_then_zero() -> None:
+    assert inverse_norms(np.array([0.0, 25.0, 4.0])).tolist() == [0.0, 0.2, 0.5]
     dots = np.array([0.0, 0.0, 10.0])
-    rows = np.array([0.0, 25.0, 25.0])
+    rows = inverse_norms(np.array([0.0, 25.0, 25.0]))
     assert cosines(dots, rows, 0.0).tolist() == [0.0, 0.0, 0.0]
-    assert cosines(dots, rows, 4.0).tolist() == [0.0, 0.0, 1.0]
+    assert cosines(dots, rows, 0.5).tolist() == [0.0, 0.0, 1.0]
     zero = encode_vectors(np.zeros((2, 8)))
     q = encode_vectors(np.ones(8))
-    out = cosines(dot_rows(zero, q), squared_norms(zero), float(squared_norms(q)[0]))
+    q_inverse = float(inverse_norms(squared_norms(q))[0])
+    out = cosines(dot_rows(zero, q), inverse_norms(squared_norms(zero)), q_inverse)
     assert out.tolist() == [0.0, 0.0]
     assert not np.isnan(out).any()
 
 
-def test_cosine_of_an_encoded_vector_with_itself_is_exactly_one() -> None:
+def test_cosine_of_an_encoded_vector_with_itself_is_one_on_the_grid() -> None:
     g = rng(70)
     for d in DIMS:
         m = encode_vectors(g.standard_normal((ROWS, d)).astype(np.float32))
         sq = squared_norms(m)
+        inverse = inverse_norms(sq)
         self_dots = np.einsum("ij,ij->i", m, m).astype(np.float64)
         assert np.array_equal(self_dots, sq)
         for i in range(0, ROWS, 7):
-            row_sq = float(sq[i])
-            assert cosines(dot_rows(m, m[i])[i : i + 1], sq[i : i + 1], row_sq).tolist() == [1.0]
-        # a positively scaled copy encodes identically: cosine 1.0 too
+            (c,) = cosines(dot_rows(m, m[i])[i : i + 1], inverse[i : i + 1], float(inverse[i]))
+            assert abs(c - 1.0) <= 4e-16 and quantize(c) == 1.0
+        # a positively scaled copy encodes identically: cosine 1 too
         raw = g.standard_normal(d).astype(np.float32)
         a, b = encode_vectors(raw), encode_vectors(raw.astype(np.float64) * 3.0)
-        a_sq = float(squared_norms(a)[0])
-        assert cosines(dot_rows(b[None, :], a), squared_norms(b), a_sq).tolist() == [1.0]
+        assert np.array_equal(a, b)
 
 
 def test_encoded_cosines_are_close_to_the_exact_cosines() -> None:
@@ -433,7 +437,8 @@ def test_encoded_cosines_are_close_to_the_exact_cosines() -> None:
         raw = g.standard_normal((ROWS, d))
         query = g.standard_normal(d)
         m, q = encode_vectors(raw), encode_vectors(query)
-        cos = cosines(dot_rows(m, q), squared_norms(m), float(squared_norms(q)[0]))
+        q_inverse = float(inverse_norms(squared_norms(q))[0])
+        cos = cosines(dot_rows(m, q), inverse_norms(squared_norms(m)), q_inverse)
         exact = (raw @ query) / np.linalg.norm(raw, axis=1) / np.linalg.norm(query)
         err = np.abs(cos - exact)
         assert err.mean() < 3e-4  # "about 1e-4 in a cosine"

@@ -45,7 +45,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError, MissingDependency
-from ..numeric import VECTOR_ENCODING, cosines, dot_rows, encode_vectors, ranked, squared_norms
+from ..numeric import (
+    VECTOR_ENCODING,
+    cosines,
+    dot_rows,
+    encode_vectors,
+    inverse_norms,
+    ranked,
+    squared_norms,
+)
 from . import (
     DocumentInfo,
     Filter,
@@ -622,4 +630,5 @@ class MilvusKnowledgeBase:
 
 def _cosines(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float64]:
     """Exact cosines of encoded rows with an encoded query (``ragsnap.numeric``)."""
-    return cosines(dot_rows(matrix, query), squared_norms(matrix), float(squared_norms(query)[0]))
+    query_inverse = float(inverse_norms(squared_norms(query))[0])
+    return cosines(dot_rows(matrix, query), inverse_norms(squared_norms(matrix)), query_inverse)

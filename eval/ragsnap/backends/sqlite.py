@@ -42,6 +42,7 @@ from ..numeric import (
     cosines,
     dot_rows,
     encode_vectors,
+    inverse_norms,
     ranked,
     squared_norms,
     ticks_array,
@@ -191,7 +192,7 @@ class _Index:
     category: list[str | None]
     breadcrumb: list[str | None]
     matrix: NDArray[np.float32] | None = None  # encoded vectors
-    squares: NDArray[np.float64] | None = None  # their exact squared norms
+    inverse: NDArray[np.float64] | None = None  # 1 / their norms (``ragsnap.numeric``)
     bm25: _Bm25 | None = None
     masks: dict[Filter, NDArray[np.intp] | None] = field(default_factory=dict)
     last_query: bytes = b""
@@ -247,6 +248,8 @@ class SqliteKnowledgeBase:
             self._db = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
+            if not create:  # a reader never turns another file into a knowledge base
+                self._check_is_knowledge_base()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -262,6 +265,16 @@ class SqliteKnowledgeBase:
             ) from None
         self._lock = threading.RLock()
         self._memory: _Index | None = None
+
+    def _check_is_knowledge_base(self) -> None:
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        if not {"meta", "documents", "chunks", "chunks_fts"} <= tables:
+            self._db.close()
+            raise BackendError(
+                f"{self.path}: not a ragsnap knowledge base (an empty file, or another "
+                "SQLite database); pass --kb with a file `ragsnap seed` built, or run "
+                f"`ragsnap seed --kb {self.path}` to build one there"
+            )
 
     # -- metadata -------------------------------------------------------------
 
@@ -412,16 +425,16 @@ class SqliteKnowledgeBase:
         return self._memory
 
     def _vectors(self, index: _Index) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
-        """The encoded vectors of every row and their squared norms."""
-        if index.matrix is None or index.squares is None:
+        """The encoded vectors of every row and their inverse norms."""
+        if index.matrix is None or index.inverse is None:
             blobs = [b for (b,) in self._db.execute("SELECT vector FROM chunks ORDER BY id")]
             if blobs:
                 dim = len(blobs[0]) // 4
                 index.matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dim)
             else:
                 index.matrix = np.zeros((0, 1), dtype=np.float32)
-            index.squares = squared_norms(index.matrix)
-        return index.matrix, index.squares
+            index.inverse = inverse_norms(squared_norms(index.matrix))
+        return index.matrix, index.inverse
 
     def _postings(self, index: _Index) -> _Bm25:
         if index.bm25 is None:
@@ -484,7 +497,7 @@ class SqliteKnowledgeBase:
             index = self._index()
             if limit <= 0 or len(index.rows) == 0:
                 return []
-            matrix, squares = self._vectors(index)
+            matrix, inverse = self._vectors(index)
             if matrix.shape[1] != vector.shape[0]:
                 raise BackendError(
                     f"{self.path}: stored vectors have dimension {matrix.shape[1]}, the "
@@ -493,8 +506,8 @@ class SqliteKnowledgeBase:
             key = vector.tobytes()
             if index.last_query != key or index.last_scores is None:
                 query = encode_vectors(vector)
-                query_square = float(squared_norms(query)[0])
-                index.last_scores = cosines(dot_rows(matrix, query), squares, query_square)
+                query_inverse = float(inverse_norms(squared_norms(query))[0])
+                index.last_scores = cosines(dot_rows(matrix, query), inverse, query_inverse)
                 index.last_query = key
             scores = index.last_scores
             positions = index.positions(flt)
@@ -507,11 +520,12 @@ class SqliteKnowledgeBase:
         (exact, not yet on the grid: the caller quantises what it keeps)."""
         with self._lock:
             index = self._index()
-            matrix, squares = self._vectors(index)
+            matrix, inverse = self._vectors(index)
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
             query = encode_vectors(vector)
             dots = dot_rows(matrix[positions], query)
-            found = cosines(dots, squares[positions], float(squared_norms(query)[0]))
+            query_inverse = float(inverse_norms(squared_norms(query))[0])
+            found = cosines(dots, inverse[positions], query_inverse)
             return [float(x) for x in found]
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:

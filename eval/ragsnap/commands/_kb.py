@@ -25,6 +25,7 @@ __all__ = [
     "open_pipeline",
     "open_store",
     "open_tokenizer",
+    "store_lock",
     "store_name",
 ]
 
@@ -48,6 +49,20 @@ def store_name(backend: str, args: argparse.Namespace, config: Config) -> str:
     if backend == "milvus":
         return config.kb.milvus.uri
     return str(kb_path(args, config))
+
+
+def store_lock(
+    backend: str, args: argparse.Namespace, config: Config
+) -> contextlib.AbstractContextManager[None]:
+    """The writer lock of the store of ``backend``: a file beside an embedded store or a
+    Milvus Lite file; nothing for a Milvus server (one writer is the user's to ensure)."""
+    from ..locks import writer_lock
+
+    if backend == "embedded":
+        return writer_lock(kb_path(args, config))
+    if backend == "milvus" and "://" not in config.kb.milvus.uri:
+        return writer_lock(Path(config.kb.milvus.uri))
+    return contextlib.nullcontext()
 
 
 def open_store(

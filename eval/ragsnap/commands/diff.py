@@ -7,7 +7,7 @@ import argparse
 from ..config import load_config
 from ..diff import diff_reports, render_diff_markdown
 from ..inputs import load_report
-from ..jsonio import check_distinct, write_outputs
+from ..jsonio import check_outputs, write_outputs
 from ..summary import diff_lines
 from . import gc_paused
 
@@ -27,8 +27,11 @@ def _run(args: argparse.Namespace) -> int:
         args.diff_json_report: diff,
         args.diff_markdown_report: render_diff_markdown(diff),
     }
-    check_distinct([*outputs], args.baseline)
-    check_distinct([*outputs], args.current)
+    check_outputs(
+        [*outputs],
+        inputs=[args.baseline, args.current, args.config],
+        allow_outside=args.allow_outside,
+    )
     write_outputs(outputs)
     lines = diff_lines(diff, args.max_listed, args.diff_markdown_report)
     lines.append("Reports: " + ", ".join(p.as_posix() for p in outputs))

@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import UsageError
 from ..inputs import load_cases, load_fixtures
-from ..jsonio import check_distinct
+from ..jsonio import check_outputs
 from ..models import JUDGMENT_TARGETS
 from ..trec import write_qrels, write_run
 
@@ -16,7 +16,12 @@ def run(args: argparse.Namespace) -> int:
     case_set = load_cases(args.cases)
     fixtures = load_fixtures(args.fixtures).fixtures
     outputs = [args.out] + ([args.qrels_out] if args.qrels_out else [])
-    check_distinct(outputs)
+    check_outputs(
+        outputs,
+        inputs=[args.cases],
+        folders=[args.fixtures],
+        allow_outside=args.allow_outside,
+    )
     ranked: dict[str, list[str]] = {}
     judgments: dict[str, dict[str, int]] = {}
     for case in case_set.cases:

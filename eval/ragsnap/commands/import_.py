@@ -6,7 +6,8 @@ import argparse
 
 from ..config import load_config
 from ..importers import ImportOptions, make_importer
-from ..importers.writer import write_import
+from ..importers.writer import IMPORT_FILES, write_import
+from ..jsonio import check_outputs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,6 +20,12 @@ def run(args: argparse.Namespace) -> int:
         qrels=args.qrels,
     )
     importer = make_importer(args.format, args.source, options)
+    check_outputs(
+        [args.out / name for name in IMPORT_FILES],
+        inputs=[args.source, args.topics, args.qrels, args.config],
+        folders=[args.source if args.source.is_dir() else None],
+        allow_outside=args.allow_outside,
+    )
     summary = write_import(
         importer, args.out, kb_scope=args.kb_scope, settings=config.kb.chunking, source=args.source
     )

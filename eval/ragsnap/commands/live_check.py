@@ -20,7 +20,7 @@ from ..config import Config, load_config
 from ..errors import BackendError, ServiceUnreachable
 from ..httpclient import read_token
 from ..inputs import load_cases
-from ..jsonio import check_distinct, write_outputs
+from ..jsonio import check_outputs, write_outputs
 from ..livecheck import (
     LiveAnswer,
     build_live_report,
@@ -52,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     cases = select_cases(list(case_set.cases), args.case, args.cases)
     json_path: Path = args.json_report
     markdown_path: Path = args.markdown_report
-    check_distinct([json_path, markdown_path], keep=args.cases)
+    check_outputs(
+        [json_path, markdown_path],
+        inputs=[args.cases, args.config, args.token_file],
+        allow_outside=args.allow_outside,
+    )
     token = read_token(args.token_file, args.token_env)
     checked_at = utc_now()
     started = time.perf_counter()

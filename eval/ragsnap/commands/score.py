@@ -16,7 +16,7 @@ from ..config import load_config
 from ..diff import diff_reports, render_diff_markdown
 from ..errors import UsageError
 from ..inputs import load_cases, load_fixtures, load_report
-from ..jsonio import check_distinct, write_outputs
+from ..jsonio import check_outputs, write_outputs
 from ..metrics import parse_measures
 from ..report import build_report, render_markdown
 from ..scoring import score_case
@@ -70,7 +70,12 @@ def _run(args: argparse.Namespace) -> int:
             (args.diff_json_report or DEFAULT_DIFF_JSON, diff),
             (diff_markdown, render_diff_markdown(diff)),
         ]
-    check_distinct([path for path, _ in outputs], args.compare_to)
+    check_outputs(
+        [path for path, _ in outputs],
+        inputs=[args.cases, args.compare_to, args.config],
+        folders=[args.fixtures],
+        allow_outside=args.allow_outside,
+    )
     write_outputs(dict(outputs))
 
     lines = score_lines(report, args.max_listed, args.markdown_report)

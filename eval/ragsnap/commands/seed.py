@@ -13,7 +13,7 @@ from ..errors import UsageError
 from ..progress import Progress
 from ..seeding import SeedPlan, index_hash, seed
 from ..text import has_cjk
-from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_name
+from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_lock, store_name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,35 +44,38 @@ def run(args: argparse.Namespace) -> int:
         nonlocal progress
         progress = Progress(len(plan.added) + len(plan.updated), "seed", "documents")
 
-    kb = open_store(backend, args, config, create=True, analyzer=analyzer)
-    try:
-        dropped: set[str] = set()
-        if backend == "milvus":
-            dropped = _check_analyzer(kb, analyzer, config.kb.milvus.analyzer, args.reindex, path)
-        plan = seed(
-            kb,
-            docs,
-            embedder,
-            tokenizer,
-            config.kb.chunking,
-            reindex=args.reindex,
-            hashes=hashes,
-            where=str(path),
-            on_upload=lambda _up: progress.advance() if progress else None,
-            before_write=before_write,
-        )
-        if progress is not None:
-            progress.close()
-        if dropped:  # say it as the embedded store does: rebuilt documents were updated
-            plan = SeedPlan(
-                added=tuple(s for s in plan.added if s not in dropped),
-                updated=tuple(s for s in plan.added if s in dropped),
-                unchanged=(),
-                removed=tuple(sorted(dropped - set(hashes))),
+    with store_lock(backend, args, config):  # from reading the store to the commit
+        kb = open_store(backend, args, config, create=True, analyzer=analyzer)
+        try:
+            dropped: set[str] = set()
+            if backend == "milvus":
+                dropped = _check_analyzer(
+                    kb, analyzer, config.kb.milvus.analyzer, args.reindex, path
+                )
+            plan = seed(
+                kb,
+                docs,
+                embedder,
+                tokenizer,
+                config.kb.chunking,
+                reindex=args.reindex,
+                hashes=hashes,
+                where=str(path),
+                on_upload=lambda _up: progress.advance() if progress else None,
+                before_write=before_write,
             )
-        chunks = kb.count()
-    finally:
-        kb.close()
+            if progress is not None:
+                progress.close()
+            if dropped:  # say it as the embedded store does: rebuilt documents were updated
+                plan = SeedPlan(
+                    added=tuple(s for s in plan.added if s not in dropped),
+                    updated=tuple(s for s in plan.added if s in dropped),
+                    unchanged=(),
+                    removed=tuple(sorted(dropped - set(hashes))),
+                )
+            chunks = kb.count()
+        finally:
+            kb.close()
     elapsed = time.perf_counter() - started
     print(
         f"seed: {plan.summary()}; {plan.total} documents, {chunks} chunks in {path} "

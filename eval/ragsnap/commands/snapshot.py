@@ -31,7 +31,7 @@ from ..config import Config, load_config
 from ..errors import BackendError, InputError, OutputError, UsageError
 from ..fixturediff import fixture_changes
 from ..inputs import load_cases
-from ..jsonio import dump_json, read_bytes, write_outputs
+from ..jsonio import check_outputs, dump_json, read_bytes, write_outputs
 from ..models import GoldenCase
 from ..progress import Progress
 from ..schema import validate
@@ -98,7 +98,7 @@ def _read_old(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = orjson.loads(read_bytes(path, "check the file's permissions"))
+        data = orjson.loads(read_bytes(path, "check the file's permissions", kind="fixture"))
     except orjson.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None
@@ -122,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
     folder: Path = args.fixtures
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--fixtures {folder} is a file, not a folder; pass a folder")
+    if not args.check:
+        check_outputs(
+            [folder / f"{case.id}.json" for case in cases],
+            inputs=[args.cases, args.config],
+            allow_outside=args.allow_outside,
+        )
     orphans = _orphans(folder, {case.id for case in case_set.cases})
     stamp = retrieved_at or utc_now()
     started = time.perf_counter()
@@ -223,6 +229,7 @@ def _score(args: argparse.Namespace) -> int:
         diff_markdown_report=None,
         config=args.config,
         max_listed=20,
+        allow_outside=args.allow_outside,
     )
     code: int = score.run(score_args)
     return code

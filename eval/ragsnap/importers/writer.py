@@ -32,7 +32,10 @@ from . import Importer, SourceDoc, SourceQuery
 from ._json import CASE_IDS
 from .idset import IdSet
 
-__all__ = ["ImportSummary", "write_import"]
+__all__ = ["IMPORT_FILES", "ImportSummary", "write_import"]
+
+#: the files an import writes into its output folder
+IMPORT_FILES = ("corpus.jsonl", "golden-cases.json", "vectors.json", "ragsnap.yaml")
 
 
 _RESERVED = frozenset({"source", "text", "title", "breadcrumb", "category", "kb_scope", "doc_id"})
