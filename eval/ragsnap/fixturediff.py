@@ -134,8 +134,6 @@ def compare_fixtures(
     """
     if _identical(old, new):  # the common case, at a fraction of the cost
         return FixtureComparison((), 0, 0, tolerance)
-    from deepdiff import DeepDiff  # imported only when something differs (about 0.3 s)
-
     generator = new.get("generator")
     head = generator.get("topK") if isinstance(generator, Mapping) else None
     depth = head if isinstance(head, int) and not isinstance(head, bool) else None
@@ -143,8 +141,10 @@ def compare_fixtures(
     a, b = canonical.forms(old, new, ())
     first, second = canonical.diagnostics  # those of items both sides hold
     moved = sum(first[k] != second[k] for k in first.keys() & second.keys())
-    if a == b and _same_types(a, b):  # the common case, without deepdiff's cost
+    if a == b and _same_types(a, b):  # only diagnostics or volatile fields moved
         return FixtureComparison((), 0, moved, tolerance)
+    from deepdiff import DeepDiff  # imported only when something differs (~0.5 s)
+
     order = {path: i for i, path in enumerate(_paths(a, ()))}  # old's order, then new's
     order.update({p: len(order) + i for i, p in enumerate(_paths(b, ())) if p not in order})
     found: list[tuple[int, Change]] = []
