@@ -479,6 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--access-log", action="store_true", help="log every request (default: off)")
     serve.set_defaults(handler="serve")
+    for command in sub.choices.values():  # --debug after the command works too
+        command.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     return parser
 
 

@@ -322,11 +322,11 @@ def check_outputs(
       ``allow_outside`` (the commands' ``--allow-outside``);
     - pass through a symbolic link below the working folder, or be one.
     """
-    here = Path.cwd()
-    absolute = [Path(os.path.normpath(here / p)) for p in outputs if "\0" not in str(p)]
     for path in outputs:
         if "\0" in str(path):
             raise UsageError(f"{str(path)!r} holds a NUL character; pass a plain file name")
+    here = Path.cwd()
+    absolute = [Path(os.path.normpath(here / p)) for p in outputs]
     resolved = [p.resolve() for p in absolute]
     if len(set(resolved)) != len(resolved):
         raise UsageError("two outputs would be written to the same file; give each its own path")

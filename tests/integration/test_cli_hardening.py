@@ -130,7 +130,11 @@ def test_an_internal_error_exits_3_in_one_line_and_debug_shows_the_traceback(
     assert "Traceback" not in plain.stderr
     assert plain.stderr.startswith("InternalError: KeyError: 'missing'. This is a bug")
     assert "--debug" in plain.stderr and len(plain.stderr.strip().splitlines()) == 1
-    for debug in (bug("--debug", "score"), bug("score", RAGSNAP_DEBUG="1")):
+    for debug in (
+        bug("--debug", "score"),
+        bug("score", "--debug"),
+        bug("score", RAGSNAP_DEBUG="1"),
+    ):
         assert debug.returncode == 3
         assert "Traceback (most recent call last)" in debug.stderr
 
