@@ -258,6 +258,7 @@ def snapshot_and_score(
             str(reports / f"{method}.md"),
             "--config",
             str(config_path),
+            "--allow-outside",  # the work folder is a temporary one
         ],
         allowed=(0, 1),  # 1: some case failed, which is what is measured here
     )
@@ -545,7 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import_dir = work / "import"
         t0 = time.perf_counter()
-        _, import_out = run_cli(["import", "goodbuddy", str(args.data), "--out", str(import_dir)])
+        _, import_out = run_cli(
+            ["import", "goodbuddy", str(args.data), "--out", str(import_dir), "--allow-outside"]
+        )
         import_s = time.perf_counter() - t0
         cases_path = import_dir / "golden-cases.json"
         cases = list(load_cases(cases_path).cases)

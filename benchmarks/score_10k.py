@@ -1053,6 +1053,7 @@ def score_argv(json_report: Path, markdown_report: Path) -> list[str]:
         str(json_report),
         "--markdown-report",
         str(markdown_report),
+        "--allow-outside",  # the eval set lives in a temporary work folder
     ]
 
 
