@@ -45,6 +45,23 @@ def score(work: Path, *args: str) -> Run:
     return run_cli("score", "--cases", "cases.json", "--fixtures", "fixtures", *args, cwd=work)
 
 
+def run_program(
+    program: str, *args: str, cwd: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -c program args`` with ragsnap importable, for what argv cannot carry or
+    a bug planted in-process; ``env`` adds variables (RAGSNAP_DEBUG is never inherited)."""
+    base = {**os.environ, "PYTHONPATH": str(REPO / "eval")}
+    base.pop("RAGSNAP_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-c", program, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**base, **env},
+        timeout=60,
+    )
+
+
 def tree(folder: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(folder)): p.read_bytes()
@@ -112,18 +129,9 @@ def test_an_internal_error_exits_3_in_one_line_and_debug_shows_the_traceback(
         "from ragsnap.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO / "eval")}
-    env.pop("RAGSNAP_DEBUG", None)
 
-    def bug(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", program, *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env={**env, **extra},
-            timeout=60,
-        )
+    def bug(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_program(program, *args, cwd=tmp_path, **env)
 
     plain = bug("score")
     assert plain.returncode == 3
@@ -266,14 +274,7 @@ def test_a_nul_in_a_report_path_is_a_usage_error(work: Path) -> None:
         "sys.exit(main(['score', '--cases', 'cases.json', '--fixtures', 'fixtures', "
         "'--json-report', 'a\\x00b.json']))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", program],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO / "eval")},
-        timeout=60,
-    )
+    proc = run_program(program, cwd=work)
     assert proc.returncode == 2, proc.stderr
     assert "holds a NUL character" in proc.stderr and "Traceback" not in proc.stderr
 
