@@ -54,19 +54,29 @@ def writer_lock(store: Path, what: str | None = None) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
             raise KnowledgeBaseBusy(
-                f"{store} is being written by {holder}; wait for it to finish (or stop it), "
+                f"{store} is being written by {_holder(fd)}; wait for it to finish (or stop it), "
                 "then run this again"
             ) from None
         command = what or " ".join(["ragsnap", *sys.argv[1:2]])
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} ({command}, since {stamp})\n".encode(), 0)
+        record = f"pid {os.getpid()} ({command}, since {stamp})\n".encode()
+        os.pwrite(fd, record, 0)  # written, then cut: a reader never sees it empty
+        os.ftruncate(fd, len(record))
         try:
             yield
         finally:
-            os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its record says; a holder that has only just taken it may
+    not have written it yet, so wait for it briefly."""
+    for _ in range(50):
+        text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        if text:
+            return text
+        time.sleep(0.01)
+    return "another process"
