@@ -81,13 +81,13 @@ from typing import Any
 import numpy as np
 
 from _common import add_folder_options, add_sizes_option, peak_rss_mb, version, work_folder
-from ragsnap.backends import Filter
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, load_seed_docs
-from ragsnap.embedders import HashingEmbedder
-from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
-from ragsnap.seeding import seed
-from ragsnap.text import STOP_WORDS, Tokenizer, get_tokenizer
+from ragsnap.kb.backends import Filter
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import STOP_WORDS, Tokenizer, get_tokenizer
 
 LEXICAL_TARGET_RATIO = 2.0
 RERANK_TARGET_MS = 50.0

@@ -95,13 +95,13 @@ from kb_embedded import (
     time_each,
     write_corpus,
 )
-from ragsnap.backends import KnowledgeBase
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, load_seed_docs
-from ragsnap.embedders import make_embedder
-from ragsnap.pipeline import LookupSettings, Pipeline
-from ragsnap.seeding import seed
-from ragsnap.text import get_tokenizer
+from ragsnap.kb.backends import KnowledgeBase
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
+from ragsnap.kb.embedders import make_embedder
+from ragsnap.kb.pipeline import LookupSettings, Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import get_tokenizer
 
 RERANK_TARGET_MS = 500.0
 TARGET_SIZE = 10_000
@@ -130,7 +130,7 @@ def open_store(backend: str, folder: Path, analyzer: str, *, create: bool) -> Kn
     """The embedded SQLite file or the Milvus Lite file (a folder) in ``folder``."""
     if backend == "embedded":
         return SqliteKnowledgeBase(folder / "kb.sqlite", create=create)
-    from ragsnap.backends.milvus import MilvusKnowledgeBase
+    from ragsnap.kb.backends.milvus import MilvusKnowledgeBase
 
     return MilvusKnowledgeBase(str(folder / "milvus.db"), create=create, analyzer=analyzer)
 

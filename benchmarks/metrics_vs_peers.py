@@ -89,7 +89,7 @@ PYTREC_NAMES = tuple(m[1] for m in MEASURES)
 RANX_NAMES = tuple(m[2] for m in MEASURES)
 
 TOOLS = ("pytrec_eval", "ragsnap", "ranx")
-MODULES = {"pytrec_eval": "pytrec_eval", "ragsnap": "ragsnap.trec", "ranx": "ranx"}
+MODULES = {"pytrec_eval": "pytrec_eval", "ragsnap": "ragsnap.ir.trec", "ranx": "ranx"}
 
 # --------------------------------------------------------------------------- generator
 
@@ -315,8 +315,8 @@ def run_pytrec_eval(qrels_path: Path, run_path: Path) -> Outcome:
 
 def run_ragsnap(qrels_path: Path, run_path: Path) -> Outcome:
     """ragsnap: ``evaluate_files`` + the means."""
-    from ragsnap.metrics import parse_measures
-    from ragsnap.trec import evaluate_files
+    from ragsnap.ir.metrics import parse_measures
+    from ragsnap.ir.trec import evaluate_files
 
     start = time.perf_counter()
     rankings, values = evaluate_files(qrels_path, run_path, parse_measures(RAGSNAP_NAMES))
@@ -327,8 +327,8 @@ def run_ragsnap(qrels_path: Path, run_path: Path) -> Outcome:
 
 def run_ragsnap_phases(qrels_path: Path, run_path: Path) -> Outcome:
     """ragsnap again, the same calls ``evaluate_files`` makes, with each phase timed."""
-    from ragsnap.metrics import evaluate, parse_measures
-    from ragsnap.trec import rankings_from_trec, read_qrels, read_run
+    from ragsnap.ir.metrics import evaluate, parse_measures
+    from ragsnap.ir.trec import rankings_from_trec, read_qrels, read_run
 
     start = time.perf_counter()
     qrels, run = read_qrels(qrels_path), read_run(run_path)

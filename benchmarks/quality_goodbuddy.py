@@ -38,7 +38,7 @@ through ragsnap's own path only:
    ``ndcg_exp@10`` (2^g - 1, GoodBuddy's), ``contextPrecision``,
    ``contextRecall``) and ``noAnswerFalsePositiveRate`` (no-answer cases that
    returned any evidence block / no-answer cases). ``ndcg_exp@10`` comes
-   from ``ragsnap.metrics`` over the fixtures if a report lacks it.
+   from ``ragsnap.ir.metrics`` over the fixtures if a report lacks it.
 5. Prints one table per embedder and setting (overall, en, zh-CN), the gates
    PASS/FAIL per method, and per query: the relevant chunks with grade and
    language, where each one landed (rank, or dropped because its confidence
@@ -75,19 +75,19 @@ from typing import Any
 
 from _common import add_data_option, cjk_share
 from ragsnap import __version__ as ragsnap_version
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.capture import snapshot_case
 from ragsnap.cli import main as ragsnap_main
 from ragsnap.config import DEFAULT_CASE_MEASURES, Config, load_config
-from ragsnap.corpus import open_seed_docs
-from ragsnap.embedders import Embedder, make_embedder
-from ragsnap.inputs import load_cases
-from ragsnap.jsonio import dump_json
-from ragsnap.metrics import evaluate, parse_measures, rankings_from_dicts
+from ragsnap.io.inputs import load_cases
+from ragsnap.io.jsonio import dump_json
+from ragsnap.ir.metrics import evaluate, parse_measures, rankings_from_dicts
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import open_seed_docs
+from ragsnap.kb.embedders import Embedder, make_embedder
+from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
+from ragsnap.kb.seeding import index_hashes, seed
+from ragsnap.kb.text import get_tokenizer
 from ragsnap.models import GoldenCase
-from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
-from ragsnap.seeding import index_hashes, seed
-from ragsnap.text import get_tokenizer
+from ragsnap.snapshot.capture import snapshot_case
 
 RETRIEVED_AT = "2026-11-30T00:00:00Z"  # pinned: fixtures are byte-stable
 GATED_METHOD = "hybrid+rerank"
@@ -269,7 +269,7 @@ def snapshot_and_score(
 
 
 def ensure_ndcg_exp(run: Run, cases: Sequence[GoldenCase]) -> None:
-    """Add ``ndcg_exp@10`` with ragsnap.metrics when the report lacks it."""
+    """Add ``ndcg_exp@10`` with ragsnap.ir.metrics when the report lacks it."""
     if "ndcg_exp@10" in run.report["summary"]["metrics"]:
         return
     measure = parse_measures(["ndcg_exp@10"])[0]

@@ -14,7 +14,7 @@ Steps:
    chunk id for a multi-chunk document, so ragsnap's chunk id is
    ``<source>#0``; ``doc_id`` and ``title`` from the file, plus any category,
    breadcrumb or scope fields it has) into a temporary folder.
-2. Import the folder with ``ragsnap.seeding.seed`` into two temporary SQLite
+2. Import the folder with ``ragsnap.kb.seeding.seed`` into two temporary SQLite
    knowledge bases, one per segmenter, both with ``HashingEmbedder()`` (which
    always uses bigram features, so the vector side is identical) and chunk
    settings large enough that every document stays one chunk.
@@ -23,7 +23,7 @@ Steps:
    segmenter-independent reference) with ``LookupSettings(min_score=0.0)`` so
    that no threshold hides a ranking, L0 hints off when no document has a
    category; map ragsnap's chunk ids back to the file's and compute recall@5,
-   recall@10, mrr@10 and ndcg@10 with ``ragsnap.metrics`` per language and
+   recall@10, mrr@10 and ndcg@10 with ``ragsnap.ir.metrics`` per language and
    overall.
 4. With the default ``LookupSettings()``, count the no-answer queries that
    still return evidence (and, for balance, the answerable ones that return a
@@ -56,13 +56,13 @@ from typing import Any
 import yaml
 
 from _common import add_data_option, cjk_share
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, load_seed_docs
-from ragsnap.embedders import HashingEmbedder
-from ragsnap.metrics import evaluate, parse_measures, rankings_from_dicts
-from ragsnap.pipeline import LookupSettings, Pipeline
-from ragsnap.seeding import seed
-from ragsnap.text import Tokenizer, get_tokenizer
+from ragsnap.ir.metrics import evaluate, parse_measures, rankings_from_dicts
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.pipeline import LookupSettings, Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import Tokenizer, get_tokenizer
 
 SEGMENTERS = ("bigram", "jieba")
 METHODS = ("lexical", "hybrid+rerank")

@@ -43,7 +43,7 @@ Steps:
    every side). The serve process's CPU time during each HTTP run is read
    from ``/proc/PID/stat``.
 5. Check that every HTTP fixture equals the embedded one once the
-   ``generator`` block is removed (``ragsnap.fixturediff.compare_fixtures``
+   ``generator`` block is removed (``ragsnap.snapshot.fixturediff.compare_fixtures``
    with tolerance 0 and no diagnostic moved: everything but ``retrievedAt``
    and latencies, which the service records, is equal), and that
    the embedded runs of every round are byte-identical.
@@ -374,7 +374,7 @@ class Server:
 
 def warm_up(base_url: str, queries: Sequence[str]) -> None:
     """Send ``queries`` to the service's lookup endpoint (builds its postings, loads vectors)."""
-    from ragsnap.httpclient import HttpClient
+    from ragsnap.io.httpclient import HttpClient
 
     client = HttpClient(base_url)
     try:
@@ -484,7 +484,7 @@ def _load(path: Path) -> dict[str, Any]:
 def compare(reference: Path, other: Path, label: str, *, exact: bool) -> Check:
     """Every fixture equal but for ``retrievedAt``, latencies and ``generator``; bytes
     with ``exact``."""
-    from ragsnap.fixturediff import compare_fixtures
+    from ragsnap.snapshot.fixturediff import compare_fixtures
 
     check = Check(label)
     for ref_path in sorted(reference.glob("*.json")):

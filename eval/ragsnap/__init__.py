@@ -16,24 +16,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .aggregates import Aggregate, aggregate, group
-    from .backends import Filter, KnowledgeBase, WriteBatch
-    from .backends.http import HttpMapping, HttpService
-    from .backends.milvus import MilvusKnowledgeBase
-    from .backends.sqlite import SqliteKnowledgeBase
-    from .capture import LookupSource, PipelineSource, snapshot_case
-    from .casemetrics import case_metrics, context_precision_recall
-    from .corpus import Chunk, SeedDocument, chunk_document, load_seed_docs
-    from .diff import Tolerances, diff_reports, render_diff_markdown
-    from .embedders import (
-        Embedder,
-        Fingerprint,
-        FrozenEmbedder,
-        HashingEmbedder,
-        OpenAIEmbedder,
-        SentenceTransformerEmbedder,
-        make_embedder,
-    )
     from .errors import (
         BackendError,
         EmbedderError,
@@ -44,9 +26,8 @@ if TYPE_CHECKING:
         ServiceUnreachable,
         UsageError,
     )
-    from .fixturediff import compare_fixtures, fixture_changes
-    from .inputs import CaseSet, FixtureSet, load_cases, load_fixtures, load_report
-    from .metrics import (
+    from .io.inputs import CaseSet, FixtureSet, load_cases, load_fixtures, load_report
+    from .ir.metrics import (
         Measure,
         Rankings,
         evaluate,
@@ -54,90 +35,109 @@ if TYPE_CHECKING:
         parse_measures,
         rankings_from_dicts,
     )
+    from .ir.trec import rankings_from_trec, read_qrels, read_run, write_qrels, write_run
+    from .kb.backends import Filter, KnowledgeBase, WriteBatch
+    from .kb.backends.http import HttpMapping, HttpService
+    from .kb.backends.milvus import MilvusKnowledgeBase
+    from .kb.backends.sqlite import SqliteKnowledgeBase
+    from .kb.corpus import Chunk, SeedDocument, chunk_document, load_seed_docs
+    from .kb.embedders import (
+        Embedder,
+        Fingerprint,
+        FrozenEmbedder,
+        HashingEmbedder,
+        OpenAIEmbedder,
+        SentenceTransformerEmbedder,
+        make_embedder,
+    )
+    from .kb.pipeline import Pipeline
+    from .kb.seeding import SeedPlan, plan_seed, seed
+    from .kb.text import Tokenizer, get_tokenizer
     from .models import EvidenceBlock, Fixture, GoldenCase, Judgment, LookupResult
-    from .pipeline import Pipeline
-    from .report import build_report, render_markdown
-    from .scoring import CaseResult, score_case
-    from .seeding import SeedPlan, plan_seed, seed
+    from .scoring.aggregates import Aggregate, aggregate, group
+    from .scoring.casemetrics import case_metrics, context_precision_recall
+    from .scoring.diff import Tolerances, diff_reports, render_diff_markdown
+    from .scoring.hits import CaseResult, score_case
+    from .scoring.report import build_report, render_markdown
     from .settings import ChunkSettings, FusionProfile, LookupSettings
-    from .text import Tokenizer, get_tokenizer
-    from .trec import rankings_from_trec, read_qrels, read_run, write_qrels, write_run
+    from .snapshot.capture import LookupSource, PipelineSource, snapshot_case
+    from .snapshot.fixturediff import compare_fixtures, fixture_changes
 
 #: Public name -> the module that defines it. Imported on first use (PEP 562),
 #: so ``import ragsnap`` and ``ragsnap --help`` stay cheap.
 _EXPORTS = {
-    "Aggregate": "aggregates",
-    "aggregate": "aggregates",
-    "group": "aggregates",
-    "case_metrics": "casemetrics",
-    "context_precision_recall": "casemetrics",
-    "Measure": "metrics",
-    "Rankings": "metrics",
-    "evaluate": "metrics",
-    "parse_measure": "metrics",
-    "parse_measures": "metrics",
-    "rankings_from_dicts": "metrics",
+    "Aggregate": "scoring.aggregates",
+    "aggregate": "scoring.aggregates",
+    "group": "scoring.aggregates",
+    "case_metrics": "scoring.casemetrics",
+    "context_precision_recall": "scoring.casemetrics",
+    "Measure": "ir.metrics",
+    "Rankings": "ir.metrics",
+    "evaluate": "ir.metrics",
+    "parse_measure": "ir.metrics",
+    "parse_measures": "ir.metrics",
+    "rankings_from_dicts": "ir.metrics",
     "Judgment": "models",
-    "read_qrels": "trec",
-    "read_run": "trec",
-    "rankings_from_trec": "trec",
-    "write_qrels": "trec",
-    "write_run": "trec",
-    "Tolerances": "diff",
-    "diff_reports": "diff",
-    "render_diff_markdown": "diff",
+    "read_qrels": "ir.trec",
+    "read_run": "ir.trec",
+    "rankings_from_trec": "ir.trec",
+    "write_qrels": "ir.trec",
+    "write_run": "ir.trec",
+    "Tolerances": "scoring.diff",
+    "diff_reports": "scoring.diff",
+    "render_diff_markdown": "scoring.diff",
     "InputError": "errors",
     "MissingDependency": "errors",
     "OutputError": "errors",
     "RagsnapError": "errors",
     "UsageError": "errors",
-    "CaseSet": "inputs",
-    "FixtureSet": "inputs",
-    "load_cases": "inputs",
-    "load_fixtures": "inputs",
-    "load_report": "inputs",
+    "CaseSet": "io.inputs",
+    "FixtureSet": "io.inputs",
+    "load_cases": "io.inputs",
+    "load_fixtures": "io.inputs",
+    "load_report": "io.inputs",
     "EvidenceBlock": "models",
     "Fixture": "models",
     "GoldenCase": "models",
     "LookupResult": "models",
-    "build_report": "report",
-    "render_markdown": "report",
-    "CaseResult": "scoring",
-    "score_case": "scoring",
+    "build_report": "scoring.report",
+    "render_markdown": "scoring.report",
+    "CaseResult": "scoring.hits",
+    "score_case": "scoring.hits",
     "BackendError": "errors",
     "EmbedderError": "errors",
-    "Chunk": "corpus",
+    "Chunk": "kb.corpus",
     "ChunkSettings": "settings",
-    "SeedDocument": "corpus",
-    "chunk_document": "corpus",
-    "load_seed_docs": "corpus",
-    "Filter": "backends",
-    "KnowledgeBase": "backends",
-    "WriteBatch": "backends",
-    "SqliteKnowledgeBase": "backends.sqlite",
-    "Embedder": "embedders",
-    "Fingerprint": "embedders",
-    "HashingEmbedder": "embedders",
-    "FrozenEmbedder": "embedders",
-    "OpenAIEmbedder": "embedders",
-    "SentenceTransformerEmbedder": "embedders",
-    "make_embedder": "embedders",
-    "SeedPlan": "seeding",
-    "plan_seed": "seeding",
-    "seed": "seeding",
+    "SeedDocument": "kb.corpus",
+    "chunk_document": "kb.corpus",
+    "load_seed_docs": "kb.corpus",
+    "Filter": "kb.backends",
+    "KnowledgeBase": "kb.backends",
+    "WriteBatch": "kb.backends",
+    "SqliteKnowledgeBase": "kb.backends.sqlite",
+    "Embedder": "kb.embedders",
+    "Fingerprint": "kb.embedders",
+    "HashingEmbedder": "kb.embedders",
+    "FrozenEmbedder": "kb.embedders",
+    "OpenAIEmbedder": "kb.embedders",
+    "SentenceTransformerEmbedder": "kb.embedders",
+    "make_embedder": "kb.embedders",
+    "SeedPlan": "kb.seeding",
+    "plan_seed": "kb.seeding",
+    "seed": "kb.seeding",
     "LookupSettings": "settings",
-    "Pipeline": "pipeline",
+    "Pipeline": "kb.pipeline",
     "FusionProfile": "settings",
-    "Tokenizer": "text",
-    "get_tokenizer": "text",
-    "LookupSource": "capture",
-    "PipelineSource": "capture",
-    "snapshot_case": "capture",
-    "fixture_changes": "fixturediff",
-    "compare_fixtures": "fixturediff",
-    "HttpService": "backends.http",
-    "HttpMapping": "backends.http",
-    "MilvusKnowledgeBase": "backends.milvus",
+    "Tokenizer": "kb.text",
+    "get_tokenizer": "kb.text",
+    "LookupSource": "snapshot.capture",
+    "PipelineSource": "snapshot.capture",
+    "snapshot_case": "snapshot.capture",
+    "fixture_changes": "snapshot.fixturediff",
+    "compare_fixtures": "snapshot.fixturediff",
+    "HttpService": "kb.backends.http",
+    "HttpMapping": "kb.backends.http",
+    "MilvusKnowledgeBase": "kb.backends.milvus",
     "ServiceUnreachable": "errors",
 }
 

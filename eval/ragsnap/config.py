@@ -31,10 +31,10 @@ error. Strictly validated against ``schemas/config.schema.json``::
                            # {kind: frozen, path: vectors.json},
                            # {kind: openai, baseUrl: https://..., model: ..., tokenEnv: VAR}
       chunking: {maxChars: 1200, overlapChars: 150, headingLevel: 2}
-    http:                  # the http backend and live-check (see ragsnap.backends.http)
+    http:                  # the http backend and live-check (see ragsnap.kb.backends.http)
       baseUrl: http://127.0.0.1:9900
       tokenEnv: RAG_TOKEN  # or tokenFile: path; endpoint paths and answer fields too
-    lookup:                # the lookup pipeline (see ragsnap.pipeline)
+    lookup:                # the lookup pipeline (see ragsnap.kb.pipeline)
       method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
       topK: 5
       candidates: 50       # per list, before fusion
@@ -55,15 +55,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .diff import Tolerances
 from .errors import InputError, UsageError
-from .jsonio import parse_yaml, read_bytes
-from .metrics import parse_measures
-from .schema import validate
+from .io.jsonio import parse_yaml, read_bytes
+from .io.schema import validate
+from .ir.metrics import parse_measures
+from .scoring.diff import Tolerances
 from .settings import SNAPSHOT_TOLERANCE, ChunkSettings, LookupSettings
 
 if TYPE_CHECKING:
-    from .backends.http import HttpMapping
+    from .kb.backends.http import HttpMapping
 
 __all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "MilvusConfig", "load_config"]
 
@@ -136,7 +136,7 @@ class Config:
     def http(self) -> HttpMapping:
         """The ``http`` section with its defaults (imported only by the commands that talk
         to a service, so reading ragsnap.yaml stays cheap for the others)."""
-        from .backends.http import load_mapping
+        from .kb.backends.http import load_mapping
 
         return load_mapping(self.http_section, self.http_base, self.source)
 

@@ -86,7 +86,7 @@ class BackendError(RagsnapError):
 
 
 class KnowledgeBaseBusy(BackendError):
-    """Another writer holds the knowledge base's writer lock (see ``ragsnap.locks``)."""
+    """Another writer holds the knowledge base's writer lock (see ``ragsnap.io.locks``)."""
 
 
 class ServiceUnreachable(BackendError):

@@ -1,7 +1,7 @@
 """Frozen dataclasses for validated input: golden cases and fixtures.
 
 These are built only from documents that already passed their JSON Schema
-(see ``ragsnap.schema``), so nothing downstream re-checks them. Field names
+(see ``ragsnap.io.schema``), so nothing downstream re-checks them. Field names
 are snake_case here and camelCase in the files; ``from_json`` maps one to
 the other.
 """

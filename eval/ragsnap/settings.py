@@ -1,6 +1,6 @@
 """Chunking and lookup pipeline settings: plain dataclasses with no heavy imports.
 
-They live apart from ``ragsnap.pipeline`` so that reading ``ragsnap.yaml``
+They live apart from ``ragsnap.kb.pipeline`` so that reading ``ragsnap.yaml``
 (every command does) does not import numpy, the embedders and the backends.
 """
 

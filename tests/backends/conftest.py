@@ -139,7 +139,7 @@ def exact_cosines(documents: Any, query: Any) -> list[float]:
     the stores: the encoded vectors' dot products and norms as Python integers."""
     import math
 
-    from ragsnap.numeric import encode_vectors
+    from ragsnap.kb.numeric import encode_vectors
 
     q = [int(x) for x in encode_vectors(query)]
     q_square = sum(x * x for x in q)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from ragsnap.backends import Filter
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, load_seed_docs
-from ragsnap.embedders import HashingEmbedder
-from ragsnap.seeding import seed
-from ragsnap.text import get_tokenizer
+from ragsnap.kb.backends import Filter
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import get_tokenizer
 
 WORDS = [f"w{i}" for i in range(400)]
 CJK = "缓存雪崩数据库连接池消息队列重平衡"

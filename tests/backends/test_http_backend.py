@@ -22,11 +22,11 @@ import pytest
 import requests
 
 from conftest import REPO, Served, make_fixture, run_cli
-from ragsnap.backends.http import HttpMapping, HttpService
 from ragsnap.config import load_config
 from ragsnap.errors import BackendError, InputError, UsageError
-from ragsnap.httpclient import HttpClient
-from ragsnap.schema import validate
+from ragsnap.io.httpclient import HttpClient
+from ragsnap.io.schema import validate
+from ragsnap.kb.backends.http import HttpMapping, HttpService
 
 from .conftest import LoopbackServer, send
 

@@ -1,4 +1,4 @@
-"""The HTTP client (ragsnap.httpclient) against a real server on 127.0.0.1."""
+"""The HTTP client (ragsnap.io.httpclient) against a real server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ragsnap.errors import BackendError, InputError, RagsnapError, UsageError
-from ragsnap.httpclient import HttpClient, check_url, read_token
+from ragsnap.io.httpclient import HttpClient, check_url, read_token
 
 from .conftest import LoopbackServer, send
 

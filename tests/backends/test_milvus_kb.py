@@ -25,15 +25,15 @@ import pytest
 import requests
 
 from conftest import REPO, Run, Served, run_cli
-from ragsnap.backends import Filter
-from ragsnap.backends.milvus import MilvusKnowledgeBase
-from ragsnap.corpus import ChunkSettings, chunk_document, load_seed_docs
-from ragsnap.embedders import Fingerprint, HashingEmbedder
 from ragsnap.errors import BackendError
-from ragsnap.inputs import load_cases
-from ragsnap.pipeline import LookupSettings, Pipeline
-from ragsnap.seeding import seed
-from ragsnap.text import get_tokenizer
+from ragsnap.io.inputs import load_cases
+from ragsnap.kb.backends import Filter
+from ragsnap.kb.backends.milvus import MilvusKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
+from ragsnap.kb.embedders import Fingerprint, HashingEmbedder
+from ragsnap.kb.pipeline import LookupSettings, Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import get_tokenizer
 
 from .conftest import DOCS, exact_cosines, require_milvus, unique_word, write_doc
 

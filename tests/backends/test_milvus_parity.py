@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 
 from conftest import REPO
-from ragsnap.backends import Filter, KnowledgeBase
-from ragsnap.backends.milvus import MilvusKnowledgeBase
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, load_seed_docs
-from ragsnap.embedders import HashingEmbedder
-from ragsnap.inputs import load_cases
+from ragsnap.io.inputs import load_cases
+from ragsnap.kb.backends import Filter, KnowledgeBase
+from ragsnap.kb.backends.milvus import MilvusKnowledgeBase
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import get_tokenizer
 from ragsnap.models import GoldenCase
-from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
-from ragsnap.seeding import seed
-from ragsnap.text import get_tokenizer
 
 from .conftest import require_milvus
 

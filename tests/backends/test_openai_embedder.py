@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragsnap.embedders import Fingerprint, OpenAIEmbedder, make_embedder
 from ragsnap.errors import BackendError, EmbedderError, UsageError
+from ragsnap.kb.embedders import Fingerprint, OpenAIEmbedder, make_embedder
 
 from .conftest import LoopbackServer, send_json
 

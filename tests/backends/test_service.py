@@ -19,13 +19,13 @@ import pytest
 import requests
 
 from conftest import REPO, Served, run_cli
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.cli import main
 from ragsnap.config import Config
-from ragsnap.corpus import parse_seed_doc
-from ragsnap.embedders import make_embedder
-from ragsnap.pipeline import PIPELINE_VERSION, score_label
-from ragsnap.schema import validate
+from ragsnap.io.schema import validate
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import parse_seed_doc
+from ragsnap.kb.embedders import make_embedder
+from ragsnap.kb.pipeline import PIPELINE_VERSION, score_label
 
 TOKEN = "srv-token-4b1d9e77-SECRET"
 SEED_DOCS = REPO / "seed-docs"

@@ -17,7 +17,7 @@ from pathlib import Path
 import requests
 
 from conftest import REPO, Served, run_cli
-from ragsnap.schema import validate
+from ragsnap.io.schema import validate
 
 SEED_DOCS = REPO / "seed-docs"
 QUERIES = [

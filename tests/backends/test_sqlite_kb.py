@@ -1,4 +1,4 @@
-"""The embedded SQLite knowledge base, filled through ``ragsnap.seeding.seed``.
+"""The embedded SQLite knowledge base, filled through ``ragsnap.kb.seeding.seed``.
 
 Real SQLite files in tmp_path, no mocks. Every corpus is written here as
 Markdown files with a frontmatter header.
@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragsnap.backends import Filter, Upload, WriteBatch
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.corpus import ChunkSettings, chunk_document, load_seed_docs
-from ragsnap.embedders import Fingerprint, HashingEmbedder
 from ragsnap.errors import BackendError
-from ragsnap.seeding import index_hash, seed
-from ragsnap.text import get_tokenizer
+from ragsnap.kb.backends import Filter, Upload, WriteBatch
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
+from ragsnap.kb.embedders import Fingerprint, HashingEmbedder
+from ragsnap.kb.seeding import index_hash, seed
+from ragsnap.kb.text import get_tokenizer
 
 from .conftest import DOCS, exact_cosines, unique_word, write_doc
 

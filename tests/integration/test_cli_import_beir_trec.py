@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from conftest import Run, run_cli, run_score
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.capture import snapshot_case
-from ragsnap.embedders import HashingEmbedder
-from ragsnap.inputs import load_cases
-from ragsnap.jsonio import write_json
-from ragsnap.pipeline import LookupSettings, Pipeline
-from ragsnap.text import get_tokenizer
+from ragsnap.io.inputs import load_cases
+from ragsnap.io.jsonio import write_json
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.pipeline import LookupSettings, Pipeline
+from ragsnap.kb.text import get_tokenizer
+from ragsnap.snapshot.capture import snapshot_case
 
 OUTPUTS = ("corpus.jsonl", "golden-cases.json", "ragsnap.yaml")
 

@@ -11,16 +11,16 @@ import jsonschema
 import pytest
 
 from conftest import Run, goodbuddy_fixture, run_cli, run_score, shared_data
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.capture import snapshot_case
 from ragsnap.config import load_config
-from ragsnap.embedders import Embedder, Fingerprint, make_embedder
-from ragsnap.inputs import load_cases
-from ragsnap.jsonio import write_json
-from ragsnap.pipeline import LookupSettings, Pipeline
-from ragsnap.schema import load_schema
-from ragsnap.seeding import check_compatible
-from ragsnap.text import get_tokenizer
+from ragsnap.io.inputs import load_cases
+from ragsnap.io.jsonio import write_json
+from ragsnap.io.schema import load_schema
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.embedders import Embedder, Fingerprint, make_embedder
+from ragsnap.kb.pipeline import LookupSettings, Pipeline
+from ragsnap.kb.seeding import check_compatible
+from ragsnap.kb.text import get_tokenizer
+from ragsnap.snapshot.capture import snapshot_case
 
 
 @pytest.fixture

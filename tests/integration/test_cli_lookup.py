@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO, Run, run_cli
-from ragsnap.schema import validate
+from ragsnap.io.schema import validate
 
 QUERY = "hikari pool maximum size"
 

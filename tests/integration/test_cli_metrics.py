@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Run, run_cli
-from ragsnap.metrics import DEFAULT_MEASURES, MEASURES
+from ragsnap.ir.metrics import DEFAULT_MEASURES, MEASURES
 
 # q1: a=3, b=1, c=0, e=2; ranked c, a, x (unjudged), b; e never retrieved.
 # q10: a=1; ranked z, a. q2: judged, not in the run. q3: only grade 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 
 from conftest import REPO, Project, block, make_case, make_fixture, run_cli, write_json
-from ragsnap.schema import load_schema
+from ragsnap.io.schema import load_schema
 
 
 def seed_project(project: Project) -> None:

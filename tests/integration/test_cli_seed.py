@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Run, run_cli
-from ragsnap.backends import Filter
-from ragsnap.backends.sqlite import SqliteKnowledgeBase
-from ragsnap.text import get_tokenizer
+from ragsnap.kb.backends import Filter
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
+from ragsnap.kb.text import get_tokenizer
 
 REPO_DOCS = REPO / "seed-docs"
 REPO_SOURCES = 18

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO, Run, run_cli
-from ragsnap.fixturediff import compare_fixtures
+from ragsnap.snapshot.fixturediff import compare_fixtures
 
 PINNED = "2026-11-30T00:00:00Z"
 CASES = REPO / "cases" / "golden-cases.json"

@@ -1,11 +1,11 @@
-"""Aggregate counts and rates (ragsnap.aggregates)."""
+"""Aggregate counts and rates (ragsnap.scoring.aggregates)."""
 
 from __future__ import annotations
 
 from conftest import block, make_case, make_fixture
-from ragsnap.aggregates import aggregate, group
 from ragsnap.models import Fixture, GoldenCase
-from ragsnap.scoring import CaseResult, score_case
+from ragsnap.scoring.aggregates import aggregate, group
+from ragsnap.scoring.hits import CaseResult, score_case
 
 
 def scored(case_fields: dict, blocks: list | None) -> CaseResult:

@@ -1,4 +1,4 @@
-"""Graded metrics of golden cases and the span rules (ragsnap.casemetrics)."""
+"""Graded metrics of golden cases and the span rules (ragsnap.scoring.casemetrics)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from conftest import block, make_case, make_fixture
-from ragsnap.casemetrics import case_metrics, context_precision_recall
-from ragsnap.metrics import parse_measures
+from ragsnap.ir.metrics import parse_measures
 from ragsnap.models import Fixture, GoldenCase
+from ragsnap.scoring.casemetrics import case_metrics, context_precision_recall
 
 
 def test_precision_and_recall_by_hand() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ragsnap.config import load_config
-from ragsnap.diff import Tolerances
 from ragsnap.errors import InputError
+from ragsnap.scoring.diff import Tolerances
 
 
 def test_defaults_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Seed documents and chunking (ragsnap.corpus)."""
+"""Seed documents and chunking (ragsnap.kb.corpus)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from ragsnap.corpus import (
+from ragsnap.errors import InputError
+from ragsnap.kb.corpus import (
     ChunkSettings,
     SeedDocument,
     chunk_document,
     load_seed_docs,
     parse_seed_doc,
 )
-from ragsnap.errors import InputError
 
 PATH = Path("seed-docs/doc.md")
 

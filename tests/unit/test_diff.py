@@ -1,4 +1,4 @@
-"""Baseline diff classification (ragsnap.diff)."""
+"""Baseline diff classification (ragsnap.scoring.diff)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from conftest import block, make_case, make_fixture
-from ragsnap.casemetrics import case_metrics
-from ragsnap.diff import Tolerances, diff_reports
-from ragsnap.jsonio import round_floats
-from ragsnap.metrics import parse_measures
+from ragsnap.io.jsonio import round_floats
+from ragsnap.ir.metrics import parse_measures
 from ragsnap.models import Fixture, GoldenCase
-from ragsnap.report import build_report
-from ragsnap.scoring import score_case
+from ragsnap.scoring.casemetrics import case_metrics
+from ragsnap.scoring.diff import Tolerances, diff_reports
+from ragsnap.scoring.hits import score_case
+from ragsnap.scoring.report import build_report
 
 INPUTS = {"cases": "c.json", "casesSha256": "0" * 64, "fixtures": "f", "fixturesSha256": "1" * 64}
 

@@ -1,4 +1,4 @@
-"""Embedders that need no service (ragsnap.embedders): hashing, frozen, make_embedder."""
+"""Embedders that need no service (ragsnap.kb.embedders): hashing, frozen, make_embedder."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import REPO, write_json
-from ragsnap.embedders import (
+from ragsnap.errors import EmbedderError, InputError, UsageError
+from ragsnap.kb.embedders import (
     EMBEDDER_KINDS,
     Fingerprint,
     FrozenEmbedder,
@@ -21,7 +22,6 @@ from ragsnap.embedders import (
     OpenAIEmbedder,
     make_embedder,
 )
-from ragsnap.errors import EmbedderError, InputError, UsageError
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -48,7 +48,7 @@ def test_hashing_rows_are_unit_length_float32_or_zero_for_empty_text() -> None:
 
 _VECTOR_SCRIPT = """
 import sys
-from ragsnap.embedders import HashingEmbedder
+from ragsnap.kb.embedders import HashingEmbedder
 sys.stdout.write(HashingEmbedder(64).embed_query(sys.argv[1]).tobytes().hex())
 """
 

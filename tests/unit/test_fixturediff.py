@@ -1,4 +1,4 @@
-"""Semantic fixture comparison (ragsnap.fixturediff), on a real committed fixture."""
+"""Semantic fixture comparison (ragsnap.snapshot.fixturediff), on a real committed fixture."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ragsnap.fixturediff import (
+from ragsnap.snapshot.fixturediff import (
     DEFAULT_TOLERANCE,
     Change,
     compare_fixtures,

@@ -15,7 +15,7 @@ from ragsnap.errors import InputError, UsageError
 from ragsnap.importers import ImportOptions, SourceDoc, SourceQuery, make_importer
 from ragsnap.importers.goodbuddy import GoodBuddyImporter
 from ragsnap.importers.writer import write_import
-from ragsnap.inputs import load_cases
+from ragsnap.io.inputs import load_cases
 
 
 def write(tmp_path: Path, data: Any, name: str = "fixture.json") -> Path:

@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 
 from conftest import Project, block, make_fixture, set_at
-from ragsnap.casemetrics import case_metrics
-from ragsnap.embedders import Fingerprint, FrozenEmbedder, make_embedder
 from ragsnap.errors import InputError, UsageError
 from ragsnap.importers import (
     ImportOptions,
@@ -24,8 +22,10 @@ from ragsnap.importers import (
 )
 from ragsnap.importers.qilbee import QilbeeImporter
 from ragsnap.importers.writer import write_import
-from ragsnap.inputs import load_cases, load_fixtures
-from ragsnap.metrics import parse_measure
+from ragsnap.io.inputs import load_cases, load_fixtures
+from ragsnap.ir.metrics import parse_measure
+from ragsnap.kb.embedders import Fingerprint, FrozenEmbedder, make_embedder
+from ragsnap.scoring.casemetrics import case_metrics
 
 DOCS = {  # id -> (text, vector): four topics, database / security / ops / interface
     "pool": ("The connection pool holds at most 20 connections.", (0.9, 0.1, 0.0, 0.1)),

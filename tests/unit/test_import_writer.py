@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from ragsnap.config import load_config
-from ragsnap.corpus import ChunkSettings, SeedCorpus
-from ragsnap.embedders import FrozenEmbedder
 from ragsnap.errors import InputError, OutputError
 from ragsnap.importers import SourceDoc, SourceJudgment, SourceQuery, VectorSpace
 from ragsnap.importers.writer import write_import
-from ragsnap.inputs import load_cases
+from ragsnap.io.inputs import load_cases
+from ragsnap.kb.corpus import ChunkSettings, SeedCorpus
+from ragsnap.kb.embedders import FrozenEmbedder
 
 
 class ListImporter:

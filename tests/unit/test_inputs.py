@@ -1,4 +1,4 @@
-"""Schema validation and input checks (ragsnap.inputs, ragsnap.schema)."""
+"""Schema validation and input checks (ragsnap.io.inputs, ragsnap.io.schema)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from conftest import Project, block, make_case, make_fixture, write_json
 from ragsnap.errors import InputError
-from ragsnap.inputs import load_cases, load_fixtures, load_report
+from ragsnap.io.inputs import load_cases, load_fixtures, load_report
 
 
 def error(call, *args) -> InputError:  # type: ignore[no-untyped-def]

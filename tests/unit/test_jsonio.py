@@ -1,4 +1,4 @@
-"""The deterministic atomic writer and the strict reader (ragsnap.jsonio)."""
+"""The deterministic atomic writer and the strict reader (ragsnap.io.jsonio)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragsnap.errors import InputError, OutputError, UsageError
-from ragsnap.jsonio import check_outputs, dump_json, read_json, write_json, write_outputs
+from ragsnap.io.jsonio import check_outputs, dump_json, read_json, write_json, write_outputs
 
 
 def test_dump_is_sorted_indented_unescaped_rounded_with_newline() -> None:

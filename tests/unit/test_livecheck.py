@@ -1,4 +1,4 @@
-"""The live post-reindex check's rules and reports (ragsnap.livecheck)."""
+"""The live post-reindex check's rules and reports (ragsnap.live.livecheck)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from conftest import block, make_case
-from ragsnap.livecheck import (
+from ragsnap.live.livecheck import (
     MAX_CHARS,
     LiveAnswer,
     build_live_report,

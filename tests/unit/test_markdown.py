@@ -1,10 +1,10 @@
-"""Markdown tables (ragsnap.markdown), checked against tabulate as the reference."""
+"""Markdown tables (ragsnap.io.markdown), checked against tabulate as the reference."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
-from ragsnap.markdown import cell, markdown_table
+from ragsnap.io.markdown import cell, markdown_table
 
 
 def test_layout_matches_tabulate_github() -> None:

@@ -1,4 +1,4 @@
-"""Measures on examples small enough to work out on paper (ragsnap.metrics)."""
+"""Measures on examples small enough to work out on paper (ragsnap.ir.metrics)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from math import log2
 import pytest
 
 from ragsnap.errors import UsageError
-from ragsnap.metrics import (
+from ragsnap.ir.metrics import (
     DEFAULT_MEASURES,
     MEASURES,
     Measure,

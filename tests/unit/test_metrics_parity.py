@@ -1,4 +1,4 @@
-"""ragsnap.metrics against trec_eval (pytrec_eval), per query, on seeded random runs.
+"""ragsnap.ir.metrics against trec_eval (pytrec_eval), per query, on seeded random runs.
 
 The acceptance test of the measures: every query of every seed, both ways of
 building ``Rankings`` (plain dicts, and TREC files read back from disk), to
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsnap.metrics import Measure, Rankings, evaluate, parse_measure, rankings_from_dicts
-from ragsnap.trec import rankings_from_trec, read_qrels, read_run
+from ragsnap.ir.metrics import Measure, Rankings, evaluate, parse_measure, rankings_from_dicts
+from ragsnap.ir.trec import rankings_from_trec, read_qrels, read_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -1,4 +1,4 @@
-"""Machine-independent scores and exact vector arithmetic (ragsnap.numeric).
+"""Machine-independent scores and exact vector arithmetic (ragsnap.kb.numeric).
 
 Property-style tests over seeded random inputs (``numpy.random.default_rng``).
 """
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragsnap.numeric import (
+from ragsnap.kb.numeric import (
     GRID,
     SCORE_DIGITS,
     VECTOR_SCALE,

@@ -1,4 +1,4 @@
-"""Progress output (ragsnap.progress)."""
+"""Progress output (ragsnap.io.progress)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from ragsnap import progress
-from ragsnap.progress import Progress
+from ragsnap.io import progress
+from ragsnap.io.progress import Progress
 
 
 class FakeTTY(io.StringIO):

@@ -1,4 +1,4 @@
-"""The fast validator and the explaining validator agree (ragsnap.schema).
+"""The fast validator and the explaining validator agree (ragsnap.io.schema).
 
 ragsnap checks every file with jsonschema_rs and explains failures with
 jsonschema; if they ever disagreed, a valid file would be rejected without an
@@ -18,7 +18,7 @@ import pytest
 
 from conftest import block, make_case, make_fixture
 from ragsnap.errors import InputError
-from ragsnap.schema import SCHEMA_NAMES, load_schema, validate
+from ragsnap.io.schema import SCHEMA_NAMES, load_schema, validate
 
 REPLACEMENTS: list[Any] = [None, "x", "", 0, 1, 1.0, 2.5, -1, True, [], ["x", "x"], {}, {"k": 1}]
 

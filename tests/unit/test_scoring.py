@@ -1,4 +1,4 @@
-"""Hit levels, coverage rules and pipeline expectations (ragsnap.scoring)."""
+"""Hit levels, coverage rules and pipeline expectations (ragsnap.scoring.hits)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from conftest import block, make_case, make_fixture
 from ragsnap.models import Fixture, GoldenCase
-from ragsnap.scoring import FIXTURE_MISSING, breadcrumb_covers, hit_level, score_case
+from ragsnap.scoring.hits import FIXTURE_MISSING, breadcrumb_covers, hit_level, score_case
 
 
 def case(**fields: Any) -> GoldenCase:

@@ -1,4 +1,4 @@
-"""The pure parts of seed import (ragsnap.seeding): plan, index hash, compatibility."""
+"""The pure parts of seed import (ragsnap.kb.seeding): plan, index hash, compatibility."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ragsnap.backends import DocumentInfo
-from ragsnap.corpus import ChunkSettings, SeedDocument, parse_seed_doc
-from ragsnap.embedders import Fingerprint
 from ragsnap.errors import BackendError
-from ragsnap.numeric import VECTOR_ENCODING
-from ragsnap.seeding import SeedPlan, check_compatible, index_hash, plan_seed
+from ragsnap.kb.backends import DocumentInfo
+from ragsnap.kb.corpus import ChunkSettings, SeedDocument, parse_seed_doc
+from ragsnap.kb.embedders import Fingerprint
+from ragsnap.kb.numeric import VECTOR_ENCODING
+from ragsnap.kb.seeding import SeedPlan, check_compatible, index_hash, plan_seed
 
 SETTINGS = ChunkSettings()
 

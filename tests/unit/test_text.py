@@ -1,11 +1,11 @@
-"""Normalisation and tokenisation (ragsnap.text)."""
+"""Normalisation and tokenisation (ragsnap.kb.text)."""
 
 from __future__ import annotations
 
 import pytest
 
 from ragsnap.errors import UsageError
-from ragsnap.text import STOP_WORDS, Tokenizer, get_tokenizer, is_identifier, normalize
+from ragsnap.kb.text import STOP_WORDS, Tokenizer, get_tokenizer, is_identifier, normalize
 
 
 def test_normalize_is_nfkc_and_lowercase() -> None:

@@ -1,4 +1,4 @@
-"""TREC qrels and run files (ragsnap.trec): the block reader, its errors, the writers."""
+"""TREC qrels and run files (ragsnap.ir.trec): the block reader, its errors, the writers."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ragsnap import trec
 from ragsnap.errors import InputError, RagsnapError
-from ragsnap.trec import (
+from ragsnap.ir import trec
+from ragsnap.ir.trec import (
     TrecQrels,
     TrecRun,
     rankings_from_trec,

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import UsageError
+from ..io.progress import Progress
 from ..models import GoldenCase
-from ..progress import Progress
 
 _T = TypeVar("_T")
 

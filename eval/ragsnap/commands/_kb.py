@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config
-from ..embedders import Embedder, make_embedder
 from ..errors import UsageError
-from ..text import Tokenizer, get_tokenizer
+from ..kb.embedders import Embedder, make_embedder
+from ..kb.text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
-    from ..backends import KnowledgeBase
-    from ..pipeline import Pipeline
+    from ..kb.backends import KnowledgeBase
+    from ..kb.pipeline import Pipeline
     from ..settings import LookupSettings
 
 __all__ = [
@@ -56,7 +56,7 @@ def store_lock(
 ) -> contextlib.AbstractContextManager[None]:
     """The writer lock of the store of ``backend``: a file beside an embedded store or a
     Milvus Lite file; nothing for a Milvus server (one writer is the user's to ensure)."""
-    from ..locks import writer_lock
+    from ..io.locks import writer_lock
 
     if backend == "embedded":
         return writer_lock(kb_path(args, config))
@@ -79,7 +79,7 @@ def open_store(
     existing one keeps the analyzer it was built with.
     """
     if backend == "embedded":
-        from ..backends.sqlite import SqliteKnowledgeBase
+        from ..kb.backends.sqlite import SqliteKnowledgeBase
 
         return SqliteKnowledgeBase(kb_path(args, config), create=create)
     if backend == "milvus":
@@ -88,8 +88,8 @@ def open_store(
                 "--kb names an embedded SQLite file; the milvus backend uses kb.milvus.uri "
                 "in ragsnap.yaml: drop --kb"
             )
-        from ..backends.milvus import MilvusKnowledgeBase
-        from ..httpclient import read_token
+        from ..io.httpclient import read_token
+        from ..kb.backends.milvus import MilvusKnowledgeBase
 
         milvus = config.kb.milvus
         token = read_token(milvus.token_file, milvus.token_env)
@@ -116,8 +116,8 @@ def open_pipeline(
 ) -> Iterator[Pipeline]:
     """The lookup pipeline over the store of ``backend``, checked to have been built
     with the configured embedder and segmenter; the store is closed afterwards."""
-    from ..pipeline import Pipeline
-    from ..seeding import check_compatible
+    from ..kb.pipeline import Pipeline
+    from ..kb.seeding import check_compatible
 
     embedder = open_embedder(config)
     tokenizer = open_tokenizer(config)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ..config import load_config
-from ..diff import diff_reports, render_diff_markdown
-from ..inputs import load_report
-from ..jsonio import check_outputs, write_outputs
-from ..summary import diff_lines
+from ..io.inputs import load_report
+from ..io.jsonio import check_outputs, write_outputs
+from ..scoring.diff import diff_reports, render_diff_markdown
+from ..scoring.summary import diff_lines
 from . import gc_paused
 
 

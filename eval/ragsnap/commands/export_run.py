@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
-from ..inputs import load_cases, load_fixtures
-from ..jsonio import check_outputs
+from ..io.inputs import load_cases, load_fixtures
+from ..io.jsonio import check_outputs
+from ..ir.trec import write_qrels, write_run
 from ..models import JUDGMENT_TARGETS
-from ..trec import write_qrels, write_run
 
 
 def run(args: argparse.Namespace) -> int:

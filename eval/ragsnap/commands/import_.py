@@ -7,7 +7,7 @@ import argparse
 from ..config import load_config
 from ..importers import ImportOptions, make_importer
 from ..importers.writer import IMPORT_FILES, write_import
-from ..jsonio import check_outputs
+from ..io.jsonio import check_outputs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 Every golden case's query goes to the service's similarity search
 (``GET /api/search/similar`` by default, mapped by the ``http`` section of
 ragsnap.yaml); a case passes when an expected source is in its top K (see
-``ragsnap.livecheck``). The first request runs alone, so an unreachable
+``ragsnap.live.livecheck``). The first request runs alone, so an unreachable
 service fails after one request's retries rather than one per case; the
 rest run ``--concurrency`` at a time. Both reports are written only after
 every request succeeded.
@@ -15,13 +15,14 @@ import argparse
 import time
 from pathlib import Path
 
-from ..backends.http import DEFAULT_BASE_URL, HttpService
 from ..config import Config, load_config
 from ..errors import BackendError, ServiceUnreachable
-from ..httpclient import read_token
-from ..inputs import load_cases
-from ..jsonio import check_outputs, write_outputs
-from ..livecheck import (
+from ..io.httpclient import read_token
+from ..io.inputs import load_cases
+from ..io.jsonio import check_outputs, write_outputs
+from ..io.progress import Progress
+from ..kb.backends.http import DEFAULT_BASE_URL, HttpService
+from ..live.livecheck import (
     LiveAnswer,
     build_live_report,
     is_known_failure,
@@ -30,7 +31,6 @@ from ..livecheck import (
     render_live_markdown,
 )
 from ..models import GoldenCase
-from ..progress import Progress
 from . import run_each, select_cases, utc_now
 
 #: at most this many failed cases are listed on the terminal, one per line

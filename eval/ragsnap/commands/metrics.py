@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from ..errors import UsageError
-from ..metrics import DEFAULT_MEASURES, parse_measures
-from ..trec import evaluate_files
+from ..ir.metrics import DEFAULT_MEASURES, parse_measures
+from ..ir.trec import evaluate_files
 from . import gc_paused
 
 

@@ -10,17 +10,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..casemetrics import case_metrics
 from ..cli import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN
 from ..config import load_config
-from ..diff import diff_reports, render_diff_markdown
 from ..errors import UsageError
-from ..inputs import load_cases, load_fixtures, load_report
-from ..jsonio import check_outputs, write_outputs
-from ..metrics import parse_measures
-from ..report import build_report, render_markdown
-from ..scoring import score_case
-from ..summary import diff_lines, score_lines
+from ..io.inputs import load_cases, load_fixtures, load_report
+from ..io.jsonio import check_outputs, write_outputs
+from ..ir.metrics import parse_measures
+from ..scoring.casemetrics import case_metrics
+from ..scoring.diff import diff_reports, render_diff_markdown
+from ..scoring.hits import score_case
+from ..scoring.report import build_report, render_markdown
+from ..scoring.summary import diff_lines, score_lines
 from . import gc_paused
 
 

@@ -6,13 +6,13 @@ import argparse
 import sys
 import time
 
-from ..backends import KnowledgeBase
 from ..config import Config, load_config
-from ..corpus import SeedCorpus, markdown_of, open_seed_docs
 from ..errors import UsageError
-from ..progress import Progress
-from ..seeding import SeedPlan, index_hash, seed
-from ..text import has_cjk
+from ..io.progress import Progress
+from ..kb.backends import KnowledgeBase
+from ..kb.corpus import SeedCorpus, markdown_of, open_seed_docs
+from ..kb.seeding import SeedPlan, index_hash, seed
+from ..kb.text import has_cjk
 from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_lock, store_name
 
 
@@ -96,8 +96,8 @@ def _check_analyzer(
     which drops the collections and rebuilds them (Milvus Lite keeps deleted rows in its
     BM25 statistics, so rebuilding in place would not give a fresh index). Returns the
     sources stored before a drop, for the summary."""
-    from ..backends.milvus import MilvusKnowledgeBase
     from ..errors import BackendError
+    from ..kb.backends.milvus import MilvusKnowledgeBase
 
     assert isinstance(kb, MilvusKnowledgeBase)
     built = kb.read_meta().get("analyzer")
@@ -124,8 +124,8 @@ def _seed_http(
     kb_scopes that are no longer seed documents are deleted; documents of other
     scopes, or without one, are never touched.
     """
-    from ..backends.http import HttpService
-    from ..httpclient import read_token
+    from ..io.httpclient import read_token
+    from ..kb.backends.http import HttpService
 
     if args.reindex:
         raise UsageError(

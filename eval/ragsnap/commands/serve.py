@@ -30,7 +30,7 @@ from urllib.parse import quote, quote_plus, unquote_plus
 
 from ..config import load_config
 from ..errors import MissingDependency, UsageError
-from ..httpclient import is_loopback, read_token
+from ..io.httpclient import is_loopback, read_token
 from ._kb import backend_of, open_pipeline, store_lock, store_name
 
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from ..service import ServiceState, create_app
+        from ..live.service import ServiceState, create_app
     except ImportError as exc:
         raise MissingDependency(f"ragsnap serve ({exc.name} is missing)", "serve") from None
     config = load_config(args.config)

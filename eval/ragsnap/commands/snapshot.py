@@ -4,7 +4,7 @@ Every lookup runs (and every answer is checked against the fixture contract)
 before the first file is written, so a service that fails half-way leaves the
 fixtures as they were. A fixture whose retrieval did not change is left as it is,
 bytes and ``retrievedAt`` included, so a rerun makes no diff: identities compare
-exactly and numbers within ``snapshot.tolerance`` (``ragsnap.fixturediff``).
+exactly and numbers within ``snapshot.tolerance`` (``ragsnap.snapshot.fixturediff``).
 What did change is summarised per case for the reviewer: the settings it was
 written with, sources gained, lost and moved, then each change as
 ``path old -> new``. ``--check`` writes nothing and exits 1 when any fixture
@@ -26,15 +26,15 @@ from typing import Any
 
 import orjson
 
-from ..capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..config import Config, load_config
 from ..errors import BackendError, InputError, OutputError, UsageError
-from ..fixturediff import fixture_changes
-from ..inputs import load_cases
-from ..jsonio import check_outputs, dump_json, read_bytes, write_outputs
+from ..io.inputs import load_cases
+from ..io.jsonio import check_outputs, dump_json, read_bytes, write_outputs
+from ..io.progress import Progress
+from ..io.schema import validate
 from ..models import GoldenCase
-from ..progress import Progress
-from ..schema import validate
+from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
+from ..snapshot.fixturediff import fixture_changes
 from . import run_each, select_cases, utc_now
 from ._kb import backend_of
 
@@ -47,8 +47,8 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
     """The lookup source ``--backend`` names, and a description for messages."""
     backend = backend_of(args, config)
     if backend == "http":
-        from ..backends.http import HttpService
-        from ..httpclient import read_token
+        from ..io.httpclient import read_token
+        from ..kb.backends.http import HttpService
 
         for flag, value in (("--kb", args.kb), ("--method", args.method)):
             if value is not None:

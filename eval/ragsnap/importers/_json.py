@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
-from ..jsonio import read_json
+from ..io.jsonio import read_json
 from . import ImportOptions
 from .beir import CASE_ID, SOURCE_ID, SPLITS
 

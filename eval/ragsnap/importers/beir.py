@@ -48,7 +48,7 @@ from .idset import IdSet
 
 __all__ = ["BeirImporter"]
 
-#: a usable seed ``source`` (as ``ragsnap.corpus``)
+#: a usable seed ``source`` (as ``ragsnap.kb.corpus``)
 SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,199}$")
 #: a usable case id (as the golden-cases schema)
 CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

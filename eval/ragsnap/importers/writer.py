@@ -24,10 +24,10 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..corpus import ChunkSettings, SeedDocument, chunk_document
 from ..errors import InputError, OutputError, UsageError
-from ..jsonio import AtomicFile, dump_json
-from ..progress import Progress
+from ..io.jsonio import AtomicFile, dump_json
+from ..io.progress import Progress
+from ..kb.corpus import ChunkSettings, SeedDocument, chunk_document
 from . import Importer, SourceDoc, SourceQuery
 from ._json import CASE_IDS
 from .idset import IdSet
@@ -196,7 +196,7 @@ def write_import(
         golden: dict[str, Any] = {"schemaVersion": 1, "description": description, "cases": cases}
         defaults = {"topK": 10, **({"kbScope": kb_scope} if kb_scope else {})}
         golden["defaults"] = defaults
-        from ..schema import validate
+        from ..io.schema import validate
 
         validate(golden, "golden-cases", cases_path, "imported golden cases")
         outputs: dict[Path, bytes] = {cases_path: dump_json(golden)}

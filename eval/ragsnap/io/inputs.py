@@ -1,0 +1,202 @@
+"""Read golden cases and fixtures from disk: validate, check, build models.
+
+This is the I/O shell in front of the pure scoring core. Beyond the JSON
+Schema it checks what a schema cannot say: unique case IDs, that a case can
+be scored at all, that a fixture's ``caseId`` matches its file name and that
+evidence ranks run 1..n in order. Each failure is an ``InputError`` naming
+the file, the JSON pointer and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..models import Fixture, GoldenCase
+from .jsonio import parse_json, read_bytes, read_json
+from .schema import validate
+
+__all__ = ["CaseSet", "FixtureSet", "load_cases", "load_fixtures", "load_report"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSet:
+    """The golden cases of one file, in file order, and the file's SHA-256."""
+
+    cases: tuple[GoldenCase, ...]
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class FixtureSet:
+    """Fixtures keyed by case ID and a SHA-256 over all fixture files."""
+
+    fixtures: dict[str, Fixture]
+    sha256: str
+
+
+def load_cases(path: Path) -> CaseSet:
+    """Read, validate and check a golden cases file."""
+    raw = read_bytes(path, "pass --cases with the path of your golden cases file")
+    data: Any = parse_json(raw, path)
+    validate(data, "golden-cases", path, "golden cases file")
+    defaults = data.get("defaults", {})
+    seen: dict[str, int] = {}
+    cases = []
+    for index, item in enumerate(data["cases"]):
+        pointer = f"/cases/{index}"
+        case_id = item["id"]
+        if case_id in seen:
+            raise InputError(
+                path,
+                f"duplicate case id {case_id!r} (first at /cases/{seen[case_id]})",
+                "give every case a unique id",
+                pointer=f"{pointer}/id",
+            )
+        seen[case_id] = index
+        case = GoldenCase.from_json(item, defaults)
+        _check_case(case, path, pointer)
+        cases.append(case)
+    return CaseSet(tuple(cases), hashlib.sha256(raw).hexdigest())
+
+
+def _check_case(case: GoldenCase, path: Path, pointer: str) -> None:
+    kinds = {j.kind for j in case.judgments}
+    if len(kinds) > 1:
+        raise InputError(
+            path,
+            f"case {case.id!r} mixes judgment targets ({', '.join(sorted(kinds))})",
+            "judge either chunks (chunkId), documents (docId) or sources (source) in one case",
+            pointer=f"{pointer}/judgments",
+        )
+    targets = [j.target for j in case.judgments]
+    if len(set(targets)) != len(targets):
+        dup = next(t for t in targets if targets.count(t) > 1)
+        raise InputError(
+            path,
+            f"{dup!r} is judged twice",
+            "keep one judgment per target",
+            pointer=f"{pointer}/judgments/{len(targets) - 1 - targets[::-1].index(dup)}",
+        )
+    if case.no_answer and any(j.grade > 0 for j in case.judgments):
+        raise InputError(
+            path,
+            "a noAnswer case cannot judge anything relevant",
+            "remove the judgments with a grade above 0 or set noAnswer to false",
+            pointer=f"{pointer}/judgments",
+        )
+    if case.no_answer:
+        for field, value in (
+            ("expectedSources", case.expected_sources),
+            ("expectedDocIds", case.expected_doc_ids),
+            ("expectedBreadcrumbs", case.expected_breadcrumbs),
+            ("expectedKeywords", case.expected_keywords),
+            ("expectedContextSources", case.expected_context_sources),
+            ("expectedRerankTopSource", case.expected_rerank_top_source),
+        ):
+            if value:
+                raise InputError(
+                    path,
+                    f"a noAnswer case cannot expect {field}",
+                    f"remove {field} or set noAnswer to false",
+                    pointer=f"{pointer}/{field}",
+                )
+    elif not (case.expected_sources or case.expected_doc_ids or case.expected_keywords):
+        raise InputError(
+            path,
+            f"case {case.id!r} expects nothing, so it cannot be scored",
+            "add expectedSources, expectedDocIds or expectedKeywords, or set noAnswer to true",
+            pointer=pointer,
+        )
+
+
+def load_fixtures(folder: Path) -> FixtureSet:
+    """Read, validate and check every ``*.json`` fixture directly in ``folder``."""
+    if not folder.is_dir():
+        raise InputError(
+            folder,
+            "fixtures folder not found",
+            "pass --fixtures with the folder that holds {caseId}.json snapshots",
+        )
+    digest = hashlib.sha256()
+    fixtures: dict[str, Fixture] = {}
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.name.endswith(".json"))
+    for name in names:
+        path = folder / name
+        raw = read_bytes(
+            path, "a fixture is a {caseId}.json file: remove or rename it", kind="fixture"
+        )
+        digest.update(path.name.encode("utf-8") + b"\0" + hashlib.sha256(raw).digest())
+        data: Any = parse_json(raw, path)
+        validate(data, "fixture", path, "fixture")
+        if data["caseId"] != path.stem:
+            raise InputError(
+                path,
+                f"caseId {data['caseId']!r} disagrees with the file name",
+                f"rename the file to {data['caseId']}.json or set caseId to {path.stem!r}",
+                pointer="/caseId",
+            )
+        for index, block in enumerate(data["lookupResult"]["evidenceBlocks"]):
+            if block["rank"] != index + 1:
+                raise InputError(
+                    path,
+                    f"rank {block['rank']} at position {index + 1}; ranks must run 1..n "
+                    "in array order",
+                    "renumber the evidence blocks or regenerate the fixture",
+                    pointer=f"/lookupResult/evidenceBlocks/{index}/rank",
+                )
+        fixtures[path.stem] = Fixture.from_json(data)
+    return FixtureSet(fixtures, digest.hexdigest())
+
+
+def load_report(path: Path, role: str) -> dict[str, Any]:
+    """Read a JSON score report written by ``ragsnap score`` (e.g. the baseline).
+
+    ``role`` names it in messages (``"baseline"``). A report of another schema
+    version, or another kind of file, gets an error that says how to
+    regenerate it.
+    """
+    from ..scoring.report import REPORT_KIND, REPORT_SCHEMA_VERSION
+
+    regenerate = (
+        f"regenerate the {role} with `ragsnap score --json-report {path}` "
+        "(or scripts/eval_rag_retrieval.py) from the fixtures it should describe"
+    )
+    data: Any = read_json(path, f"pass an existing {role} report, or {regenerate}")
+    if not isinstance(data, dict):
+        raise InputError(path, "is not a ragsnap score report (not a JSON object)", regenerate)
+    kind = data.get("kind")
+    if kind != REPORT_KIND:
+        raise InputError(
+            path,
+            f"is not a ragsnap score report (kind {kind!r})",
+            f"pass the JSON report written by `ragsnap score`; {regenerate}",
+            pointer="/kind",
+        )
+    version = data.get("schemaVersion")
+    if version != REPORT_SCHEMA_VERSION:
+        raise InputError(
+            path,
+            f"was written with report schema version {version!r}, and this ragsnap reads "
+            f"version {REPORT_SCHEMA_VERSION}",
+            regenerate,
+            pointer="/schemaVersion",
+        )
+    validate(data, "report", path, f"{role} report")
+    seen: set[str] = set()
+    for index, case in enumerate(data["cases"]):
+        if case["id"] in seen:
+            raise InputError(
+                path,
+                f"case {case['id']!r} appears twice",
+                f"keep one of them, or {regenerate}",
+                pointer=f"/cases/{index}/id",
+            )
+        seen.add(case["id"])
+    result: dict[str, Any] = data
+    return result

@@ -1,0 +1,379 @@
+"""The one reader and the one writer for every file ragsnap touches.
+
+Reading: bytes must be UTF-8 (a leading byte-order mark is tolerated) and
+strict JSON (no NaN, no trailing commas); failures become ``InputError`` with
+the file, the line and column, and the fix.
+
+Writing: every output is rendered deterministically (sorted keys, two-space
+indent, UTF-8 without escaping, floats rounded to ``FLOAT_DIGITS`` places,
+trailing newline) so two runs on the same input are byte-identical, then
+written atomically: a temporary file in the destination folder, flushed and
+fsynced, renamed over the destination, and the folder fsynced. A symlinked
+destination is refused rather than followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InputError, OutputError, UsageError
+
+__all__ = [
+    "FLOAT_DIGITS",
+    "AtomicFile",
+    "check_outputs",
+    "dump_json",
+    "parse_json",
+    "parse_yaml",
+    "read_bytes",
+    "read_json",
+    "round_floats",
+    "write_json",
+    "write_outputs",
+    "write_text",
+]
+
+FLOAT_DIGITS = 6
+_BOM = b"\xef\xbb\xbf"
+
+
+#: the largest input file ragsnap reads whole, by kind (``read_bytes``'s ``kind``)
+MAX_INPUT_BYTES = {
+    "config": 1 << 20,  # ragsnap.yaml: 1 MiB
+    "seed document": 16 << 20,  # one Markdown seed document: 16 MiB
+    "fixture": 64 << 20,  # one fixture: 64 MiB (a top-1000 lookup is about 1 MB)
+    "file": 1 << 30,  # golden cases, reports, frozen vectors: 1 GiB
+}
+
+
+def read_bytes(path: Path, fix: str, *, kind: str = "file") -> bytes:
+    """Read a whole input file; ``fix`` says what to do when it is missing.
+
+    Only a regular file is read (a FIFO would block forever, ``/dev/zero``
+    never ends), and at most ``MAX_INPUT_BYTES[kind]`` of it: a larger one is
+    refused before it is read.
+    """
+    limit = MAX_INPUT_BYTES[kind]
+    try:
+        info = path.stat()  # never blocks, unlike opening a FIFO
+    except FileNotFoundError:
+        raise InputError(path, "file not found", fix) from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(path, "is a folder, not a file", fix)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, "is not a regular file (a pipe or a device?)", fix)
+    if info.st_size > limit:
+        raise InputError(
+            path,
+            f"is {info.st_size:,} bytes, more than the {limit:,} a {kind} may have",
+            "split it, or check that this is the file you meant",
+        )
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+    if len(data) > limit:  # it grew while it was read
+        raise InputError(path, f"is more than the {limit:,} bytes a {kind} may have", fix)
+    return data
+
+
+def parse_json(raw: bytes, path: Path) -> Any:
+    """Parse strict UTF-8 JSON, turning every failure into an ``InputError``."""
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM) :]
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            line = raw.count(b"\n", 0, uexc.start) + 1
+            raise InputError(
+                path,
+                f"is not UTF-8 (byte 0x{raw[uexc.start]:02x} on line {line})",
+                "re-save the file with UTF-8 encoding",
+            ) from None
+        raise InputError(
+            path,
+            f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            "fix the JSON syntax (a JSON linter shows the exact spot)",
+        ) from None
+
+
+def parse_yaml(text: str, path: Path, fix: str, *, subject: str = "", first_line: int = 1) -> Any:
+    """Parse YAML ``text`` (safe loader); a failure becomes ``InputError`` reading
+    ``<subject>is not valid YAML (...)`` with ``fix`` and the line, counted from
+    ``first_line`` (for YAML embedded in a larger file).
+
+    Aliases (``*name``) are refused before anything is built: a chain of them
+    expands without bound (a "billion laughs" document of 600 bytes grows to
+    gigabytes). So are ``.nan`` and ``.inf``, which no setting or metadata can
+    mean; every other value is plain data.
+    """
+    import yaml
+
+    # libyaml's C loader when PyYAML has it: about 9x faster on seed-doc headers
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        if "*" in text:  # the only way to write an alias; most headers never get here
+            for token in yaml.scan(text, Loader=loader):
+                if isinstance(token, yaml.AliasToken):
+                    raise InputError(
+                        path,
+                        f"{subject}uses a YAML alias (*{token.value})",
+                        "write the value out in full: ragsnap does not expand YAML aliases, "
+                        "whose expansion has no bound",
+                        f"line {token.start_mark.line + first_line}",
+                    )
+        data = yaml.load(text, Loader=loader)  # a safe loader either way
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + first_line}" if mark is not None else None
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(path, f"{subject}is not valid YAML ({problem})", fix, where) from None
+    pointer = _non_finite(data, "")
+    if pointer is not None:
+        raise InputError(
+            path,
+            f"{subject}holds a number that is not finite (.nan or .inf)",
+            "write a finite number",
+            pointer or "/",
+        )
+    return data
+
+
+def _non_finite(value: Any, pointer: str) -> str | None:
+    """The JSON pointer of the first NaN or infinity in ``value``, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else pointer
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        step = str(key).replace("~", "~0").replace("/", "~1")
+        found = _non_finite(item, f"{pointer}/{step}")
+        if found is not None:
+            return found
+    return None
+
+
+def read_json(path: Path, fix: str) -> Any:
+    """Read and parse one JSON file; see ``read_bytes`` and ``parse_json``."""
+    return parse_json(read_bytes(path, fix), path)
+
+
+def round_floats(value: Any, digits: int = FLOAT_DIGITS) -> Any:
+    """Return ``value`` with every float rounded, recursing into mappings, lists
+    and tuples (tuples become lists). Exact type checks first: this walks every
+    node of a report, so the common cases must stay cheap."""
+    kind = type(value)
+    if kind is float:
+        return round(value, digits)
+    if kind is dict or (kind is not str and isinstance(value, Mapping)):
+        return {k: round_floats(v, digits) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [round_floats(v, digits) for v in value]
+    return value
+
+
+def dump_json(value: Any) -> bytes:
+    """Render ``value`` as deterministic JSON bytes (see module docstring)."""
+    options = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+    return orjson.dumps(round_floats(value), option=options) + b"\n"
+
+
+def _refuse_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise OutputError(
+            f"{path}: is a symbolic link; ragsnap never writes through links. "
+            "Remove the link or pass a different output path"
+        )
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    with AtomicFile(path) as output:
+        output.handle.write(data)
+        output.commit()
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable; a failure is reported, not ignored
+    (a filesystem that cannot sync folders at all, EINVAL, is the exception)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise OutputError(
+                f"{folder}: the file was written but the folder could not be synced "
+                f"({exc.strerror}), so it may not survive a crash; check the disk and run "
+                "the command again"
+            ) from None
+    finally:
+        os.close(fd)
+
+
+class AtomicFile:
+    """A file written in pieces that appears whole or not at all: the one atomic writer.
+
+    ``handle`` is a binary handle on a temporary file beside ``path``;
+    ``commit()`` fsyncs it, renames it over ``path`` and fsyncs the folder;
+    ``discard()`` (or leaving a ``with`` block by an exception, Ctrl-C
+    included) deletes it. Several can be prepared and then committed
+    together, so a failed import replaces none of its outputs. A symlinked
+    destination is refused, also one created while the file was written.
+    """
+
+    def __init__(self, path: Path):
+        _refuse_symlink(path)
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(
+                f"{path.parent}: cannot create the folder ({exc.strerror}); choose a writable path"
+            ) from None
+        try:
+            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise OutputError(
+                f"{path.parent}: cannot write there ({exc.strerror}); choose a writable path"
+            ) from None
+        self._tmp = Path(name)
+        self.handle = os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        umask = os.umask(0)
+        os.umask(umask)
+        self._tmp.chmod(0o666 & ~umask)
+        _refuse_symlink(self.path)  # a link created while we wrote is refused too
+        try:
+            self._tmp.replace(self.path)
+        except OSError as exc:
+            self.discard()
+            raise OutputError(
+                f"{self.path}: cannot be replaced ({exc.strerror}); check that it is a "
+                "writable file, or choose another path"
+            ) from None
+        _fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        if not self.handle.closed:
+            self.handle.close()
+        with contextlib.suppress(FileNotFoundError):
+            self._tmp.unlink()
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is not None:
+            self.discard()
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write ``value`` to ``path`` as deterministic JSON, atomically."""
+    _write_atomic(path, dump_json(value))
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as UTF-8 with a trailing newline, atomically."""
+    if not text.endswith("\n"):
+        text += "\n"
+    _write_atomic(path, text.encode("utf-8"))
+
+
+def check_outputs(
+    outputs: Sequence[Path],
+    *,
+    inputs: Sequence[Path | None] = (),
+    folders: Sequence[Path | None] = (),
+    allow_outside: bool = False,
+) -> None:
+    """Refuse output paths before anything is written. An output may not
+
+    - name the same file as another output, or as an input of the command
+      (``inputs``: it would replace what it was computed from), or lie in a
+      folder the command reads (``folders``, e.g. the fixtures);
+    - hold a NUL character;
+    - leave the working folder (an absolute path elsewhere, or ``..``), unless
+      ``allow_outside`` (the commands' ``--allow-outside``);
+    - pass through a symbolic link below the working folder, or be one.
+    """
+    for path in outputs:
+        if "\0" in str(path):
+            raise UsageError(f"{str(path)!r} holds a NUL character; pass a plain file name")
+    here = Path.cwd()
+    absolute = [Path(os.path.normpath(here / p)) for p in outputs]
+    resolved = [p.resolve() for p in absolute]
+    if len(set(resolved)) != len(resolved):
+        raise UsageError("two outputs would be written to the same file; give each its own path")
+    for name, target in zip(outputs, resolved, strict=True):
+        for read in inputs:
+            if read is not None and read.resolve() == target:
+                raise UsageError(
+                    f"an output would overwrite the input {read} (the command reads it): "
+                    f"choose another path than {name}"
+                )
+        for folder in folders:
+            if folder is not None and target.is_relative_to(folder.resolve()):
+                raise UsageError(
+                    f"{name} is inside {folder}, a folder this command reads; choose an "
+                    "output path outside it"
+                )
+    for name, path in zip(outputs, absolute, strict=True):
+        if not path.is_relative_to(here):
+            if allow_outside:
+                continue
+            raise UsageError(
+                f"{name} is outside the working folder {here}; pass a path inside it, or "
+                "add --allow-outside if you mean it"
+            )
+        step = here
+        for part in path.relative_to(here).parts:
+            step = step / part
+            if step.is_symlink():
+                raise OutputError(
+                    f"{name}: {step} is a symbolic link; ragsnap never writes through links. "
+                    "Pass a path without one, or remove the link"
+                )
+
+
+def write_outputs(outputs: Mapping[Path, bytes | str | Any]) -> None:
+    """Write several outputs, each atomically, after checking all destinations.
+
+    ``bytes`` are written as they are, ``str`` as text, anything else as JSON.
+    Every destination is checked for a symlink before the first write, so a
+    refused destination leaves all the others untouched.
+    """
+    for path in outputs:
+        _refuse_symlink(path)
+    for path, value in outputs.items():
+        if isinstance(value, bytes):
+            _write_atomic(path, value)
+        elif isinstance(value, str):
+            write_text(path, value)
+        else:
+            write_json(path, value)

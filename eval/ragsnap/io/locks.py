@@ -1,0 +1,82 @@
+"""One writer at a time: an advisory lock beside a knowledge base file.
+
+``ragsnap seed`` holds it from the moment it reads what the store holds until
+its write has committed, and ``ragsnap serve`` holds it for each upload or
+delete, so two writers never plan against the same state and then both write
+(two seeds of different corpora used to leave a store that matched neither).
+The lock is a non-blocking POSIX ``flock`` on a hidden file beside the store,
+``.<name>.lock`` (mode 0600), which records the holder's pid, command and
+start time; a second writer fails at once, naming the holder. The operating
+system releases the lock when the holder exits or crashes; the file stays (a
+new lock on a re-created file would not exclude a holder of the old one).
+Readers never take it: a lookup reads one consistent state on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import KnowledgeBaseBusy, OutputError
+
+__all__ = ["lock_path", "writer_lock"]
+
+
+def lock_path(store: Path) -> Path:
+    """The lock file of the store at ``store``: ``.<name>.lock`` beside it."""
+    return store.parent / f".{store.name}.lock"
+
+
+@contextlib.contextmanager
+def writer_lock(store: Path, what: str | None = None) -> Iterator[None]:
+    """Hold the writer lock of ``store`` for the ``with`` block, or raise
+    ``KnowledgeBaseBusy`` naming the process that holds it."""
+    import fcntl
+
+    path = lock_path(store)
+    if path.is_symlink():
+        raise OutputError(
+            f"{path}: is a symbolic link; ragsnap never writes through links. Remove it"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        raise OutputError(
+            f"{path}: cannot create the writer lock ({exc.strerror}); choose a writable place "
+            "for the knowledge base"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise KnowledgeBaseBusy(
+                f"{store} is being written by {_holder(fd)}; wait for it to finish (or stop it), "
+                "then run this again"
+            ) from None
+        command = what or " ".join(["ragsnap", *sys.argv[1:2]])
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        record = f"pid {os.getpid()} ({command}, since {stamp})\n".encode()
+        os.pwrite(fd, record, 0)  # written, then cut: a reader never sees it empty
+        os.ftruncate(fd, len(record))
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its record says; a holder that has only just taken it may
+    not have written it yet, so wait for it briefly."""
+    for _ in range(50):
+        text = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        if text:
+            return text
+        time.sleep(0.01)
+    return "another process"

@@ -1,0 +1,209 @@
+"""Knowledge base backends: one small interface, one module per store.
+
+A store holds documents (frontmatter metadata plus an index hash) and their
+chunks (text, index tokens, a vector). It answers lexical and vector searches
+under a metadata ``Filter`` and applies a ``WriteBatch`` (deletes by source,
+then uploads) as one unit: either all of it is visible afterwards or none.
+
+=============  =========================================================
+``embedded``   ``ragsnap.kb.backends.sqlite``: one SQLite file, FTS5 BM25,
+               float32 vectors with exact cosine in numpy (the default)
+``milvus``     ``ragsnap.kb.backends.milvus``: Milvus Lite or a Milvus
+               server through pymilvus (extra ``milvus``)
+``http``       ``ragsnap.kb.backends.http``: a retrieval service; it answers
+               whole lookups, so it is not a ``KnowledgeBase``
+=============  =========================================================
+
+The lookup pipeline (``ragsnap.kb.pipeline``) runs on top of any store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from ..corpus import Chunk, SeedDocument
+
+__all__ = [
+    "DocumentInfo",
+    "Filter",
+    "KnowledgeBase",
+    "StoredChunk",
+    "Upload",
+    "WriteBatch",
+    "breadcrumb_has_prefix",
+    "breadcrumb_segments",
+    "normalize_breadcrumb",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Metadata restrictions of one search; ``None`` means unrestricted.
+
+    ``kb_scope`` is a hard boundary (documents of other scopes, and documents
+    without a scope, are never returned when it is set); ``category`` and
+    ``breadcrumb_prefix`` are the droppable L0 restrictions.
+    """
+
+    kb_scope: str | None = None
+    category: str | None = None
+    breadcrumb_prefix: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        """The trace form: camelCase keys, unset restrictions left out."""
+        out = {
+            "kbScope": self.kb_scope,
+            "category": self.category,
+            "breadcrumbPrefix": self.breadcrumb_prefix,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+    def admits(self, kb_scope: str | None, category: str | None, breadcrumb: str | None) -> bool:
+        """Whether a document with this metadata passes the filter."""
+        if self.kb_scope is not None and kb_scope != self.kb_scope:
+            return False
+        if self.category is not None and category != self.category:
+            return False
+        if self.breadcrumb_prefix is not None:
+            return breadcrumb_has_prefix(breadcrumb, self.breadcrumb_prefix)
+        return True
+
+
+def breadcrumb_has_prefix(breadcrumb: str | None, prefix: str) -> bool:
+    """Segment-wise prefix test: ``A > B`` is a prefix of ``A > B > C``, not of ``A > BC``."""
+    want = breadcrumb_segments(prefix)
+    if not want:
+        return True
+    if breadcrumb is None:
+        return False
+    return breadcrumb_segments(breadcrumb)[: len(want)] == want
+
+
+def breadcrumb_segments(breadcrumb: str | None) -> list[str]:
+    """``A>B >  C`` -> ``["A", "B", "C"]``; None -> ``[]``."""
+    if breadcrumb is None:
+        return []
+    return [s for s in (part.strip() for part in breadcrumb.split(">")) if s]
+
+
+def normalize_breadcrumb(value: str | None) -> str | None:
+    """``A>B >  C`` becomes ``A > B > C``; empty becomes None (how every store keeps it)."""
+    return " > ".join(breadcrumb_segments(value)) or None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """A stored document's metadata and the hash it was indexed from."""
+
+    source: str
+    index_hash: str
+    chunk_count: int
+    doc_id: str | None = None
+    title: str | None = None
+    breadcrumb: str | None = None
+    category: str | None = None
+    kb_scope: str | None = None
+    path: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A stored chunk with its document's metadata, as search results return it."""
+
+    row: int
+    chunk_id: str
+    source: str
+    ordinal: int
+    text: str
+    heading: str | None
+    doc_id: str | None
+    title: str | None
+    breadcrumb: str | None
+    category: str | None
+    kb_scope: str | None
+    tokens: tuple[str, ...] = ()  # the index tokens, as lexical search saw them
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One document to (re)index: its chunks, their index tokens and vectors."""
+
+    document: SeedDocument
+    index_hash: str
+    chunks: Sequence[Chunk]
+    tokens: Sequence[str]  # space-joined index tokens, one string per chunk
+    vectors: NDArray[np.float32]
+    replaces: bool = True  # False when the store is known not to hold the source
+
+
+@dataclass
+class WriteBatch:
+    """Deletes by source, then uploads, then metadata: applied all or nothing.
+
+    ``uploads`` may be a lazy iterable (embedding happens while it is
+    consumed); ``on_upload`` is called after each upload is staged.
+    """
+
+    deletes: Sequence[str] = ()
+    uploads: Iterable[Upload] = ()
+    meta: Mapping[str, str] = field(default_factory=dict)
+    on_upload: Callable[[Upload], None] | None = None
+
+
+class KnowledgeBase(Protocol):
+    """What the seeder and the lookup pipeline need from a store."""
+
+    backend: str
+
+    def read_meta(self) -> dict[str, str]:
+        """Stored settings: embedder and tokenizer fingerprints, chunking, version."""
+        ...
+
+    def documents(self) -> dict[str, DocumentInfo]:
+        """Every stored document by source."""
+        ...
+
+    def write(self, batch: WriteBatch) -> None:
+        """Apply ``batch`` atomically."""
+        ...
+
+    def count(self) -> int:
+        """Number of stored chunks."""
+        ...
+
+    def lexical_search(
+        self, tokens: Sequence[str], flt: Filter, limit: int, text: str | None = None
+    ) -> list[tuple[int, float]]:
+        """Best ``limit`` chunks by BM25 for OR-ed ``tokens``: ``(row, score)``,
+        higher is better, ties by chunk id. ``text`` is the query as typed, for
+        stores that analyse text themselves (Milvus); others use ``tokens``."""
+        ...
+
+    def vector_search(
+        self, vector: NDArray[np.float32], flt: Filter, limit: int
+    ) -> list[tuple[int, float]]:
+        """Best ``limit`` chunks by cosine similarity: ``(row, cosine)``."""
+        ...
+
+    def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
+        """Cosine similarity of ``vector`` with each chunk in ``rows``."""
+        ...
+
+    def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Chunks containing each token, and the number of chunks."""
+        ...
+
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        """Stored chunks by row."""
+        ...
+
+    def close(self) -> None:
+        """Release the store."""
+        ...

@@ -1,0 +1,387 @@
+"""The ``http`` backend: a retrieval service over HTTP (the Java/Spring service case).
+
+Snapshots call the service's lookup endpoint and seeding its upload and
+delete endpoints; ``live-check`` calls its similarity search. Endpoint paths
+and the answers' field names are mapped by the ``http`` section of
+``ragsnap.yaml``; the defaults are ``ragsnap serve``'s contract, so a
+service that speaks it needs no mapping at all::
+
+    http:
+      baseUrl: http://127.0.0.1:9900
+      tokenEnv: RAG_TOKEN          # or tokenFile: path (first line); never logged
+      timeoutSeconds: 30
+      retries: 3                   # connection errors and 5xx only, with backoff
+      concurrency: 4               # snapshot requests in flight
+      health: /api/health          # null: the service has none
+      lookup:
+        path: /api/knowledge/lookup
+        request: {query: query, topK: topK, kbScope: kbScope}  # JSON body names
+        result: data               # where the lookupResult sits ("" = the whole answer)
+        evidenceBlocks: evidence   # inside the result
+        block: {source: docSource, text: content}  # fixture field: service field
+        contextPack: contextPack   # null when the service has none
+        retrievalTrace: trace
+        rerankTrace: null
+      similar:
+        path: /api/search/similar
+        params: {query: query, topK: topK, kbScope: kbScope}
+        results: results
+        item: {source: docSource}
+      documents: {list: /api/documents, upload: /api/documents, delete: /api/documents}
+
+Paths inside answers are dotted (``data.items``). A field the mapping names
+but the answer lacks is an error naming the endpoint, the field and the
+mapping key to fix. Evidence blocks need ``chunkId``, ``source`` and
+``text``; ``rank`` defaults to the position, ``score`` to null, and
+``docId``, ``title``, ``breadcrumb``, ``scoreLabel`` and ``metadata`` are
+copied when present. A trace mapped to null is recorded empty (the service
+does not expose it), so the golden cases' pipeline expectations on it fail
+visibly rather than silently.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import BackendError, InputError
+from ...io.httpclient import HttpClient, read_token
+
+__all__ = ["DEFAULT_BASE_URL", "HttpMapping", "HttpService", "load_mapping"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:9900"
+#: a similarity result's fields, in ragsnap's names
+_ITEM_FIELDS = (
+    "rank",
+    "chunkId",
+    "docId",
+    "source",
+    "title",
+    "breadcrumb",
+    "text",
+    "score",
+    "scoreLabel",
+)
+#: an evidence block's fields: a result's, and its metadata
+_BLOCK_FIELDS = (*_ITEM_FIELDS, "metadata")
+_REQUIRED_BLOCK = ("chunkId", "source", "text")
+_TRACES = ("contextPack", "retrievalTrace", "rerankTrace")
+_EMPTY_TRACES: dict[str, Any] = {
+    "contextPack": {"sources": [], "text": ""},
+    "retrievalTrace": {
+        "attempts": [],
+        "selectedAttempt": None,
+        "fallbackReasons": [],
+        "evidenceStatus": "unknown",
+    },
+    "rerankTrace": {"applied": False, "reranker": None, "before": [], "after": []},
+}
+
+
+def _identity(names: tuple[str, ...]) -> dict[str, str]:
+    return {name: name for name in names}
+
+
+@dataclass(frozen=True)
+class HttpMapping:
+    """The ``http`` section of ragsnap.yaml, defaults filled in."""
+
+    base_url: str = DEFAULT_BASE_URL
+    token_file: Path | None = None
+    token_env: str | None = None
+    timeout: float = 30.0
+    retries: int = 3
+    concurrency: int = 4
+    pipeline_version: str | None = None
+    health: str | None = "/api/health"
+    lookup_path: str = "/api/knowledge/lookup"
+    lookup_request: Mapping[str, str | None] = field(
+        default_factory=lambda: _identity(("query", "topK", "kbScope"))
+    )
+    lookup_result: str = "lookupResult"
+    evidence_blocks: str = "evidenceBlocks"
+    block: Mapping[str, str] = field(default_factory=lambda: _identity(_BLOCK_FIELDS))
+    traces: Mapping[str, str | None] = field(default_factory=lambda: _identity(_TRACES))
+    similar_path: str = "/api/search/similar"
+    similar_params: Mapping[str, str | None] = field(
+        default_factory=lambda: _identity(("query", "topK", "kbScope"))
+    )
+    similar_results: str = "results"
+    item: Mapping[str, str] = field(default_factory=lambda: _identity(_ITEM_FIELDS))
+    list_path: str | None = "/api/documents"
+    list_field: str = "documents"
+    upload_path: str | None = "/api/documents"
+    delete_path: str | None = "/api/documents"
+    source: str = "ragsnap.yaml"  # where the mapping came from, for messages
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], base: Path, source: str) -> HttpMapping:
+        """The mapping from the validated ``http`` section (paths relative to ``base``)."""
+        lookup = data.get("lookup", {})
+        similar = data.get("similar", {})
+        docs = data.get("documents", {})
+        d = cls()
+        token_file = data.get("tokenFile")
+        return cls(
+            base_url=data.get("baseUrl", d.base_url),
+            token_file=None if token_file is None else base / token_file,
+            token_env=data.get("tokenEnv"),
+            timeout=float(data.get("timeoutSeconds", d.timeout)),
+            retries=int(data.get("retries", d.retries)),
+            concurrency=int(data.get("concurrency", d.concurrency)),
+            pipeline_version=data.get("pipelineVersion"),
+            health=data.get("health", d.health),
+            lookup_path=lookup.get("path", d.lookup_path),
+            lookup_request={**d.lookup_request, **lookup.get("request", {})},
+            lookup_result=lookup.get("result", d.lookup_result),
+            evidence_blocks=lookup.get("evidenceBlocks", d.evidence_blocks),
+            block={**d.block, **lookup.get("block", {})},
+            traces={name: lookup.get(name, name) for name in _TRACES},
+            similar_path=similar.get("path", d.similar_path),
+            similar_params={**d.similar_params, **similar.get("params", {})},
+            similar_results=similar.get("results", d.similar_results),
+            item={**d.item, **similar.get("item", {})},
+            list_path=docs.get("list", d.list_path),
+            list_field=docs.get("listField", d.list_field),
+            upload_path=docs.get("upload", d.upload_path),
+            delete_path=docs.get("delete", d.delete_path),
+            source=source,
+        )
+
+
+def load_mapping(data: Mapping[str, Any] | None, base: Path | None, source: str) -> HttpMapping:
+    """``HttpMapping.from_json`` of a config's ``http`` section, or the defaults."""
+    if not data:
+        return HttpMapping(source=source)
+    return HttpMapping.from_json(data, base or Path(), source)
+
+
+class _Missing(Exception):
+    def __init__(self, path: str):
+        self.path = path
+
+
+def _get(obj: Any, dotted: str, prefix: str = "") -> Any:
+    """``obj["a"]["b"]`` for ``"a.b"`` (``""`` is ``obj``); ``_Missing`` names the full path."""
+    if not dotted:
+        return obj
+    current = obj
+    walked = prefix
+    for part in dotted.split("."):
+        walked = f"{walked}.{part}" if walked else part
+        if not isinstance(current, dict) or part not in current:
+            raise _Missing(walked)
+        current = current[part]
+    return current
+
+
+def _named(names: Mapping[str, str | None], **values: Any) -> dict[str, Any]:
+    """``values`` under the service's names (``names``: ours -> theirs); a name mapped to
+    None, or a value that is None, is left out."""
+    return {
+        name: values[key]
+        for key, name in names.items()
+        if name is not None and values.get(key) is not None
+    }
+
+
+class HttpService:
+    """A retrieval service reached over HTTP, read through an ``HttpMapping``."""
+
+    backend = "http"
+
+    def __init__(
+        self,
+        mapping: HttpMapping,
+        *,
+        base_url: str | None = None,
+        token: str | None = None,
+    ):
+        self.mapping = mapping
+        if token is None:
+            token = read_token(mapping.token_file, mapping.token_env)
+        self.client = HttpClient(
+            base_url or mapping.base_url,
+            token=token,
+            timeout=mapping.timeout,
+            retries=mapping.retries,
+        )
+        self.base_url = self.client.base_url
+        self._health: dict[str, Any] | None = None
+
+    # -- reading answers ------------------------------------------------------
+
+    def _field(self, answer: Any, dotted: str, endpoint: str, key: str, prefix: str = "") -> Any:
+        try:
+            return _get(answer, dotted, prefix)
+        except _Missing as missing:
+            raise BackendError(
+                f"{endpoint}: the answer has no field `{missing.path}` (mapped by "
+                f"http.{key} in {self.mapping.source}); set http.{key} to where the service "
+                "puts it"
+            ) from None
+
+    def health(self) -> dict[str, Any] | None:
+        """The health answer (fetched once), or None when the mapping has no health path."""
+        if self.mapping.health is None:
+            return None
+        if self._health is None:
+            answer = self.client.get_json(self.mapping.health)
+            self._health = answer if isinstance(answer, dict) else {}
+        return self._health
+
+    def generator(self) -> dict[str, Any]:
+        """The fixture's generator fields this service can vouch for."""
+        health = self.health() or {}
+        embedder = health.get("embedder")
+        version = health.get("pipelineVersion") or self.mapping.pipeline_version or "unknown"
+        out: dict[str, Any] = {
+            "backend": "http",
+            "embedder": embedder if isinstance(embedder, dict) else None,
+            "pipelineVersion": str(version),
+        }
+        method, settings = health.get("method"), health.get("settings")
+        if isinstance(method, str) and method:
+            out["method"] = method
+        if isinstance(settings, dict):
+            out["settings"] = settings
+        return out
+
+    def lookup(self, query: str, *, kb_scope: str | None, top_k: int) -> dict[str, Any]:
+        """The service's lookupResult for ``query``, in the fixture's shape."""
+        m = self.mapping
+        body = _named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope)
+        endpoint = f"POST {self.base_url}{m.lookup_path}"
+        answer = self.client.post_json(m.lookup_path, body)
+        result = self._field(answer, m.lookup_result, endpoint, "lookup.result")
+        raw_blocks = self._field(
+            result, m.evidence_blocks, endpoint, "lookup.evidenceBlocks", m.lookup_result
+        )
+        where = f"{m.lookup_result}.{m.evidence_blocks}".strip(".")
+        if not isinstance(raw_blocks, list):
+            raise BackendError(
+                f"{endpoint}: `{where}` is {type(raw_blocks).__name__}, not a list of evidence "
+                f"blocks; point http.lookup.evidenceBlocks in {m.source} at the list"
+            )
+        blocks = [
+            self._block(raw, position, endpoint, f"{where}[{position - 1}]")
+            for position, raw in enumerate(raw_blocks, 1)
+        ]
+        out: dict[str, Any] = {"evidenceBlocks": blocks}
+        for name in _TRACES:
+            dotted = m.traces.get(name)
+            if dotted is None:
+                out[name] = copy.deepcopy(_EMPTY_TRACES[name])
+            else:
+                out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", m.lookup_result)
+        return out
+
+    def _block(self, raw: Any, position: int, endpoint: str, where: str) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise BackendError(
+                f"{endpoint}: `{where}` is {type(raw).__name__}, not an object; check "
+                f"http.lookup.evidenceBlocks in {self.mapping.source}"
+            )
+        block: dict[str, Any] = {}
+        for name, dotted in self.mapping.block.items():
+            try:
+                block[name] = _get(raw, dotted)
+            except _Missing:
+                if name in _REQUIRED_BLOCK:
+                    raise BackendError(
+                        f"{endpoint}: `{where}.{dotted}` is missing (the evidence block's "
+                        f"{name}, mapped by http.lookup.block.{name} in {self.mapping.source}); "
+                        "map it to the service's field"
+                    ) from None
+        block.setdefault("rank", position)
+        block.setdefault("score", None)
+        return block
+
+    def similar(
+        self, query: str, *, top_k: int, kb_scope: str | None
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """The similarity search's raw answer and its results in ragsnap's names."""
+        m = self.mapping
+        params = _named(m.similar_params, query=query, topK=top_k, kbScope=kb_scope)
+        endpoint = f"GET {self.base_url}{m.similar_path}"
+        answer = self.client.get_json(m.similar_path, params)
+        results = self._field(answer, m.similar_results, endpoint, "similar.results")
+        if not isinstance(results, list):
+            raise BackendError(
+                f"{endpoint}: `{m.similar_results}` is {type(results).__name__}, not a list; "
+                f"point http.similar.results in {m.source} at the result list"
+            )
+        items = []
+        for position, raw in enumerate(results, 1):
+            if not isinstance(raw, dict):
+                raise BackendError(
+                    f"{endpoint}: `{m.similar_results}[{position - 1}]` is "
+                    f"{type(raw).__name__}, not an object; point http.similar.results in "
+                    f"{m.source} at the list of result objects"
+                )
+            item: dict[str, Any] = {}
+            for name, dotted in m.item.items():
+                try:
+                    item[name] = _get(raw, dotted)
+                except _Missing:
+                    if name == "source":
+                        raise BackendError(
+                            f"{endpoint}: `{m.similar_results}[{position - 1}].{dotted}` is "
+                            f"missing (the result's source, mapped by http.similar.item.source "
+                            f"in {m.source}); map it to the service's field"
+                        ) from None
+            item.setdefault("rank", position)
+            items.append(item)
+        return answer, items
+
+    def documents(self) -> list[dict[str, Any]] | None:
+        """The stored documents (``source``, ``kbScope`` ...), or None without a list path."""
+        m = self.mapping
+        if m.list_path is None:
+            return None
+        endpoint = f"GET {self.base_url}{m.list_path}"
+        docs = self._field(
+            self.client.get_json(m.list_path), m.list_field, endpoint, "documents.listField"
+        )
+        if not isinstance(docs, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("source"), str) for d in docs
+        ):
+            raise BackendError(
+                f"{endpoint}: `{m.list_field}` is not a list of objects with a `source`; "
+                f"check http.documents in {m.source}"
+            )
+        return docs
+
+    def upload(self, name: str, content: str) -> dict[str, Any]:
+        """Upload one Markdown seed document; the service deletes-then-uploads by source."""
+        path = self._need(self.mapping.upload_path, "documents.upload")
+        answer = self.client.post_json(path, {"name": name, "content": content})
+        return answer if isinstance(answer, dict) else {}
+
+    def delete(self, source: str) -> dict[str, Any]:
+        """Delete one document by source."""
+        path = self._need(self.mapping.delete_path, "documents.delete")
+        answer = self.client.request("DELETE", path, params={"source": source})
+        return answer if isinstance(answer, dict) else {}
+
+    def _need(self, path: str | None, key: str) -> str:
+        if path is None:
+            raise InputError(
+                self.mapping.source,
+                f"http.{key} is null, so the service cannot be seeded",
+                f"set http.{key} to the service's endpoint path",
+                f"/http/{key.replace('.', '/')}",
+            )
+        return path
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> HttpService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

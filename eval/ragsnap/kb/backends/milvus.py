@@ -1,0 +1,634 @@
+"""The ``milvus`` backend: the seeds' production vector store, through pymilvus.
+
+``uri`` is a Milvus Lite file (``.ragsnap/milvus.db``, the default: one process
+at a time, no server) or ``http(s)://host:19530`` for a standalone or
+distributed Milvus (or Zilliz Cloud) with a token. Three collections share a
+prefix (``kb.milvus.collection``, default ``ragsnap``)::
+
+    <prefix>_chunks     row (INT64 key), chunk id, source, kb_scope, category,
+                        breadcrumb (+ its prefixes, for segment-wise filters),
+                        doc id, title, heading, JSON metadata, the chunk text
+                        with a BM25 function (its sparse vector is the lexical
+                        index), ragsnap's index tokens, the dense vector
+    <prefix>_documents  one row per source: metadata and the index hash
+    <prefix>_meta       embedder / tokenizer fingerprints, generation counter
+
+Lexical search is Milvus's own BM25 over the chunk text, analysed by the
+``standard`` analyzer or by ``jieba`` where the corpus holds Chinese. Its
+scores are not comparable with FTS5's (and negative in Milvus Lite), so only
+the order is used: a score is the absolute distance, ranked on the
+``ragsnap.kb.numeric`` grid with ties broken by chunk id. Vectors are stored
+encoded (``ragsnap.kb.numeric``);
+vector search asks Milvus for the nearest chunks (exact ``FLAT`` cosine) and
+scores them again with the embedded backend's exact arithmetic, so vector
+scores and rankings agree across backends and do not depend on the search
+limit. Fusion, reranking and everything else
+stay in ragsnap's pipeline.
+
+Milvus has no transactions: a write deletes a document's chunks, inserts the
+new ones and then its document row (with the index hash), so an interrupted
+seed leaves documents without a current hash, which the next seed re-uploads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import string
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import BackendError, MissingDependency
+from ..numeric import (
+    VECTOR_ENCODING,
+    cosines,
+    dot_rows,
+    encode_vectors,
+    inverse_norms,
+    ranked,
+    squared_norms,
+)
+from . import (
+    DocumentInfo,
+    Filter,
+    StoredChunk,
+    WriteBatch,
+    breadcrumb_segments,
+    normalize_breadcrumb,
+)
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["ANALYZERS", "DEFAULT_COLLECTION", "MilvusKnowledgeBase"]
+
+DEFAULT_COLLECTION = "ragsnap"
+ANALYZERS = ("standard", "jieba")
+SCHEMA_VERSION = "1"
+_MAX_VARCHAR = 65535
+_BATCH = 500
+_DUMMY = [0.0, 1.0]  # collections without vectors of their own need one
+#: jieba emits every punctuation mark as a token of its own; ragsnap's tokenizer drops them
+_PUNCTUATION = string.punctuation + "".join(
+    [chr(ord(c) + 0xFEE0) for c in string.punctuation]  # full-width forms
+    + [chr(c) for c in range(0x2010, 0x2028)]  # dashes, quotation marks, ellipsis
+    + [chr(c) for c in (0xB7, 0x3001, 0x3002, *range(0x3008, 0x3012), *range(0x3014, 0x3020))]
+)
+
+
+def _prefixes(breadcrumb: str | None) -> list[str]:
+    """``A > B > C`` -> ``["A", "A > B", "A > B > C"]``: segment-wise prefix filters."""
+    parts = breadcrumb_segments(breadcrumb)
+    return [" > ".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _literal(value: str) -> str:
+    """A Milvus expression string literal."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _expression(flt: Filter) -> str:
+    parts = []
+    if flt.kb_scope is not None:
+        parts.append(f"kb_scope == {_literal(flt.kb_scope)}")
+    if flt.category is not None:
+        parts.append(f"category == {_literal(flt.category)}")
+    prefix = breadcrumb_segments(flt.breadcrumb_prefix)
+    if prefix:
+        parts.append(f"ARRAY_CONTAINS(crumbs, {_literal(' > '.join(prefix))})")
+    return " and ".join(parts)
+
+
+def _quiet_jieba() -> None:
+    """Milvus Lite's jieba analyzer runs in this process: no "Building prefix dict..."."""
+    try:
+        import jieba
+    except ImportError:  # Milvus Lite says which package is missing when it needs it
+        return
+    jieba.setLogLevel(60)
+
+
+def _or_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+class MilvusKnowledgeBase:
+    """A knowledge base in Milvus (Lite file or server), behind the ``KnowledgeBase`` interface."""
+
+    backend = "milvus"
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        token: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        analyzer: str = "standard",
+        create: bool = True,
+    ):
+        try:
+            from pymilvus import MilvusClient
+        except ImportError:
+            raise MissingDependency("the milvus backend (pymilvus)", "milvus") from None
+        if analyzer not in ANALYZERS:
+            raise BackendError(f"unknown analyzer {analyzer!r}; use one of {', '.join(ANALYZERS)}")
+        # pymilvus logs (and Milvus Lite warns about client-side timestamps) on stderr;
+        # every failure reaches the caller as an exception with its own message
+        logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+        logging.getLogger("milvus_lite").setLevel(logging.CRITICAL)
+        self.uri = uri
+        self.where = uri if "://" in uri else str(Path(uri))
+        self._lite = "://" not in uri
+        # the key of this process's Milvus Lite server for the file, as milvus_lite computes it
+        self._lite_path = os.path.abspath(uri)  # noqa: PTH100
+        if self._lite:
+            path = Path(uri)
+            if path.suffix != ".db":
+                raise BackendError(
+                    f"{path}: a Milvus Lite file name ends in .db (pymilvus reads any other "
+                    "URI as a server address); set kb.milvus.uri to e.g. .ragsnap/milvus.db"
+                )
+            if not create and not path.exists():
+                raise BackendError(
+                    f"{path}: no Milvus Lite knowledge base here; run `ragsnap seed --backend "
+                    "milvus` first (or point kb.milvus.uri at the right file)"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._analyzer = analyzer
+        self._names = {
+            "chunks": f"{collection}_chunks",
+            "documents": f"{collection}_documents",
+            "meta": f"{collection}_meta",
+        }
+        self._lock = threading.RLock()
+        self._client = self._connect(MilvusClient, token)
+        self._vocab: tuple[str, Counter[str], int] | None = None
+        self._chunks_exist = False
+        self._dimension: int | None = None  # of the chunks' vectors, read when first needed
+        existing = set(self._client.list_collections())
+        if not create and self._names["meta"] not in existing:
+            self.close()
+            raise BackendError(
+                f"{self.where}: holds no ragsnap knowledge base (collection "
+                f"{self._names['meta']}); run `ragsnap seed --backend milvus` first"
+            )
+        for role in ("documents", "meta"):
+            if self._names[role] not in existing:
+                self._create_plain(role)
+        for role in ("chunks", "documents", "meta"):
+            if self._names[role] in existing:
+                self._client.load_collection(self._names[role])
+        if self._has_chunks():  # an existing collection keeps the analyzer it was built with
+            self._analyzer = self.read_meta().get("analyzer", self._analyzer)
+        if self._analyzer == "jieba":
+            _quiet_jieba()
+
+    @property
+    def analyzer(self) -> str:
+        """The text analyzer of the chunks collection (``standard`` or ``jieba``)."""
+        return self._analyzer
+
+    def set_analyzer(self, analyzer: str) -> None:
+        """The analyzer for a chunks collection not created yet (after ``drop``)."""
+        if analyzer not in ANALYZERS:
+            raise BackendError(f"unknown analyzer {analyzer!r}; use one of {', '.join(ANALYZERS)}")
+        if self._has_chunks():
+            raise BackendError(f"{self.where}: the chunks collection exists; drop it first")
+        self._analyzer = analyzer
+        if analyzer == "jieba":
+            _quiet_jieba()
+
+    def _connect(self, client_class: Any, token: str | None) -> Any:
+        try:
+            return client_class(uri=self.uri, token=token or "")
+        except Exception as exc:  # pymilvus raises its own exception types
+            if self._lite:
+                raise BackendError(
+                    f"{self.where}: cannot open the Milvus Lite file ({exc}); Milvus Lite lets "
+                    "one process use a file at a time: stop the other one (a `ragsnap serve`?) "
+                    "or use a Milvus server"
+                ) from None
+            raise BackendError(
+                f"{self.uri}: cannot connect to Milvus ({type(exc).__name__}); check that the "
+                "server runs, the URI and the token"
+            ) from None
+
+    # -- collections ----------------------------------------------------------
+
+    def _create_plain(self, role: str) -> None:
+        from pymilvus import DataType
+
+        c = self._client
+        schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+        if role == "meta":
+            schema.add_field("key", DataType.VARCHAR, is_primary=True, max_length=256)
+            schema.add_field("value", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+        else:
+            schema.add_field("source", DataType.VARCHAR, is_primary=True, max_length=256)
+            schema.add_field("record", DataType.JSON)
+        schema.add_field("dummy", DataType.FLOAT_VECTOR, dim=len(_DUMMY))
+        index = c.prepare_index_params()
+        index.add_index("dummy", index_type="FLAT", metric_type="L2")
+        c.create_collection(self._names[role], schema=schema, index_params=index)
+
+    def _create_chunks(self, dimension: int) -> None:
+        from pymilvus import DataType, Function, FunctionType
+
+        c = self._client
+        schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("row", DataType.INT64, is_primary=True)
+        schema.add_field("chunk_id", DataType.VARCHAR, max_length=1024)
+        schema.add_field("source", DataType.VARCHAR, max_length=256)
+        schema.add_field("ordinal", DataType.INT64)
+        schema.add_field("kb_scope", DataType.VARCHAR, max_length=256)
+        schema.add_field("category", DataType.VARCHAR, max_length=256)
+        schema.add_field("breadcrumb", DataType.VARCHAR, max_length=2048)
+        schema.add_field(
+            "crumbs",
+            DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=64,
+            max_length=2048,
+        )
+        schema.add_field("doc_id", DataType.VARCHAR, max_length=256)
+        schema.add_field("title", DataType.VARCHAR, max_length=2048)
+        schema.add_field("heading", DataType.VARCHAR, max_length=2048)
+        schema.add_field("metadata", DataType.JSON)
+        from ..text import STOP_WORDS
+
+        # the words (and marks) ragsnap's own tokenizer drops; a "stop" filter, which Milvus
+        # Lite honours (it ignores the standard analyzer's own "stop_words" parameter)
+        stop = sorted(STOP_WORDS) + list(_PUNCTUATION)
+        analyzer: dict[str, Any] = {
+            "tokenizer": self._analyzer,
+            "filter": ["lowercase", {"type": "stop", "stop_words": stop}],
+        }
+        schema.add_field(
+            "text",
+            DataType.VARCHAR,
+            max_length=_MAX_VARCHAR,
+            enable_analyzer=True,
+            analyzer_params=analyzer,
+        )
+        schema.add_field("tokens", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
+        schema.add_function(
+            Function(
+                name="text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["text"],
+                output_field_names=["sparse"],
+            )
+        )
+        index = c.prepare_index_params()
+        index.add_index("vector", index_type="FLAT", metric_type="COSINE")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        c.create_collection(self._names["chunks"], schema=schema, index_params=index)
+
+    def _has_chunks(self) -> bool:
+        """Whether the chunks collection exists (asked once: it stays until ``drop``)."""
+        if not self._chunks_exist:
+            self._chunks_exist = bool(self._client.has_collection(self._names["chunks"]))
+        return self._chunks_exist
+
+    def _scan(self, role: str, fields: list[str], expr: str = "") -> Iterator[dict[str, Any]]:
+        """Every row of a collection (``expr`` filters), in batches."""
+        key = {"chunks": "row", "documents": "source", "meta": "key"}[role]
+        everything = f"{key} >= 0" if role == "chunks" else f'{key} != ""'
+        iterator = self._client.query_iterator(
+            self._names[role],
+            batch_size=1000,
+            filter=expr or everything,
+            output_fields=fields,
+        )
+        try:
+            while True:
+                batch = iterator.next()
+                if not batch:
+                    return
+                yield from batch
+        finally:
+            iterator.close()
+
+    # -- metadata -------------------------------------------------------------
+
+    def read_meta(self) -> dict[str, str]:
+        with self._lock:  # a handful of rows: one query, not an iterator's several calls
+            rows = self._client.query(
+                self._names["meta"], filter='key != ""', output_fields=["key", "value"], limit=1000
+            )
+        return {r["key"]: r["value"] for r in rows}
+
+    def documents(self) -> dict[str, DocumentInfo]:
+        with self._lock:
+            rows = list(self._scan("documents", ["source", "record"]))
+        out: dict[str, DocumentInfo] = {}
+        for row in sorted(rows, key=lambda r: str(r["source"])):
+            r = row["record"]
+            out[row["source"]] = DocumentInfo(
+                source=row["source"],
+                index_hash=r["indexHash"],
+                chunk_count=int(r["chunkCount"]),
+                doc_id=r.get("docId"),
+                title=r.get("title"),
+                breadcrumb=r.get("breadcrumb"),
+                category=r.get("category"),
+                kb_scope=r.get("kbScope"),
+                path=r.get("path"),
+                metadata=r.get("metadata") or {},
+            )
+        return out
+
+    def count(self) -> int:
+        with self._lock:
+            if not self._has_chunks():
+                return 0
+            rows = self._client.query(self._names["chunks"], output_fields=["count(*)"])
+        return int(rows[0]["count(*)"])
+
+    # -- writing --------------------------------------------------------------
+
+    def _delete(self, source: str) -> None:
+        expr = f"source == {_literal(source)}"
+        if self._has_chunks():
+            self._client.delete(self._names["chunks"], filter=expr)
+        self._client.delete(self._names["documents"], filter=expr)
+
+    def _next_row(self) -> int:
+        if not self._has_chunks():
+            return 1
+        last = 0
+        for row in self._scan("chunks", ["row"]):
+            last = max(last, int(row["row"]))
+        return last + 1
+
+    def write(self, batch: WriteBatch) -> None:
+        """Deletes, then uploads (each document's chunks before its row), then meta."""
+        c = self._client
+        with self._lock:
+            for source in batch.deletes:
+                self._delete(source)
+            next_row = self._next_row()
+            pending_rows: list[dict[str, Any]] = []
+            pending_docs: list[tuple[dict[str, Any], Any]] = []
+
+            def flush_pending() -> None:
+                # a document's row only after its chunks: an interrupted seed re-uploads it
+                for start in range(0, len(pending_rows), _BATCH):
+                    c.insert(self._names["chunks"], pending_rows[start : start + _BATCH])
+                if pending_docs:
+                    c.upsert(self._names["documents"], [row for row, _ in pending_docs])
+                for _, up in pending_docs:
+                    if batch.on_upload is not None:
+                        batch.on_upload(up)
+                pending_rows.clear()
+                pending_docs.clear()
+
+            for up in batch.uploads:
+                doc = up.document
+                if up.replaces:
+                    flush_pending()  # deletes see every earlier insert
+                    self._delete(doc.source)
+                vectors = encode_vectors(up.vectors)
+                if not self._has_chunks() and len(up.chunks):
+                    self._create_chunks(int(vectors.shape[1]))
+                breadcrumb = normalize_breadcrumb(doc.breadcrumb)
+                rows = pending_rows
+                for chunk, tokens, vector in zip(up.chunks, up.tokens, vectors, strict=True):
+                    for name, value in (("text", chunk.text), ("tokens", tokens)):
+                        if len(value.encode("utf-8")) > _MAX_VARCHAR:
+                            raise BackendError(
+                                f"{doc.path}: chunk {chunk.chunk_id} has {len(value)} characters "
+                                f"of {name}, more than a Milvus VARCHAR holds; lower "
+                                "kb.chunking.maxChars"
+                            )
+                    rows.append(
+                        {
+                            "row": next_row,
+                            "chunk_id": chunk.chunk_id,
+                            "source": chunk.source,
+                            "ordinal": chunk.ordinal,
+                            "kb_scope": doc.kb_scope or "",
+                            "category": doc.category or "",
+                            "breadcrumb": breadcrumb or "",
+                            "crumbs": _prefixes(breadcrumb),
+                            "doc_id": doc.doc_id or "",
+                            "title": doc.title or "",
+                            "heading": chunk.heading or "",
+                            "metadata": doc.metadata,
+                            "text": chunk.text,
+                            "tokens": tokens,
+                            "vector": vector.tolist(),
+                        }
+                    )
+                    next_row += 1
+                record = {
+                    "indexHash": up.index_hash,
+                    "chunkCount": len(up.chunks),
+                    "docId": doc.doc_id,
+                    "title": doc.title,
+                    "breadcrumb": breadcrumb,
+                    "category": doc.category,
+                    "kbScope": doc.kb_scope,
+                    "path": doc.path,
+                    "metadata": doc.metadata,
+                }
+                pending_docs.append(({"source": doc.source, "record": record, "dummy": _DUMMY}, up))
+                if len(pending_rows) >= _BATCH:
+                    flush_pending()
+            flush_pending()
+            meta = dict(batch.meta)
+            meta["schemaVersion"] = SCHEMA_VERSION
+            meta["vectorEncoding"] = VECTOR_ENCODING
+            meta["analyzer"] = self._analyzer
+            previous = self.read_meta().get("generation", "0")
+            meta["generation"] = str(int(previous) + 1)
+            c.upsert(
+                self._names["meta"],
+                [{"key": k, "value": v, "dummy": _DUMMY} for k, v in sorted(meta.items())],
+            )
+            for role in ("chunks", "documents", "meta"):
+                if self._names[role] == self._names["chunks"] and not self._has_chunks():
+                    continue
+                c.flush(self._names[role])
+            self._vocab = None
+
+    # -- reading --------------------------------------------------------------
+
+    def lexical_search(
+        self, tokens: Sequence[str], flt: Filter, limit: int, text: str | None = None
+    ) -> list[tuple[int, float]]:
+        """Milvus BM25 over the analysed chunk text for ``text`` (the query as typed;
+        the tokens joined when absent). Scores are |distance|: only the order counts."""
+        query = text if text is not None else " ".join(tokens)
+        if limit <= 0 or not query.strip():
+            return []
+        with self._lock:
+            if not self._has_chunks():
+                return []
+            hits = self._client.search(
+                self._names["chunks"],
+                data=[query],
+                anns_field="sparse",
+                limit=limit,
+                filter=_expression(flt),
+                output_fields=["chunk_id"],
+                search_params={"metric_type": "BM25"},
+            )[0]
+        return ranked(
+            (int(h["row"]), abs(float(h["distance"])), h["entity"]["chunk_id"]) for h in hits
+        )
+
+    def vector_search(
+        self, vector: NDArray[np.float32], flt: Filter, limit: int
+    ) -> list[tuple[int, float]]:
+        if limit <= 0:
+            return []
+        query = encode_vectors(vector)
+        with self._lock:
+            if not self._has_chunks():
+                return []
+            if self._dimension is None:
+                fields = self._client.describe_collection(self._names["chunks"])["fields"]
+                (dim,) = [f["params"]["dim"] for f in fields if f["name"] == "vector"]
+                self._dimension = int(dim)
+            if self._dimension != query.shape[0]:  # Milvus would fail with its own message
+                raise BackendError(
+                    f"{self.where}: stored vectors have dimension {self._dimension}, the query "
+                    f"vector {query.shape[0]}; run `ragsnap seed --backend milvus --reindex`"
+                )
+            hits = self._client.search(
+                self._names["chunks"],
+                data=[query.tolist()],
+                anns_field="vector",
+                limit=limit,
+                filter=_expression(flt),
+                output_fields=["chunk_id", "vector"],
+                search_params={"metric_type": "COSINE"},
+            )[0]
+        if not hits:
+            return []
+        matrix = np.asarray([h["entity"]["vector"] for h in hits], dtype=np.float32)
+        scores = _cosines(matrix, query)  # the embedded backend's exact arithmetic
+        return ranked(
+            (int(h["row"]), float(s), h["entity"]["chunk_id"])
+            for h, s in zip(hits, scores, strict=True)
+        )
+
+    def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
+        if not rows:
+            return []
+        vectors = self._fetch(rows, ["vector"])
+        matrix = np.asarray([vectors[r]["vector"] for r in rows], dtype=np.float32)
+        return [float(x) for x in _cosines(matrix, encode_vectors(vector))]
+
+    def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
+        """From ragsnap's index tokens, loaded once per generation."""
+        with self._lock:
+            generation = self.read_meta().get("generation", "0")
+            if self._vocab is None or self._vocab[0] != generation:
+                counts: Counter[str] = Counter()
+                total = 0
+                if self._has_chunks():
+                    for row in self._scan("chunks", ["tokens"]):
+                        counts.update(set(row["tokens"].split()))
+                        total += 1
+                self._vocab = (generation, counts, total)
+            _, counts, total = self._vocab
+        return {t: counts.get(t, 0) for t in dict.fromkeys(tokens)}, total
+
+    def _fetch(self, rows: Sequence[int], fields: list[str]) -> dict[int, dict[str, Any]]:
+        unique = list(dict.fromkeys(int(r) for r in rows))
+        out: dict[int, dict[str, Any]] = {}
+        with self._lock:
+            for start in range(0, len(unique), _BATCH):
+                part = unique[start : start + _BATCH]
+                for r in self._client.query(
+                    self._names["chunks"],
+                    filter=f"row in {part}",
+                    output_fields=["row", *fields],
+                ):
+                    out[int(r["row"])] = r
+        missing = [r for r in unique if r not in out]
+        if missing:
+            raise BackendError(
+                f"{self.where}: chunks {missing[:5]} vanished during a lookup (a concurrent "
+                "seed?); run the lookup again"
+            )
+        return out
+
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        fields = [
+            "chunk_id",
+            "source",
+            "ordinal",
+            "text",
+            "heading",
+            "doc_id",
+            "title",
+            "breadcrumb",
+            "category",
+            "kb_scope",
+            "tokens",
+        ]
+        found = self._fetch(rows, fields)
+        return {
+            row: StoredChunk(
+                row=row,
+                chunk_id=r["chunk_id"],
+                source=r["source"],
+                ordinal=int(r["ordinal"]),
+                text=r["text"],
+                heading=_or_none(r["heading"]),
+                doc_id=_or_none(r["doc_id"]),
+                title=_or_none(r["title"]),
+                breadcrumb=_or_none(r["breadcrumb"]),
+                category=_or_none(r["category"]),
+                kb_scope=_or_none(r["kb_scope"]),
+                tokens=tuple(r["tokens"].split()),
+            )
+            for row, r in found.items()
+        }
+
+    def drop(self) -> None:
+        """Delete the three collections (``seed --reindex`` starts from nothing)."""
+        with self._lock:
+            for name in self._names.values():
+                if self._client.has_collection(name):
+                    self._client.drop_collection(name)
+            self._create_plain("documents")
+            self._create_plain("meta")
+            self._vocab = None
+            self._dimension = None
+            self._chunks_exist = False
+
+    def close(self) -> None:
+        """Close the client; for Milvus Lite also stop this process's server of the file,
+        so that another process (or a later ``MilvusKnowledgeBase``) can open it."""
+        with self._lock:
+            self._client.close()
+            if self._lite:
+                from milvus_lite.server_manager import (  # type: ignore[import-untyped]
+                    server_manager_instance,
+                )
+
+                server_manager_instance.release_server(self._lite_path)
+
+    def __enter__(self) -> MilvusKnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cosines(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float64]:
+    """Exact cosines of encoded rows with an encoded query (``ragsnap.kb.numeric``)."""
+    query_inverse = float(inverse_norms(squared_norms(query))[0])
+    return cosines(dot_rows(matrix, query), inverse_norms(squared_norms(matrix)), query_inverse)

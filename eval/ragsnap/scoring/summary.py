@@ -1,0 +1,91 @@
+"""The terminal summary: counts first, then what failed or regressed, then where
+the reports are. Pure: returns lines, prints nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..io.markdown import cell
+from .diff import metric_value, verdict
+from .report import percent
+
+__all__ = ["diff_lines", "score_lines"]
+
+
+def _listed(items: Sequence[str], limit: int, where: str) -> list[str]:
+    shown = [f"  {item}" for item in items[:limit]]
+    if len(items) > limit:
+        shown.append(f"  ... and {len(items) - limit} more; see {where}")
+    return shown
+
+
+def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]:
+    """Summary and failing cases of a score report."""
+    s = report["summary"]
+    known = s.get("knownFailures", 0)
+    lines = [
+        f"{s['cases']} cases: {s['passed']} passed, {s['failed']} failed"
+        + (f" ({known} known)" if known else "")
+        + " "
+        f"(pass rate {percent(s['passRate'])}); Recall@K {percent(s['recallAtK'])}, "
+        f"strong {percent(s['strongHitRate'])}, {s['missCount']} miss(es), "
+        f"{s['noAnswerFalsePositives']} no-answer false positive(s)"
+    ]
+    graded = {k: v for k, v in s["metrics"].items() if v["mean"] is not None}
+    if graded:
+        judged = max(v["cases"] for v in graded.values())
+        lines.append(
+            f"Graded ({judged} judged case(s)): "
+            + ", ".join(f"{name} {v['mean']:.3f}" for name, v in graded.items())
+        )
+    failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
+    if failing:
+        lines.append("Failed cases:")
+        lines += _listed(
+            [f"{c['id']}: {'; '.join(c['reasons'])}" for c in failing], limit, str(where)
+        )
+    if known:
+        lines.append(
+            f"Known failures: {known} case(s) fail as their knownFailure says; see {where}"
+        )
+    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
+    if fixed:
+        lines.append(
+            f"Known failures that now pass (remove their knownFailure): {', '.join(fixed[:limit])}"
+            + (" ..." if len(fixed) > limit else "")
+        )
+    orphans = report["orphanedFixtures"]
+    if orphans:
+        lines.append(
+            f"Orphaned fixtures (no golden case): {', '.join(orphans[:limit])}"
+            + (" ..." if len(orphans) > limit else "")
+            + "; delete them or add their cases"
+        )
+    return lines
+
+
+def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
+    """Verdict, then overall metric regressions and regressed cases, of a diff report."""
+    lines = [verdict(diff)]
+    regressed = [
+        f"{row['metric']}: {metric_value(row['metric'], row['baseline'])} -> "
+        f"{metric_value(row['metric'], row['current'])}"
+        for row in diff["aggregates"]
+        if row["status"] == "regression" and row["scope"] == "all"
+    ] + [
+        f"{case['id']}: "
+        + "; ".join(
+            f"{ch['field']} {cell(ch['baseline'])} -> {cell(ch['current'])}"
+            for ch in case["changes"]
+            if ch["status"] == "regression"
+        )
+        for case in diff["cases"]
+        if case["status"] == "regression"
+    ]
+    if regressed:
+        lines.append("Regressions:")
+        lines += _listed(regressed, limit, str(where))
+    lines += [f"Note: {note}" for note in diff["notes"]]
+    return lines
