@@ -17,7 +17,7 @@ from ragsnap.snapshot.fixturediff import (
     fixture_changes,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 _ORIGINAL: dict[str, Any] = json.loads(
     (FIXTURES / "db-err-4031-order-repository.json").read_text(encoding="utf-8")
 )
