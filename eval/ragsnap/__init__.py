@@ -5,7 +5,16 @@ cases, diffed against a committed baseline: did retrieval get worse, where,
 and why? No LLM, no API key.
 
 The public API is what ``__all__`` lists; the command line (``ragsnap``) is
-built on exactly these pieces.
+built on exactly these pieces. The subpackages follow the flow, lowest layer
+first, and a module imports only from its own layer or a lower one::
+
+    errors, models, settings   the error hierarchy, frozen dataclasses, pipeline settings
+    io                         reading, schemas, the atomic writer, tables, locks, HTTP client
+    ir, kb                     IR measures and TREC files; the knowledge base and its lookup
+    snapshot, scoring          lookups captured as fixtures; fixtures scored, reports diffed
+    importers, live            other tools' data as ragsnap files; the HTTP service, live-check
+    config                     ragsnap.yaml
+    commands, cli              the command line
 """
 
 from __future__ import annotations

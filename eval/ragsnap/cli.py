@@ -19,18 +19,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
+from .commands import (
+    DEFAULT_CASES,
+    DEFAULT_DIFF_JSON,
+    DEFAULT_DIFF_MARKDOWN,
+    DEFAULT_FIXTURES,
+    DEFAULT_JSON_REPORT,
+    DEFAULT_LIVE_JSON,
+    DEFAULT_LIVE_MARKDOWN,
+    DEFAULT_MARKDOWN_REPORT,
+)
 from .errors import INTERNAL_ERROR, RagsnapError
 
 __all__ = ["build_parser", "main"]
-
-DEFAULT_CASES = Path("cases/golden-cases.json")
-DEFAULT_FIXTURES = Path("fixtures")
-DEFAULT_JSON_REPORT = Path("reports/current.json")
-DEFAULT_MARKDOWN_REPORT = Path("reports/current.md")
-DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
-DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
-DEFAULT_LIVE_JSON = Path("reports/live-post-reindex.json")
-DEFAULT_LIVE_MARKDOWN = Path("reports/live-post-reindex.md")
 
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:

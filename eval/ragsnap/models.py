@@ -16,6 +16,8 @@ __all__ = [
     "DEFAULT_TOP_K",
     "HIT_LEVELS",
     "JUDGMENT_TARGETS",
+    "REPORT_KIND",
+    "REPORT_SCHEMA_VERSION",
     "EvidenceBlock",
     "Fixture",
     "GoldenCase",
@@ -30,6 +32,10 @@ HitLevel = Literal["strong", "medium", "weak", "miss"]
 HIT_LEVELS: tuple[HitLevel, ...] = ("miss", "weak", "medium", "strong")
 DEFAULT_TOP_K = 5
 DEFAULT_MIN_HIT_LEVEL: HitLevel = "medium"
+#: The score report's ``kind`` and ``schemaVersion``: written by ``scoring.report``,
+#: checked when a report (a baseline) is read back by ``io.inputs``.
+REPORT_SCHEMA_VERSION = 1
+REPORT_KIND = "ragsnap-score-report"
 
 
 def hit_level_rank(level: str) -> int:

@@ -16,6 +16,16 @@ from ..models import GoldenCase
 
 _T = TypeVar("_T")
 
+#: Default paths, relative to the current folder; the parser shows them in --help.
+DEFAULT_CASES = Path("cases/golden-cases.json")
+DEFAULT_FIXTURES = Path("fixtures")
+DEFAULT_JSON_REPORT = Path("reports/current.json")
+DEFAULT_MARKDOWN_REPORT = Path("reports/current.md")
+DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
+DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
+DEFAULT_LIVE_JSON = Path("reports/live-post-reindex.json")
+DEFAULT_LIVE_MARKDOWN = Path("reports/live-post-reindex.md")
+
 
 def select_cases(
     cases: Sequence[GoldenCase], wanted: Sequence[str] | None, path: Path

@@ -10,7 +10,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN
 from ..config import load_config
 from ..errors import UsageError
 from ..io.inputs import load_cases, load_fixtures, load_report
@@ -21,7 +20,7 @@ from ..scoring.diff import diff_reports, render_diff_markdown
 from ..scoring.hits import score_case
 from ..scoring.report import build_report, render_markdown
 from ..scoring.summary import diff_lines, score_lines
-from . import gc_paused
+from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from ..io.schema import validate
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
-from . import run_each, select_cases, utc_now
+from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
 from ._kb import backend_of
 
 #: at most this many changed cases are listed one per line
@@ -215,7 +215,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     """Run ``ragsnap score`` on the fixtures, as the seed's generator runs the scorer."""
-    from ..cli import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT
     from . import score
 
     print("score:", flush=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import Fixture, GoldenCase
+from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION, Fixture, GoldenCase
 from .jsonio import parse_json, read_bytes, read_json
 from .schema import validate
 
@@ -161,8 +161,6 @@ def load_report(path: Path, role: str) -> dict[str, Any]:
     version, or another kind of file, gets an error that says how to
     regenerate it.
     """
-    from ..scoring.report import REPORT_KIND, REPORT_SCHEMA_VERSION
-
     regenerate = (
         f"regenerate the {role} with `ragsnap score --json-report {path}` "
         "(or scripts/eval_rag_retrieval.py) from the fixtures it should describe"

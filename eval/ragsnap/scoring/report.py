@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..io.markdown import markdown_table
+from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
 from .aggregates import GROUP_KEYS, aggregate, group
 from .hits import CaseResult
 
@@ -24,8 +25,6 @@ __all__ = [
     "render_markdown",
 ]
 
-REPORT_SCHEMA_VERSION = 1
-REPORT_KIND = "ragsnap-score-report"
 #: Bumped whenever a scoring rule changes meaning; recorded in every report.
 SCORING_VERSION = "hit-levels/1"
 
