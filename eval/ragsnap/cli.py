@@ -509,8 +509,9 @@ def _add_allow_outside(parser: argparse.ArgumentParser) -> None:
 def _add_method(parser: argparse.ArgumentParser, which: str) -> None:
     parser.add_argument(
         "--method",
-        choices=("lexical", "vector", "hybrid", "hybrid+rerank"),
-        help=f"{which}retrieval method (default: lookup.method, else hybrid+rerank)",
+        metavar="NAME",
+        help=f"{which}retrieval method: lexical, vector, hybrid, hybrid+rerank or one "
+        "defined under `methods:` in ragsnap.yaml (default: lookup.method, else hybrid+rerank)",
     )
 
 

@@ -45,6 +45,21 @@ error. Strictly validated against ``schemas/config.schema.json``::
       sufficientScore: 0.45 # evidence status "sufficient" from this top score
       contextBudgetChars: 2000
       hints: true          # L0 hints from document metadata
+      fusion: {profile: wrrf-v1, k: 60, lexicalWeight: 1.0, vectorWeight: 1.0}
+    methods:               # retrieval methods as data, beside the built-ins (lexical,
+      lexical-heavy:       # vector, hybrid, hybrid+rerank, alias); any may be redefined
+        retrievers: [lexical, vector]
+        fusion: {lexicalWeight: 2.0, vectorWeight: 1.0}
+        reranker: none     # or heuristic-v1
+        minScore: 0.1      # floors: the lookup's when left out
+        relativeScore: 0.0
+        embedder: {kind: frozen, path: other-vectors.json}  # its own vectors
+        note: what the method is for
+    trial:                 # `ragsnap trial` defaults
+      aliases: aliases.yaml  # term groups of the `alias` method (its vector provider)
+      methods: [lexical, vector, hybrid, hybrid+rerank, alias]
+      depth: 1000          # raw ranking depth (default: the evidence only)
+      gates: gates.yaml
 
 Paths inside the file are relative to the file's folder.
 """
@@ -60,12 +75,20 @@ from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import parse_measures
 from .scoring.diff import Tolerances
-from .settings import SNAPSHOT_TOLERANCE, ChunkSettings, LookupSettings
+from .settings import (
+    ALIAS_NOTE,
+    BUILTIN_METHODS,
+    SNAPSHOT_TOLERANCE,
+    ChunkSettings,
+    FusionProfile,
+    LookupSettings,
+    Method,
+)
 
 if TYPE_CHECKING:
     from .kb.backends.http import HttpMapping
 
-__all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "MilvusConfig", "load_config"]
+__all__ = ["DEFAULT_CONFIG", "Config", "KbConfig", "MilvusConfig", "TrialConfig", "load_config"]
 
 DEFAULT_CONFIG = Path("ragsnap.yaml")
 #: Graded measures the score report computes for judged cases.
@@ -119,6 +142,16 @@ class KbConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TrialConfig:
+    """``trial:``: the alias provider's file and the trial's defaults."""
+
+    aliases: Path | None = None
+    methods: tuple[str, ...] | None = None  # None: every built-in the corpus can run
+    depth: int | None = None
+    gates: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Validated settings; every field has a default."""
 
@@ -127,6 +160,7 @@ class Config:
     snapshot_tolerance: float = SNAPSHOT_TOLERANCE
     kb: KbConfig = field(default_factory=KbConfig)
     lookup: LookupSettings = field(default_factory=LookupSettings)
+    trial: TrialConfig = field(default_factory=TrialConfig)
     #: the validated ``http`` section, its folder and file; read through ``http``
     http_section: dict[str, Any] = field(default_factory=dict)
     http_base: Path | None = None
@@ -174,7 +208,66 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     )
 
 
-def _lookup_settings(data: dict[str, Any], path: Path) -> LookupSettings:
+def _fusion(data: dict[str, Any]) -> FusionProfile:
+    default = FusionProfile()
+    return FusionProfile(
+        name=data.get("profile", default.name),
+        k=int(data.get("k", default.k)),
+        lexical_weight=float(data.get("lexicalWeight", default.lexical_weight)),
+        vector_weight=float(data.get("vectorWeight", default.vector_weight)),
+    )
+
+
+def _methods(data: dict[str, Any], aliases: Path | None, path: Path) -> tuple[Method, ...]:
+    """The built-in methods, ``alias`` when an alias file is configured, then ``methods:``."""
+    methods = {m.name: m for m in BUILTIN_METHODS}
+    if aliases is not None:
+        methods["alias"] = Method(
+            "alias", ("vector",), embedder={"kind": "alias", "path": str(aliases)}, note=ALIAS_NOTE
+        )
+    for name, spec in data.items():
+        pointer = f"/methods/{name}"
+        retrievers = tuple(spec["retrievers"])
+        if "fusion" in spec and len(retrievers) < 2:
+            raise InputError(
+                path,
+                f"method {name!r} has `fusion` but one retriever",
+                "list both retrievers, or drop `fusion`",
+                pointer,
+            )
+        reranker = spec.get("reranker")
+        try:
+            methods[name] = Method(
+                name,
+                retrievers,
+                fusion=_fusion(spec["fusion"]) if "fusion" in spec else None,
+                reranker=None if reranker in (None, "none") else reranker,
+                min_score=spec.get("minScore"),
+                relative_score=spec.get("relativeScore"),
+                embedder=dict(spec["embedder"]) if "embedder" in spec else None,
+                note=spec.get("note"),
+            )
+        except UsageError as exc:
+            raise InputError(path, str(exc), "fix the method's definition", pointer) from None
+    return tuple(methods.values())
+
+
+def _trial_config(data: dict[str, Any], base: Path) -> TrialConfig:
+    def where(key: str) -> Path | None:
+        return base / data[key] if key in data else None
+
+    methods = data.get("methods")
+    return TrialConfig(
+        aliases=where("aliases"),
+        methods=None if methods is None else tuple(methods),
+        depth=data.get("depth"),
+        gates=where("gates"),
+    )
+
+
+def _lookup_settings(
+    data: dict[str, Any], methods: tuple[Method, ...], path: Path
+) -> LookupSettings:
     keys = {
         "method": "method",
         "topK": "top_k",
@@ -188,8 +281,20 @@ def _lookup_settings(data: dict[str, Any], path: Path) -> LookupSettings:
         "hints": "hints",
     }
     whole = {"topK", "candidates", "rerankDepth", "contextBudgetChars"}
-    values: dict[str, Any] = {keys[k]: int(v) if k in whole else v for k, v in data.items()}
-    settings = LookupSettings(**values)
+    values: dict[str, Any] = {
+        keys[k]: int(v) if k in whole else v for k, v in data.items() if k != "fusion"
+    }
+    if "fusion" in data:
+        values["fusion"] = _fusion(data["fusion"])
+    try:
+        settings = LookupSettings(**values, methods=methods)
+    except UsageError as exc:
+        raise InputError(
+            path,
+            str(exc).split(" (")[0],
+            "name a built-in method or one under `methods:`",
+            "/lookup/method",
+        ) from None
     if not settings.min_score <= settings.sufficient_score:
         raise InputError(
             path,
@@ -226,12 +331,15 @@ def load_config(path: Path | None) -> Config:
             path, str(exc).split(";")[0], "use measures such as ndcg@10", "/measures"
         ) from None
     base = path.parent
+    trial = _trial_config(data.get("trial", {}), base)
+    methods = _methods(data.get("methods", {}), trial.aliases, path)
     return Config(
         tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
         measures=measures,
         snapshot_tolerance=float(data.get("snapshot", {}).get("tolerance", SNAPSHOT_TOLERANCE)),
         kb=_kb_config(data.get("kb", {}), base, path),
-        lookup=_lookup_settings(data.get("lookup", {}), path),
+        lookup=_lookup_settings(data.get("lookup", {}), methods, path),
+        trial=trial,
         http_section=dict(data.get("http", {})),
         http_base=base,
         source=str(path),

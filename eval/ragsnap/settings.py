@@ -1,7 +1,22 @@
-"""Chunking and lookup pipeline settings: plain dataclasses with no heavy imports.
+"""Chunking, lookup pipeline and retrieval method settings: plain dataclasses.
 
 They live apart from ``ragsnap.kb.pipeline`` so that reading ``ragsnap.yaml``
 (every command does) does not import numpy, the embedders and the backends.
+
+A retrieval method is data, not a code path: a ``Method`` names its
+retrievers (``lexical``, ``vector`` or both), the fusion profile that merges
+two lists, the reranker, its score floors and, optionally, its own vector
+provider. The pipeline runs any of them; ``ragsnap.yaml``'s ``methods:``
+section adds more (another fusion weight, no floors, other vectors) without
+code. The shipped definitions::
+
+    lexical         BM25 over the lexical index
+    vector          cosine over the configured embedder's vectors
+    hybrid          both, merged by weighted reciprocal rank fusion
+    hybrid+rerank   hybrid, then the heuristic-v1 reranker
+    alias           cosine over an alias provider's vectors (``trial.aliases``):
+                    regression plumbing with stable cross-language matches,
+                    not an embedding model
 """
 
 from __future__ import annotations
@@ -12,16 +27,25 @@ from typing import Any
 from .errors import UsageError
 
 __all__ = [
+    "ALIAS_NOTE",
+    "BUILTIN_METHODS",
     "METHODS",
     "PIPELINE_VERSION",
+    "RERANKERS",
+    "RETRIEVERS",
     "SNAPSHOT_TOLERANCE",
     "ChunkSettings",
     "FusionProfile",
     "LookupSettings",
+    "Method",
 ]
 
 PIPELINE_VERSION = "ragsnap-lookup/2"  # 2: scores on the 1e-6 grid, exact cosines
+#: the built-in methods every store can run with its own vectors
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
+RETRIEVERS = ("lexical", "vector")
+RERANKERS = ("heuristic-v1",)
+ALIAS_NOTE = "regression plumbing: a fixture-aware alias provider, not an embedding model"
 #: how far a fixture's numbers may move and the fixture is the same (``snapshot.tolerance``)
 SNAPSHOT_TOLERANCE = 1e-4
 
@@ -44,6 +68,57 @@ class FusionProfile:
 
 
 @dataclass(frozen=True, slots=True)
+class Method:
+    """A retrieval method: its retrievers, fusion, reranker, floors and vectors.
+
+    ``None`` means "as configured": the lookup's fusion profile, ``minScore``
+    and ``relativeScore``, and the knowledge base's embedder.
+    """
+
+    name: str
+    retrievers: tuple[str, ...]
+    fusion: FusionProfile | None = None
+    reranker: str | None = None
+    min_score: float | None = None
+    relative_score: float | None = None
+    #: an embedder spec (``{kind: alias, path: ...}``) when the method brings its vectors
+    embedder: dict[str, Any] | None = field(default=None, hash=False)
+    #: what the method is for, shown in reports (the alias provider's caveat)
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.retrievers or any(r not in RETRIEVERS for r in self.retrievers):
+            raise UsageError(
+                f"method {self.name!r}: retrievers {list(self.retrievers)}; use lexical, "
+                "vector or both"
+            )
+        if len(set(self.retrievers)) != len(self.retrievers):
+            raise UsageError(f"method {self.name!r}: a retriever is listed twice")
+        if self.reranker is not None and self.reranker not in RERANKERS:
+            raise UsageError(
+                f"method {self.name!r}: unknown reranker {self.reranker!r}; use "
+                f"{', '.join(RERANKERS)} or none"
+            )
+
+    @property
+    def kind(self) -> str:
+        """What the trace's attempts call the retrieval: lexical, vector or hybrid."""
+        return self.retrievers[0] if len(self.retrievers) == 1 else "hybrid"
+
+    @property
+    def fused(self) -> bool:
+        return len(self.retrievers) > 1
+
+
+BUILTIN_METHODS: tuple[Method, ...] = (
+    Method("lexical", ("lexical",)),
+    Method("vector", ("vector",)),
+    Method("hybrid", ("lexical", "vector")),
+    Method("hybrid+rerank", ("lexical", "vector"), reranker="heuristic-v1"),
+)
+
+
+@dataclass(frozen=True, slots=True)
 class LookupSettings:
     """Pipeline knobs (``lookup:`` in ragsnap.yaml)."""
 
@@ -58,10 +133,22 @@ class LookupSettings:
     context_budget_chars: int = 2000
     hints: bool = True
     fusion: FusionProfile = field(default_factory=FusionProfile)
+    #: every method a lookup may name: the built-ins and ``methods:`` of ragsnap.yaml
+    methods: tuple[Method, ...] = BUILTIN_METHODS
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise UsageError(f"unknown method {self.method!r}; use one of {', '.join(METHODS)}")
+        self.method_spec(self.method)
+
+    def method_spec(self, name: str) -> Method:
+        """The method called ``name``; an unknown name is a usage error."""
+        for method in self.methods:
+            if method.name == name:
+                return method
+        names = ", ".join(m.name for m in self.methods)
+        raise UsageError(
+            f"unknown method {name!r}; use one of {names} (or define it under `methods:` "
+            "in ragsnap.yaml)"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,9 @@ def test_method_lexical(seeded: Path) -> None:
 
 def test_unknown_method_is_a_usage_error(seeded: Path) -> None:
     run = run_cli("lookup", QUERY, "--method", "bm25", cwd=seeded)
-    assert run.code == 2 and "invalid choice" in run.err and "Traceback" not in run.err
+    assert run.code == 2 and "Traceback" not in run.err
+    assert "unknown method 'bm25'" in run.err and "hybrid+rerank" in run.err
+    assert "methods:" in run.err  # says where a new method is defined
 
 
 def test_chinese_query(seeded: Path) -> None:

@@ -92,3 +92,73 @@ def test_whole_numbers_written_as_floats_become_ints(tmp_path: Path) -> None:
     assert values == [1200, 100, 2, 3, 10, 4]
     assert all(type(v) is int for v in values)
     assert "max1200:" in config.kb.chunking.fingerprint()
+
+
+def test_methods_are_data(tmp_path: Path) -> None:
+    (tmp_path / "aliases.yaml").write_text("groups: {pool: [pool, 连接池]}\n", encoding="utf-8")
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(
+        "trial: {aliases: aliases.yaml, methods: [lexical, lexical-heavy], depth: 100}\n"
+        "lookup: {method: lexical-heavy, fusion: {k: 30}}\n"
+        "methods:\n"
+        "  lexical-heavy:\n"
+        "    retrievers: [lexical, vector]\n"
+        "    fusion: {lexicalWeight: 2.0, vectorWeight: 0.5}\n"
+        "    reranker: none\n"
+        "    minScore: 0.1\n"
+        "    note: leans on BM25\n"
+        "  bm25-nofloor: {retrievers: [lexical], relativeScore: 0.0, reranker: heuristic-v1}\n",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    lookup = config.lookup
+    assert lookup.method == "lexical-heavy" and lookup.fusion.k == 30
+    names = [m.name for m in lookup.methods]
+    assert names == [
+        "lexical",
+        "vector",
+        "hybrid",
+        "hybrid+rerank",
+        "alias",
+        "lexical-heavy",
+        "bm25-nofloor",
+    ]
+    heavy = lookup.method_spec("lexical-heavy")
+    assert heavy.kind == "hybrid" and heavy.reranker is None and heavy.min_score == 0.1
+    assert heavy.fusion is not None and (heavy.fusion.lexical_weight, heavy.fusion.k) == (2.0, 60)
+    assert heavy.note == "leans on BM25"
+    nofloor = lookup.method_spec("bm25-nofloor")
+    assert nofloor.kind == "lexical" and nofloor.reranker == "heuristic-v1"
+    alias = lookup.method_spec("alias")
+    assert alias.embedder == {"kind": "alias", "path": str(tmp_path / "aliases.yaml")}
+    assert alias.note is not None and "not an embedding model" in alias.note
+    assert config.trial.methods == ("lexical", "lexical-heavy") and config.trial.depth == 100
+
+
+def test_alias_is_defined_only_with_an_alias_file(tmp_path: Path) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text("lookup: {method: alias}\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert info.value.pointer == "/lookup/method" and "unknown method 'alias'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer", "words"),
+    [
+        ("methods: {x: {retrievers: [lexical], fusion: {k: 5}}}\n", "/methods/x", "one retriever"),
+        ("methods: {x: {retrievers: []}}\n", "/methods/x/retrievers", ""),
+        ("methods: {x: {retrievers: [bm25]}}\n", "/methods/x/retrievers/0", ""),
+        ("methods: {x: {retrievers: [lexical], reranker: cross}}\n", "/methods/x/reranker", ""),
+        ("methods: {X Y: {retrievers: [lexical]}}\n", "/methods", ""),
+        ("methods: {x: {retrievers: [vector], embedder: {kind: alias}}}\n", "/methods/x", ""),
+        ("trial: {depth: 0}\n", "/trial/depth", ""),
+    ],
+)
+def test_bad_methods(tmp_path: Path, text: str, pointer: str, words: str) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert info.value.pointer is not None and info.value.pointer.startswith(pointer)
+    assert words in str(info.value)

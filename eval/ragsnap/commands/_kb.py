@@ -115,11 +115,18 @@ def open_pipeline(
     create: bool = False,
 ) -> Iterator[Pipeline]:
     """The lookup pipeline over the store of ``backend``, checked to have been built
-    with the configured embedder and segmenter; the store is closed afterwards."""
+    with the configured embedder (the method's, when it brings its own vectors) and
+    segmenter; the store is closed afterwards."""
     from ..kb.pipeline import Pipeline
     from ..kb.seeding import check_compatible
 
-    embedder = open_embedder(config)
+    settings = settings or config.lookup
+    method = settings.method_spec(settings.method)
+    embedder = (
+        open_embedder(config)
+        if method.embedder is None
+        else make_embedder(method.embedder, config.kb.base)
+    )
     tokenizer = open_tokenizer(config)
     analyzer = config.kb.milvus.analyzer  # for a collection created now (serve)
     kb = open_store(
@@ -138,7 +145,7 @@ def open_pipeline(
             fix="configure the embedder and segmenter it was built with, or rebuild it with "
             f"`ragsnap seed{'' if backend == 'embedded' else f' --backend {backend}'} --reindex`",
         )
-        yield Pipeline(kb, embedder, tokenizer, settings or config.lookup)
+        yield Pipeline(kb, embedder, tokenizer, settings)
     finally:
         kb.close()
 

@@ -9,6 +9,8 @@ kind                      what                                            needs
                           shipped inside its PyPI package, run offline
 ``frozen``                vectors supplied by the caller in a JSON file   nothing
 ``openai``                an OpenAI-compatible ``/v1/embeddings`` API     ``requests``
+``alias``                 one axis per term group of an alias file:       nothing
+                          regression plumbing, not a model
 ========================  ==============================================  ===========
 
 The fingerprint (kind, model, revision, dimension) is stored in the knowledge
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBEDDER_KINDS",
+    "AliasEmbedder",
     "Embedder",
     "Fingerprint",
     "FrozenEmbedder",
@@ -46,7 +49,7 @@ __all__ = [
     "make_embedder",
 ]
 
-EMBEDDER_KINDS = ("hashing", "sentence-transformer", "frozen", "openai")
+EMBEDDER_KINDS = ("hashing", "sentence-transformer", "frozen", "openai", "alias")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +238,107 @@ class SentenceTransformerEmbedder:
         return row
 
 
+def _fold(text: str) -> str:
+    """NFKC-normalised, case-folded ``text``: how alias terms and texts are compared."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+class AliasEmbedder:
+    """A fixture-aware alias provider: one vector axis per term group.
+
+    The alias file (YAML) names groups of terms that mean the same thing in the
+    fixture's domain, across languages::
+
+        groups:
+          connection-pool: [connection pool, 连接池, maximumPoolSize]
+          timeout: [timeout, time out, 超时]
+
+    A text's vector has 1 on the axis of every group one of whose terms occurs
+    in it, else 0, scaled to unit length (a text with no term is the zero
+    vector: cosine 0 with everything). Text and terms are NFKC-normalised and
+    case-folded; a term of ASCII letters and digits matches whole words, any
+    other term (Chinese) matches as a substring. The cosine of two texts is
+    then the overlap of their term groups, so an English query and a Chinese
+    chunk that share a group match, the same way on every machine.
+
+    GoodBuddy's "handcrafted bilingual alias provider": it exists to exercise
+    the vector, hybrid and rerank paths with stable cross-language matches in
+    regression tests. It is written for one fixture and says nothing about any
+    embedding model's quality; reports label it so.
+    """
+
+    VERSION = "1"
+
+    def __init__(self, path: Path):
+        import hashlib
+        import re
+
+        from ..io.jsonio import parse_yaml, read_bytes
+
+        fix = "pass an alias file: `groups:` mapping each group name to a list of terms"
+        raw = read_bytes(path, fix, kind="config")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
+        data = parse_yaml(text, path, "fix the YAML syntax")
+        groups = data.get("groups") if isinstance(data, dict) else None
+        if not isinstance(groups, dict) or not groups:
+            raise InputError(path, "has no `groups` mapping", fix, "/groups")
+        extra = sorted(set(data) - {"groups", "version", "note"})
+        if extra:
+            raise InputError(path, f"unknown field `{extra[0]}`", "remove it", f"/{extra[0]}")
+        patterns: list[re.Pattern[str]] = []
+        canonical: list[str] = []
+        for name, terms in groups.items():
+            pointer = f"/groups/{name}"
+            if not isinstance(terms, list) or not terms:
+                raise InputError(path, f"group {name!r} is not a list of terms", fix, pointer)
+            parts: list[str] = []
+            for i, term in enumerate(terms):
+                if not isinstance(term, str) or not term.strip():
+                    raise InputError(
+                        path,
+                        f"group {name!r} term {i} is not text",
+                        "use a non-empty string",
+                        f"{pointer}/{i}",
+                    )
+                norm = _fold(term.strip())
+                escaped = re.escape(norm)
+                parts.append(
+                    rf"(?<![0-9a-z]){escaped}(?![0-9a-z])"
+                    if norm.isascii() and re.fullmatch(r"[0-9a-z][0-9a-z ._-]*", norm)
+                    else escaped
+                )
+                canonical.append(f"{name}\t{norm}")
+            patterns.append(re.compile("|".join(parts)))
+        self._patterns = patterns
+        self._path = path
+        digest = hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()[:16]
+        self._model = f"alias-groups-{digest}"
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint("alias", self._model, self.VERSION, len(self._patterns))
+
+    def _vector(self, text: str) -> NDArray[np.float32]:
+        norm = _fold(text)
+        row = np.array([1.0 if p.search(norm) else 0.0 for p in self._patterns], dtype=np.float64)
+        unit: NDArray[np.float32] = unit_rows(row)[0]
+        return unit
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        matrix = np.zeros((len(texts), len(self._patterns)), dtype=np.float32)
+        for i, text in enumerate(texts):
+            matrix[i] = self._vector(text)
+        return matrix
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        return self._vector(text)
+
+
 class FrozenEmbedder:
     """Vectors computed elsewhere and supplied in one JSON file::
 
@@ -419,6 +523,14 @@ def make_embedder(spec: Mapping[str, Any], base: Path | None = None) -> Embedder
         if path is None:
             raise UsageError("the frozen embedder needs `path`: the JSON file of vectors")
         return FrozenEmbedder(path)
+    if kind == "alias":
+        path = resolve(spec.get("path"))
+        if path is None:
+            raise UsageError(
+                "the alias embedder needs `path`: the YAML file of term groups "
+                "(`trial.aliases` in ragsnap.yaml)"
+            )
+        return AliasEmbedder(path)
     if kind == "openai":
         if not spec.get("baseUrl") or not spec.get("model"):
             raise UsageError("the openai embedder needs `baseUrl` and `model`")

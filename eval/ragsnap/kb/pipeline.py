@@ -33,7 +33,11 @@ words (``maxPoolSize``, ``ERR-4031``) found verbatim (coverage when the query ha
 none), title the share of query terms in the title / breadcrumb / heading, and
 coverage the unweighted share of query terms in the chunk.
 
-Methods: ``lexical``, ``vector``, ``hybrid`` and ``hybrid+rerank`` (default).
+Methods (``ragsnap.settings.Method``): a method names its retrievers (lexical,
+vector or both, fused), its reranker and its floors; ``lexical``, ``vector``,
+``hybrid`` and ``hybrid+rerank`` (default) are built in, ``methods:`` in
+ragsnap.yaml adds more. A method with its own vectors needs a store seeded
+with its embedder.
 
 Machine independence (``ragsnap.kb.numeric``). Every score above (BM25, cosine,
 confidence, fused, rerank) is put on the 1e-6 grid before it is ranked,
@@ -60,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import BackendError, UsageError
-from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings
+from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
 from .backends import Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
 from .numeric import GRID, VECTOR_ENCODING, quantize, ticks
@@ -79,7 +83,6 @@ __all__ = [
     "score_label",
 ]
 
-RERANKER = "heuristic-v1"
 _PUNCT = ".,;:?!()[]\"'"
 
 
@@ -168,28 +171,43 @@ class Pipeline:
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
 
-    def describe(self, method: str | None = None) -> dict[str, Any]:
+    def method(self, method: str | Method | None = None) -> Method:
+        """The method called ``method`` (the configured one when None)."""
+        if isinstance(method, Method):
+            return method
+        return self.settings.method_spec(method or self.settings.method)
+
+    def describe(self, method: str | Method | None = None) -> dict[str, Any]:
         """What a fixture's ``generator.settings`` records: every setting that can
         change a lookupResult of ``method`` (the configured one when None)."""
         s = self.settings
-        method = method or s.method
+        spec = self.method(method)
         out: dict[str, Any] = {
             "candidates": s.candidates,
-            "minScore": s.min_score,
-            "relativeScore": s.relative_score,
+            "minScore": self._min_score(spec),
+            "relativeScore": self._relative_score(spec),
             "weakScore": s.weak_score,
             "sufficientScore": s.sufficient_score,
             "contextBudgetChars": s.context_budget_chars,
             "hints": s.hints,
-            "fusion": s.fusion.to_json() if method.startswith("hybrid") else None,
-            "reranker": RERANKER if method == "hybrid+rerank" else None,
-            "rerankDepth": s.rerank_depth if method == "hybrid+rerank" else None,
+            "fusion": self._fusion(spec).to_json() if spec.fused else None,
+            "reranker": spec.reranker,
+            "rerankDepth": s.rerank_depth if spec.reranker else None,
             "segmenter": self.tokenizer.name,
             "analyzer": self.kb.read_meta().get("analyzer"),
             "scoreGrid": GRID,
             "vectorEncoding": VECTOR_ENCODING,
         }
         return out
+
+    def _fusion(self, spec: Method) -> FusionProfile:
+        return spec.fusion or self.settings.fusion
+
+    def _min_score(self, spec: Method) -> float:
+        return self.settings.min_score if spec.min_score is None else spec.min_score
+
+    def _relative_score(self, spec: Method) -> float:
+        return self.settings.relative_score if spec.relative_score is None else spec.relative_score
 
     # -- L0 -------------------------------------------------------------------
 
@@ -207,17 +225,19 @@ class Pipeline:
         self,
         name: str,
         flt: Filter,
-        method: str,
+        spec: Method,
         query: _Query,
+        depth: int | None = None,
     ) -> _Attempt:
         s = self.settings
         start = time.perf_counter()
+        limit = s.candidates if depth is None else depth
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
-        if method != "vector":
-            lexical = self.kb.lexical_search(query.tokens, flt, s.candidates, text=query.text)
-        if method != "lexical" and query.vector is not None:
-            vector = self.kb.vector_search(query.vector, flt, s.candidates)
+        if "lexical" in spec.retrievers:
+            lexical = self.kb.lexical_search(query.tokens, flt, limit, text=query.text)
+        if "vector" in spec.retrievers and query.vector is not None:
+            vector = self.kb.vector_search(query.vector, flt, limit)
         rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
         stored = self.kb.chunks(rows)
         if len(stored) != len(rows):  # a write removed them since the search: start again
@@ -225,7 +245,8 @@ class Pipeline:
         cands = {r: _Candidate(stored[r]) for r in rows}
         lexical_list = _on_grid(lexical, cands)
         vector_list = _on_grid(vector, cands)
-        f = s.fusion
+        f = self._fusion(spec)
+        method = spec.kind
         for rank, (c, value) in enumerate(lexical_list, 1):
             c.lexical, c.lexical_rank = value, rank
             c.fused += f.lexical_weight / (f.k + rank)
@@ -253,7 +274,7 @@ class Pipeline:
             ranked = [c for c, _ in vector_list]
         else:
             ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
-        hits = sum(1 for c in ranked if c.confidence >= s.min_score)
+        hits = sum(1 for c in ranked if c.confidence >= self._min_score(spec))
         top = max((c.confidence for c in ranked), default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
 
@@ -289,7 +310,7 @@ class Pipeline:
         *,
         kb_scope: str | None = None,
         top_k: int | None = None,
-        method: str | None = None,
+        method: str | Method | None = None,
         record_latency: bool = True,
     ) -> dict[str, Any]:
         """Run the pipeline; return a ``lookupResult`` dict (fixture schema).
@@ -300,16 +321,14 @@ class Pipeline:
         chunk fetch, up to ``_READS`` times.
         """
         s = self.settings
-        method = method or s.method
-        if method not in METHODS:
-            raise UsageError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+        spec = self.method(method)
         top_k = s.top_k if top_k is None else top_k
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, not {top_k}")
         for _ in range(_READS):
             generation = self.kb.read_meta().get("generation", "0")
             try:
-                result = self._lookup(query, kb_scope, top_k, method, record_latency, generation)
+                result = self._lookup(query, kb_scope, top_k, spec, record_latency, generation)
             except _StaleRead:
                 continue
             if self.kb.read_meta().get("generation", "0") == generation:
@@ -324,14 +343,14 @@ class Pipeline:
         query: str,
         kb_scope: str | None,
         top_k: int,
-        method: str,
+        spec: Method,
         record_latency: bool,
         generation: str,
     ) -> dict[str, Any]:
         s = self.settings
-        base = "hybrid" if method == "hybrid+rerank" else method
+        base = spec.kind
         tokens = self.tokenizer.tokens(query)
-        vector = None if base == "lexical" else self.embedder.embed_query(query)
+        vector = self.embedder.embed_query(query) if "vector" in spec.retrievers else None
         df, total = self.kb.doc_frequencies(tokens)
         q = _Query(query, tokens, vector, df, total)
 
@@ -343,7 +362,7 @@ class Pipeline:
         scope = Filter(kb_scope=kb_scope)
         selected: _Attempt
         if "category" in hints:
-            first = self._attempt("filtered", Filter(kb_scope, hints["category"]), base, q)
+            first = self._attempt("filtered", Filter(kb_scope, hints["category"]), spec, q)
             attempts.append(first.to_json(record_latency))
             if first.hit_count == 0:
                 reasons.append("filtered-empty")
@@ -365,18 +384,18 @@ class Pipeline:
             )
             reasons.append("no-l0-hint")
         if reasons:
-            selected = self._attempt("unfiltered", scope, base, q)
+            selected = self._attempt("unfiltered", scope, spec, q)
             attempts.append(selected.to_json(record_latency))
 
         ranked = selected.ranked
         rerank_json: dict[str, Any]
-        if method == "hybrid+rerank":
+        if spec.reranker is not None:
             before = ranked[: s.rerank_depth]
             before_json = [self._ranked_item(c, c.confidence) for c in before]
             ranked = self._rerank(q, ranked)
             rerank_json = {
                 "applied": True,
-                "reranker": RERANKER,
+                "reranker": spec.reranker,
                 "before": before_json,
                 "after": [self._ranked_item(c, c.score) for c in ranked[: len(before)]],
             }
@@ -384,7 +403,7 @@ class Pipeline:
             items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
             rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
 
-        blocks = self._evidence(ranked, top_k)
+        blocks = self._evidence(ranked, top_k, spec)
         status = (
             "none"
             if not blocks
@@ -399,8 +418,8 @@ class Pipeline:
             "fallbackReasons": reasons,
             "evidenceStatus": status,
         }
-        if base != "lexical" and base != "vector":
-            trace["fusion"] = s.fusion.to_json()
+        if spec.fused:
+            trace["fusion"] = self._fusion(spec).to_json()
         return {
             "evidenceBlocks": blocks,
             "contextPack": self._context(blocks),
@@ -412,11 +431,11 @@ class Pipeline:
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
         return {"chunkId": c.chunk.chunk_id, "source": c.chunk.source, "score": round(score, 6)}
 
-    def _evidence(self, ranked: list[_Candidate], top_k: int) -> list[dict[str, Any]]:
+    def _evidence(self, ranked: list[_Candidate], top_k: int, spec: Method) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         seen: set[str] = set()
         best = max((c.confidence for c in ranked), default=0.0)
-        floor = max(self.settings.min_score, self.settings.relative_score * best)
+        floor = max(self._min_score(spec), self._relative_score(spec) * best)
         for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
             if c.chunk.chunk_id in seen or c.confidence < floor:
                 continue

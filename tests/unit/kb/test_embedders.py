@@ -16,6 +16,7 @@ from conftest import REPO, write_json
 from ragsnap.errors import EmbedderError, InputError, UsageError
 from ragsnap.kb.embedders import (
     EMBEDDER_KINDS,
+    AliasEmbedder,
     Fingerprint,
     FrozenEmbedder,
     HashingEmbedder,
@@ -324,3 +325,69 @@ def test_fingerprint_round_trips_through_json() -> None:
     fingerprint = Fingerprint("frozen", "模型", "r1", 7)
     assert Fingerprint.from_json(json.loads(json.dumps(fingerprint.to_json()))) == fingerprint
     assert Fingerprint.from_json({**fingerprint.to_json(), "dimension": "7"}) == fingerprint
+
+
+ALIASES = """\
+note: regression plumbing for the pool fixture
+groups:
+  connection-pool: [connection pool, 连接池, maximumPoolSize]
+  timeout: [timeout, 超时]
+  pod: [pod]
+"""
+
+
+def alias_embedder(tmp_path: Path, text: str = ALIASES) -> AliasEmbedder:
+    path = tmp_path / "aliases.yaml"
+    path.write_text(text, encoding="utf-8")
+    return AliasEmbedder(path)
+
+
+def test_alias_vectors_match_across_languages(tmp_path: Path) -> None:
+    embedder = alias_embedder(tmp_path)
+    assert embedder.fingerprint.kind == "alias" and embedder.fingerprint.dimension == 3
+    docs = embedder.embed_documents(
+        ["连接池最大为二十，超时三十秒", "Set maximumPoolSize per POD", "nothing relevant"],
+        ["a", "b", "c"],
+    )
+    query = embedder.embed_query("What is the Connection Pool timeout?")
+    cosines = docs @ query
+    assert cosines[0] == pytest.approx(1.0)  # the same two groups, in Chinese
+    assert cosines[1] == pytest.approx(0.5)  # one shared group of two each
+    assert cosines[2] == 0.0 and not docs[2].any()  # no group: the zero vector
+
+
+def test_alias_terms_match_whole_words(tmp_path: Path) -> None:
+    embedder = alias_embedder(tmp_path)
+    assert not embedder.embed_query("spods and timeouts").any()
+    assert embedder.embed_query("a pod's timeout").any()
+
+
+def test_alias_fingerprint_follows_the_groups(tmp_path: Path) -> None:
+    first = alias_embedder(tmp_path).fingerprint
+    assert alias_embedder(tmp_path).fingerprint == first
+    changed = alias_embedder(tmp_path, ALIASES.replace("[pod]", "[pod, node]")).fingerprint
+    assert changed.model != first.model and changed.dimension == first.dimension
+    assert make_embedder({"kind": "alias", "path": "aliases.yaml"}, tmp_path).fingerprint == (
+        changed
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ("groups: {}\n", "/groups"),
+        ("groups: {pool: pool}\n", "/groups/pool"),
+        ("groups: {pool: [pool, '']}\n", "/groups/pool/1"),
+        ("groups: {pool: [pool]}\ncolour: blue\n", "/colour"),
+        ("[pool]\n", "/groups"),
+    ],
+)
+def test_bad_alias_files(tmp_path: Path, text: str, pointer: str) -> None:
+    with pytest.raises(InputError) as info:
+        alias_embedder(tmp_path, text)
+    assert info.value.pointer == pointer and "aliases.yaml" in str(info.value)
+
+
+def test_alias_embedder_needs_a_path() -> None:
+    with pytest.raises(UsageError, match="needs `path`"):
+        make_embedder({"kind": "alias"})
