@@ -272,15 +272,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     imp = sub.add_parser(
         "import",
-        help="convert another tool's corpus and judgments (BEIR, TREC, GoodBuddy, Qilbee)",
+        help="convert another tool's corpus and judgments (BEIR, TREC, SMART, GoodBuddy, Qilbee)",
         description="Write ragsnap's own files from another format: DIR/corpus.jsonl (seed "
         "documents), DIR/golden-cases.json (graded judgments, spans, splits, no-answer "
         "queries), DIR/vectors.json (frozen vectors, when the format has them) and "
         "DIR/ragsnap.yaml pointing at them. Formats: beir (a folder with corpus.jsonl, "
         "queries.jsonl, qrels/<split>.tsv), trec (SGML documents, --topics, --qrels), "
-        "goodbuddy (a JSON fixture), qilbee (a JSON contract fixture).",
+        "smart (a folder with cran.all.1400, cran.qry, cranqrel, or the documents file with "
+        "--topics and --qrels), goodbuddy (a JSON fixture), qilbee (a JSON contract fixture).",
     )
-    imp.add_argument("format", choices=("beir", "trec", "goodbuddy", "qilbee"), help="the format")
+    imp.add_argument(
+        "format", choices=("beir", "trec", "smart", "goodbuddy", "qilbee"), help="the format"
+    )
     imp.add_argument("source", type=Path, help="the file or folder to read")
     imp.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     imp.add_argument(
@@ -299,8 +302,27 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--category", help="the cases' category when the format has none (default: imported)"
     )
-    imp.add_argument("--topics", type=Path, metavar="FILE", help="trec: the topics file")
-    imp.add_argument("--qrels", type=Path, metavar="FILE", help="trec: the qrels file")
+    imp.add_argument(
+        "--topics",
+        type=Path,
+        metavar="FILE",
+        help="trec: the topics file; smart: the queries file (default: SOURCE/cran.qry)",
+    )
+    imp.add_argument(
+        "--qrels",
+        type=Path,
+        metavar="FILE",
+        help="trec: the qrels file; smart: the `query document grade` file "
+        "(default: SOURCE/cranqrel)",
+    )
+    imp.add_argument(
+        "--dev-fraction",
+        type=float,
+        metavar="F",
+        help="smart, trec: put a case in dev when the SHA-256 of its id, as a fraction, is "
+        "below F (0 < F < 1), else in test; the same on every machine. beir, goodbuddy and "
+        "qilbee carry their own splits and ignore it (default: none, every case gets --split)",
+    )
     imp.add_argument(
         "--config",
         type=Path,

@@ -18,6 +18,7 @@ def run(args: argparse.Namespace) -> int:
         category=args.category,
         topics=args.topics,
         qrels=args.qrels,
+        dev_fraction=args.dev_fraction,
     )
     importer = make_importer(args.format, args.source, options)
     check_outputs(

@@ -1,6 +1,6 @@
 """Importers: corpora and judgments in other tools' formats, as ragsnap files.
 
-    ragsnap import beir|trec|goodbuddy|qilbee SOURCE --out DIR
+    ragsnap import beir|trec|smart|goodbuddy|qilbee SOURCE --out DIR
 
 An importer reads one format and yields ``SourceDoc`` and ``SourceQuery``
 objects; ``ragsnap.importers.writer`` turns them into ragsnap's own files in
@@ -10,10 +10,17 @@ imported document becomes one seed document whose ``source`` is the format's
 document (or chunk) id, so judgments are kept as graded ``source`` judgments
 with their exact spans. Each format lives in its own module and registers
 itself in ``FORMATS``.
+
+Formats without splits (SMART, TREC) give every case ``--split`` (default
+``test``), or with ``--dev-fraction F`` split the cases by ``hashed_split``:
+a case is ``dev`` when the first 8 bytes of the SHA-256 of its id, read as a
+big-endian integer and divided by 2**64, fall below F, else ``test``. The
+same id lands in the same split on every machine, whatever the other cases.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -30,6 +37,7 @@ __all__ = [
     "SourceJudgment",
     "SourceQuery",
     "VectorSpace",
+    "hashed_split",
     "make_importer",
 ]
 
@@ -117,14 +125,35 @@ class ImportOptions:
     split: str | None = None  # BEIR: which qrels/<split>.tsv; others: the cases' split
     language: str | None = None  # for formats that do not say
     category: str | None = None  # for formats that do not say
-    topics: Path | None = None  # TREC topic file (or one "id text" query a line)
-    qrels: Path | None = None  # TREC qrels
+    topics: Path | None = None  # TREC topic file (or one "id text" query a line); SMART queries
+    qrels: Path | None = None  # TREC or SMART qrels
+    dev_fraction: float | None = None  # SMART, TREC: about this share of cases in dev
+
+    def __post_init__(self) -> None:
+        fraction = self.dev_fraction
+        if fraction is not None and not 0 < fraction < 1:
+            raise UsageError(
+                f"--dev-fraction {fraction}: give a fraction between 0 and 1, both excluded "
+                "(0.3 puts about 30% of the cases in dev)"
+            )
+
+
+def hashed_split(case_id: str, dev_fraction: float) -> str:
+    """``dev`` when ``case_id`` hashes below ``dev_fraction``, else ``test``.
+
+    The hash is ``int.from_bytes(sha256(case_id)[:8], "big") / 2**64``, a
+    number in [0, 1) that depends on the id alone, so the split is the same
+    on every machine and does not move when other cases come or go.
+    """
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return "dev" if int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction else "test"
 
 
 #: format name -> "module:Class" of its importer (imported when used)
 FORMATS = {
     "beir": "ragsnap.importers.beir:BeirImporter",
     "trec": "ragsnap.importers.trec:TrecImporter",
+    "smart": "ragsnap.importers.smart:SmartImporter",
     "goodbuddy": "ragsnap.importers.goodbuddy:GoodBuddyImporter",
     "qilbee": "ragsnap.importers.qilbee:QilbeeImporter",
 }

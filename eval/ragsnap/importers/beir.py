@@ -121,6 +121,20 @@ def check_split(split: str) -> str:
     return split
 
 
+def case_split(options: ImportOptions, fmt: str) -> str:
+    """The cases' split for a format without splits: ``--split``, else ``test``.
+
+    Refuses ``--split`` together with ``--dev-fraction``, which picks each
+    case's split instead (``ragsnap.importers.hashed_split``).
+    """
+    if options.split is not None and options.dev_fraction is not None:
+        raise UsageError(
+            f"{fmt}: --split {options.split} and --dev-fraction both choose the cases' split; "
+            "pass one of them"
+        )
+    return check_split(options.split or "test")
+
+
 def count(n: int, one: str, many: str) -> str:
     """``n`` with the word in the right number: ``1 query``, ``2 queries``."""
     return f"{n:,} {one if n == 1 else many}"

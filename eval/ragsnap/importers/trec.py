@@ -1,6 +1,7 @@
 """TREC collections: SGML documents, a topics file and 4-column qrels.
 
     ragsnap import trec DOCS --topics TOPICS --qrels QRELS --out DIR [--split test]
+                       [--dev-fraction F]
 
 ``DOCS`` is one document file or a folder of them (read recursively in
 sorted path order; hidden files are ignored, ``.gz`` files are gunzipped).
@@ -31,6 +32,8 @@ grade-0 rows are kept. Queries without a judgment, or whose judgments are
 all 0, are left out and counted. A qrels line naming an unknown document
 or query, a document or topic without its id, an unclosed ``<DOC>`` or
 ``<top>``, and any id used twice are errors naming the file and the line.
+Every case gets ``--split`` (default ``test``), or with ``--dev-fraction F``
+the split ``ragsnap.importers.hashed_split`` gives its topic number.
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from ..errors import InputError, UsageError
-from . import ImportOptions, SourceDoc, SourceQuery, VectorSpace
+from . import ImportOptions, SourceDoc, SourceQuery, VectorSpace, hashed_split
 from .beir import (
     Judged,
+    case_split,
     check_case_id,
     check_source_id,
-    check_split,
     count,
     judged_queries,
     open_binary,
@@ -165,7 +168,7 @@ class TrecImporter:
             )
         if options.qrels is None:
             raise UsageError("trec needs --qrels FILE (lines of `query iteration document grade`)")
-        self.split = check_split(options.split or "test")
+        self.split = case_split(options, "trec")
         if not source.exists():
             raise InputError(source, "not found", "pass a TREC document file or a folder of them")
         for path, flag in ((options.topics, "--topics"), (options.qrels, "--qrels")):
@@ -477,9 +480,15 @@ class TrecImporter:
                 "read as Latin-1"
             )
         self.skipped += judged.notes()
+        fraction = self.options.dev_fraction
         return judged_queries(
             (
-                (query_id, text, self.split, f"{self.options.topics} line {line_no}")
+                (
+                    query_id,
+                    text,
+                    self.split if fraction is None else hashed_split(query_id, fraction),
+                    f"{self.options.topics} line {line_no}",
+                )
                 for query_id, text, line_no in topics
             ),
             judged.judgments,
