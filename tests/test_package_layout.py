@@ -32,6 +32,7 @@ LAYERS = {
     "scoring": 4,
     "importers": 5,
     "live": 5,
+    "trial": 5,
     "config": 6,
     "commands": 7,
     "cli": 8,

@@ -28,6 +28,8 @@ from .commands import (
     DEFAULT_LIVE_JSON,
     DEFAULT_LIVE_MARKDOWN,
     DEFAULT_MARKDOWN_REPORT,
+    DEFAULT_TRIAL_JSON,
+    DEFAULT_TRIAL_MARKDOWN,
 )
 from .errors import INTERNAL_ERROR, RagsnapError
 
@@ -466,6 +468,125 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_allow_outside(live)
     live.set_defaults(handler="live_check")
+
+    trial = sub.add_parser(
+        "trial",
+        help="compare retrieval methods on one corpus: measured, pinned, gated",
+        description="Seed a temporary embedded knowledge base from the configured corpus "
+        "(one per vector provider; --kb uses an existing one), run every method over the "
+        "same golden cases with the same k, and write one comparison report: hit levels, "
+        "graded measures (over raw rankings with --depth), span context precision and "
+        "recall, no-answer false positives, per split, language and category; latency from "
+        "a warm-up and seeded, shuffled repetitions; a determinism check; gates. The report "
+        "holds ids, digests and measurements, never queries or texts. Exits 1 when a gate "
+        "fails or two passes differ.",
+    )
+    trial.add_argument(
+        "--cases",
+        type=Path,
+        default=DEFAULT_CASES,
+        metavar="FILE",
+        help=f"golden cases file (default: {DEFAULT_CASES})",
+    )
+    trial.add_argument(
+        "--methods",
+        metavar="A,B,...",
+        help="methods to compare (default: trial.methods in ragsnap.yaml, else lexical, "
+        "vector, hybrid, hybrid+rerank, and alias when trial.aliases is set)",
+    )
+    trial.add_argument(
+        "--depth",
+        type=_positive_int,
+        metavar="N",
+        help="also rank N candidates per query with no score floor and no top K, for the "
+        "ranking measures and the TREC runs (default: trial.depth, else the evidence only)",
+    )
+    trial.add_argument(
+        "--split",
+        choices=("dev", "test", "all"),
+        help="run only the cases of this split (default: all)",
+    )
+    trial.add_argument(
+        "--repetitions",
+        type=_positive_int,
+        metavar="N",
+        help="measured passes after the warm-up (default: 1)",
+    )
+    trial.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of the shuffled method/query order of each measured pass (default: 20260920)",
+    )
+    trial.add_argument(
+        "--write-plan",
+        type=Path,
+        metavar="FILE",
+        help="write the plan (input digests, methods and settings, depth, split, "
+        "repetitions, seed) and stop",
+    )
+    trial.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="run exactly this plan: flags that would change it are refused, and inputs "
+        "that differ from it are named",
+    )
+    trial.add_argument(
+        "--aliases",
+        type=Path,
+        metavar="FILE",
+        help="the alias provider's term groups (YAML), which defines the `alias` method "
+        "(default: trial.aliases in ragsnap.yaml, else no alias method)",
+    )
+    trial.add_argument(
+        "--gates",
+        type=Path,
+        metavar="FILE",
+        help="thresholds per method (YAML; default: trial.gates, else no gates)",
+    )
+    trial.add_argument(
+        "--runs-dir",
+        type=Path,
+        metavar="DIR",
+        help="write DIR/<method>.trec and DIR/qrels.txt for `ragsnap metrics`, trec_eval, "
+        "ranx (default: none)",
+    )
+    trial.add_argument(
+        "--no-check-determinism",
+        dest="check_determinism",
+        action="store_false",
+        help="do not compare the passes (default: every pass must give the same results)",
+    )
+    trial.add_argument(
+        "--json-report",
+        type=Path,
+        default=DEFAULT_TRIAL_JSON,
+        metavar="FILE",
+        help=f"where to write the JSON report (default: {DEFAULT_TRIAL_JSON})",
+    )
+    trial.add_argument(
+        "--markdown-report",
+        type=Path,
+        default=DEFAULT_TRIAL_MARKDOWN,
+        metavar="FILE",
+        help=f"where to write the Markdown report (default: {DEFAULT_TRIAL_MARKDOWN})",
+    )
+    trial.add_argument(
+        "--kb",
+        type=Path,
+        metavar="FILE",
+        help="use this embedded knowledge base instead of seeding a temporary one "
+        "(default: a temporary one, deleted after)",
+    )
+    trial.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file (default: ragsnap.yaml when it exists, else built-in defaults)",
+    )
+    _add_allow_outside(trial)
+    trial.set_defaults(handler="trial")
 
     serve = sub.add_parser(
         "serve",

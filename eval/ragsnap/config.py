@@ -218,12 +218,15 @@ def _fusion(data: dict[str, Any]) -> FusionProfile:
     )
 
 
-def _methods(data: dict[str, Any], aliases: Path | None, path: Path) -> tuple[Method, ...]:
-    """The built-in methods, ``alias`` when an alias file is configured, then ``methods:``."""
+def _methods(data: dict[str, Any], aliases: str | None, path: Path) -> tuple[Method, ...]:
+    """The built-in methods, ``alias`` when an alias file is configured, then ``methods:``.
+
+    Embedder paths stay as written: they are resolved against the config's folder
+    when the embedder is made."""
     methods = {m.name: m for m in BUILTIN_METHODS}
     if aliases is not None:
         methods["alias"] = Method(
-            "alias", ("vector",), embedder={"kind": "alias", "path": str(aliases)}, note=ALIAS_NOTE
+            "alias", ("vector",), embedder={"kind": "alias", "path": aliases}, note=ALIAS_NOTE
         )
     for name, spec in data.items():
         pointer = f"/methods/{name}"
@@ -284,16 +287,17 @@ def _lookup_settings(
     values: dict[str, Any] = {
         keys[k]: int(v) if k in whole else v for k, v in data.items() if k != "fusion"
     }
-    if "fusion" in data:
-        values["fusion"] = _fusion(data["fusion"])
     try:
+        if "fusion" in data:
+            values["fusion"] = _fusion(data["fusion"])
         settings = LookupSettings(**values, methods=methods)
     except UsageError as exc:
+        fusion = "fusion profile" in str(exc)
         raise InputError(
             path,
             str(exc).split(" (")[0],
-            "name a built-in method or one under `methods:`",
-            "/lookup/method",
+            "fix the weights" if fusion else "name a built-in method or one under `methods:`",
+            "/lookup/fusion" if fusion else "/lookup/method",
         ) from None
     if not settings.min_score <= settings.sufficient_score:
         raise InputError(
@@ -332,7 +336,7 @@ def load_config(path: Path | None) -> Config:
         ) from None
     base = path.parent
     trial = _trial_config(data.get("trial", {}), base)
-    methods = _methods(data.get("methods", {}), trial.aliases, path)
+    methods = _methods(data.get("methods", {}), data.get("trial", {}).get("aliases"), path)
     return Config(
         tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
         measures=measures,

@@ -59,6 +59,16 @@ class FusionProfile:
     lexical_weight: float = 1.0
     vector_weight: float = 1.0
 
+    def __post_init__(self) -> None:
+        if self.lexical_weight < 0 or self.vector_weight < 0:
+            raise UsageError(f"fusion profile {self.name}: weights must not be negative")
+        if self.lexical_weight + self.vector_weight <= 0:
+            raise UsageError(
+                f"fusion profile {self.name}: the weights sum to 0; give one of them a weight"
+            )
+        if self.k < 1:
+            raise UsageError(f"fusion profile {self.name}: k must be at least 1, not {self.k}")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "profile": self.name,

@@ -807,3 +807,17 @@ def test_english_filters_agree_in_both_searches(
     assert vector(kb, "quartzshared", flt) == expected
     for source in DOCS:
         assert lexical(kb, unique_word(source), flt) == ({source} & expected)
+
+
+def test_refs_are_the_identities_of_chunks(kb: MilvusKnowledgeBase) -> None:
+    rows = list(rows_by_chunk(kb).values())
+    chunks = kb.chunks(rows)
+    refs = kb.refs(rows[:7])
+    assert set(refs) == set(rows[:7])
+    for row, ref in refs.items():
+        chunk = chunks[row]
+        assert (ref.chunk_id, ref.doc_id, ref.source) == (
+            chunk.chunk_id,
+            chunk.doc_id,
+            chunk.source,
+        )

@@ -484,3 +484,30 @@ def test_builtin_methods_as_data_match_their_names(kb: SqliteKnowledgeBase) -> N
         by_name = p.lookup(POOL_QUERY, kb_scope="eval", method=spec.name, record_latency=False)
         by_spec = p.lookup(POOL_QUERY, kb_scope="eval", method=spec, record_latency=False)
         assert json.dumps(by_name) == json.dumps(by_spec), spec.name
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_deep_ranking_extends_the_evidence_order(kb: SqliteKnowledgeBase, method: str) -> None:
+    """Without floors and with the candidate depth at least the ranking depth, the
+    evidence is the head of the deep ranking; the deep ranking goes past top K and
+    the floors, and never repeats a chunk."""
+    p = pipeline(kb, min_score=0.0, relative_score=0.0, candidates=50, top_k=2)
+    result, deep = p.lookup_ranked(
+        "pool leak warning", kb_scope="eval", method=method, depth=50, record_latency=False
+    )
+    assert deep is not None
+    ids = [ref.chunk_id for ref in deep]
+    assert len(ids) == len(set(ids)) > 2
+    assert [b["chunkId"] for b in result["evidenceBlocks"]] == ids[:2]
+    plain = p.lookup("pool leak warning", kb_scope="eval", method=method, record_latency=False)
+    assert plain == result  # asking for the ranking does not change the lookup
+    assert all(ref.source != "pool-other" for ref in deep)  # kb_scope still holds
+    _, shallow = p.lookup_ranked("pool leak warning", kb_scope="eval", method=method, depth=2)
+    assert [ref.chunk_id for ref in shallow or []] == ids[:2]
+
+
+def test_a_lookup_without_depth_has_no_ranking(kb: SqliteKnowledgeBase) -> None:
+    _, deep = pipeline(kb).lookup_ranked(POOL_QUERY, kb_scope="eval")
+    assert deep is None
+    with pytest.raises(UsageError, match="depth must be at least 1"):
+        pipeline(kb).lookup_ranked(POOL_QUERY, depth=0)

@@ -496,3 +496,20 @@ def test_garbage_file_raises_delete_and_reseed(
     with pytest.raises(BackendError, match=r"delete it and run `ragsnap seed`"):
         SqliteKnowledgeBase(path, create=create)
     assert path.read_bytes() == content
+
+
+def test_refs_are_the_identities_of_chunks(kb: SqliteKnowledgeBase) -> None:
+    hits = kb.lexical_search(["the"], Filter(), 1000) or kb.vector_search(
+        HashingEmbedder().embed_query("pool"), Filter(), 1000
+    )
+    rows = [r for r, _ in hits]
+    chunks = kb.chunks(rows)
+    refs = kb.refs([*reversed(rows), 10**9])  # any order; an unknown row is left out
+    assert set(refs) == set(rows)
+    for row, ref in refs.items():
+        chunk = chunks[row]
+        assert (ref.chunk_id, ref.doc_id, ref.source) == (
+            chunk.chunk_id,
+            chunk.doc_id,
+            chunk.source,
+        )

@@ -130,7 +130,8 @@ def test_methods_are_data(tmp_path: Path) -> None:
     nofloor = lookup.method_spec("bm25-nofloor")
     assert nofloor.kind == "lexical" and nofloor.reranker == "heuristic-v1"
     alias = lookup.method_spec("alias")
-    assert alias.embedder == {"kind": "alias", "path": str(tmp_path / "aliases.yaml")}
+    assert alias.embedder == {"kind": "alias", "path": "aliases.yaml"}  # resolved when made
+    assert config.trial.aliases == tmp_path / "aliases.yaml"
     assert alias.note is not None and "not an embedding model" in alias.note
     assert config.trial.methods == ("lexical", "lexical-heavy") and config.trial.depth == 100
 
@@ -153,6 +154,13 @@ def test_alias_is_defined_only_with_an_alias_file(tmp_path: Path) -> None:
         ("methods: {X Y: {retrievers: [lexical]}}\n", "/methods", ""),
         ("methods: {x: {retrievers: [vector], embedder: {kind: alias}}}\n", "/methods/x", ""),
         ("trial: {depth: 0}\n", "/trial/depth", ""),
+        ("lookup: {fusion: {lexicalWeight: 0, vectorWeight: 0}}\n", "/lookup/fusion", "sum to 0"),
+        (
+            "methods: {x: {retrievers: [lexical, vector], fusion: {lexicalWeight: 0, "
+            "vectorWeight: 0}}}\n",
+            "/methods/x",
+            "sum to 0",
+        ),
     ],
 )
 def test_bad_methods(tmp_path: Path, text: str, pointer: str, words: str) -> None:

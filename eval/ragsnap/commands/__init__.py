@@ -25,6 +25,8 @@ DEFAULT_DIFF_JSON = Path("reports/baseline-diff.json")
 DEFAULT_DIFF_MARKDOWN = Path("reports/baseline-diff.md")
 DEFAULT_LIVE_JSON = Path("reports/live-post-reindex.json")
 DEFAULT_LIVE_MARKDOWN = Path("reports/live-post-reindex.md")
+DEFAULT_TRIAL_JSON = Path("reports/trial.json")
+DEFAULT_TRIAL_MARKDOWN = Path("reports/trial.md")
 
 
 def select_cases(

@@ -23,7 +23,16 @@ from ..errors import InputError
 
 __all__ = ["SCHEMA_NAMES", "load_schema", "validate"]
 
-SCHEMA_NAMES = ("golden-cases", "fixture", "report", "diff-report", "config")
+SCHEMA_NAMES = (
+    "golden-cases",
+    "fixture",
+    "report",
+    "diff-report",
+    "config",
+    "gates",
+    "trial-plan",
+    "trial-report",
+)
 
 
 @functools.cache

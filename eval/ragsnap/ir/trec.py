@@ -35,6 +35,8 @@ __all__ = [
     "TrecQrels",
     "TrecRun",
     "evaluate_files",
+    "format_qrels",
+    "format_run",
     "rankings_from_trec",
     "read_qrels",
     "read_run",
@@ -528,23 +530,19 @@ def _check_ids(*ids: str) -> None:
             )
 
 
-def write_run(path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap") -> None:
-    """Write ranked document lists as a run; scores are n - rank + 1 so that
+def format_run(ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap") -> str:
+    """Ranked document lists as run text; scores are n - rank + 1 so that
     trec_eval's score ordering reproduces the ranks exactly."""
-    from ..io.jsonio import write_text
-
     lines = []
     for query in sorted(ranked):
         docs = list(dict.fromkeys(ranked[query]))
         _check_ids(tag, query, *docs)
         lines += [f"{query} Q0 {d} {i} {len(docs) - i + 1} {tag}" for i, d in enumerate(docs, 1)]
-    write_text(path, "\n".join(lines) + "\n" if lines else "")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
-def write_qrels(path: Path, judgments: Mapping[str, Mapping[str, int]]) -> None:
-    """Write graded judgments as a qrels file, sorted by query and document."""
-    from ..io.jsonio import write_text
-
+def format_qrels(judgments: Mapping[str, Mapping[str, int]]) -> str:
+    """Graded judgments as qrels text, sorted by query and document."""
     for query, graded in judgments.items():
         _check_ids(query, *graded)
     lines = [
@@ -552,4 +550,18 @@ def write_qrels(path: Path, judgments: Mapping[str, Mapping[str, int]]) -> None:
         for query in sorted(judgments)
         for doc, grade in sorted(judgments[query].items())
     ]
-    write_text(path, "\n".join(lines) + "\n" if lines else "")
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def write_run(path: Path, ranked: Mapping[str, Sequence[str]], tag: str = "ragsnap") -> None:
+    """Write ranked document lists as a run (``format_run``), atomically."""
+    from ..io.jsonio import write_text
+
+    write_text(path, format_run(ranked, tag))
+
+
+def write_qrels(path: Path, judgments: Mapping[str, Mapping[str, int]]) -> None:
+    """Write graded judgments as a qrels file (``format_qrels``), atomically."""
+    from ..io.jsonio import write_text
+
+    write_text(path, format_qrels(judgments))

@@ -65,7 +65,7 @@ import numpy as np
 
 from ..errors import BackendError, UsageError
 from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
-from .backends import Filter, KnowledgeBase, StoredChunk
+from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
 from .numeric import GRID, VECTOR_ENCODING, quantize, ticks
 from .numeric import ranked as grid_order
@@ -80,6 +80,7 @@ __all__ = [
     "FusionProfile",
     "LookupSettings",
     "Pipeline",
+    "describe_method",
     "score_label",
 ]
 
@@ -155,6 +156,30 @@ def _common_prefix(breadcrumbs: Sequence[str]) -> str | None:
     return " > ".join(prefix) or None
 
 
+def describe_method(
+    settings: LookupSettings, spec: Method, segmenter: str, analyzer: str | None
+) -> dict[str, Any]:
+    """Every setting that can change a lookupResult of ``spec`` under ``settings``."""
+    s = settings
+    fusion = spec.fusion or s.fusion
+    return {
+        "candidates": s.candidates,
+        "minScore": s.min_score if spec.min_score is None else spec.min_score,
+        "relativeScore": s.relative_score if spec.relative_score is None else spec.relative_score,
+        "weakScore": s.weak_score,
+        "sufficientScore": s.sufficient_score,
+        "contextBudgetChars": s.context_budget_chars,
+        "hints": s.hints,
+        "fusion": fusion.to_json() if spec.fused else None,
+        "reranker": spec.reranker,
+        "rerankDepth": s.rerank_depth if spec.reranker else None,
+        "segmenter": segmenter,
+        "analyzer": analyzer,
+        "scoreGrid": GRID,
+        "vectorEncoding": VECTOR_ENCODING,
+    }
+
+
 class Pipeline:
     """Runs lookups against one store with one embedder and tokenizer."""
 
@@ -180,25 +205,12 @@ class Pipeline:
     def describe(self, method: str | Method | None = None) -> dict[str, Any]:
         """What a fixture's ``generator.settings`` records: every setting that can
         change a lookupResult of ``method`` (the configured one when None)."""
-        s = self.settings
-        spec = self.method(method)
-        out: dict[str, Any] = {
-            "candidates": s.candidates,
-            "minScore": self._min_score(spec),
-            "relativeScore": self._relative_score(spec),
-            "weakScore": s.weak_score,
-            "sufficientScore": s.sufficient_score,
-            "contextBudgetChars": s.context_budget_chars,
-            "hints": s.hints,
-            "fusion": self._fusion(spec).to_json() if spec.fused else None,
-            "reranker": spec.reranker,
-            "rerankDepth": s.rerank_depth if spec.reranker else None,
-            "segmenter": self.tokenizer.name,
-            "analyzer": self.kb.read_meta().get("analyzer"),
-            "scoreGrid": GRID,
-            "vectorEncoding": VECTOR_ENCODING,
-        }
-        return out
+        return describe_method(
+            self.settings,
+            self.method(method),
+            self.tokenizer.name,
+            self.kb.read_meta().get("analyzer"),
+        )
 
     def _fusion(self, spec: Method) -> FusionProfile:
         return spec.fusion or self.settings.fusion
@@ -227,11 +239,10 @@ class Pipeline:
         flt: Filter,
         spec: Method,
         query: _Query,
-        depth: int | None = None,
     ) -> _Attempt:
         s = self.settings
         start = time.perf_counter()
-        limit = s.candidates if depth is None else depth
+        limit = s.candidates
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         if "lexical" in spec.retrievers:
@@ -253,21 +264,7 @@ class Pipeline:
         for rank, (c, value) in enumerate(vector_list, 1):
             c.cosine, c.vector_rank = value, rank
             c.fused += f.vector_weight / (f.k + rank)
-        missing = [r for r in rows if cands[r].cosine is None]
-        if method == "hybrid" and missing and query.vector is not None:
-            for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
-                cands[r].cosine = sim
-        for c in cands.values():
-            lex = query.coverage(c.chunk.tokens)  # stored tokens: never re-tokenised
-            cos = max(c.cosine or 0.0, 0.0)
-            if method == "lexical":
-                c.exact_confidence = lex
-            elif method == "vector":
-                c.exact_confidence = cos
-            else:
-                total = f.lexical_weight + f.vector_weight
-                c.exact_confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
-            c.confidence = quantize(c.exact_confidence)
+        self._confidences(spec, query, cands)
         if method == "lexical":
             ranked = [c for c, _ in lexical_list]
         elif method == "vector":
@@ -277,6 +274,73 @@ class Pipeline:
         hits = sum(1 for c in ranked if c.confidence >= self._min_score(spec))
         top = max((c.confidence for c in ranked), default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
+
+    def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
+        """Set every candidate's confidence (see the module docstring); a hybrid
+        candidate that only the lexical list found gets its cosine now."""
+        f = self._fusion(spec)
+        missing = [r for r, c in cands.items() if c.cosine is None]
+        if spec.fused and missing and query.vector is not None:
+            for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
+                cands[r].cosine = sim
+        for c in cands.values():
+            lex = query.coverage(c.chunk.tokens)  # stored tokens: never re-tokenised
+            cos = max(c.cosine or 0.0, 0.0)
+            if spec.kind == "lexical":
+                c.exact_confidence = lex
+            elif spec.kind == "vector":
+                c.exact_confidence = cos
+            else:
+                total = f.lexical_weight + f.vector_weight
+                c.exact_confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
+            c.confidence = quantize(c.exact_confidence)
+
+    # -- the deep ranking -----------------------------------------------------
+
+    def _deep_ranking(self, query: _Query, flt: Filter, spec: Method, depth: int) -> list[ChunkRef]:
+        """The method's ranking of up to ``depth`` chunks under ``flt``, with no score
+        floor and no top K: the lists are searched ``depth`` deep, fused by rank,
+        and the reranker reorders the first ``rerank_depth``, as in a lookup.
+
+        Only identities are fetched for the whole list; full chunks only for the
+        reranked head. This is what ranking measures (recall@1000, MAP) need.
+        """
+        lexical: list[tuple[int, float]] = []
+        vector: list[tuple[int, float]] = []
+        if "lexical" in spec.retrievers:
+            lexical = self.kb.lexical_search(query.tokens, flt, depth, text=query.text)
+        if "vector" in spec.retrievers and query.vector is not None:
+            vector = self.kb.vector_search(query.vector, flt, depth)
+        rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        refs = self.kb.refs(rows)
+        if len(refs) != len(rows):
+            raise _StaleRead
+        lexical = grid_order((r, v, refs[r].chunk_id) for r, v in lexical)
+        vector = grid_order((r, v, refs[r].chunk_id) for r, v in vector)
+        if not spec.fused:
+            order = [r for r, _ in (lexical or vector)]
+        else:
+            f = self._fusion(spec)
+            fused: dict[int, float] = {}
+            for rank, (r, _) in enumerate(lexical, 1):
+                fused[r] = fused.get(r, 0.0) + f.lexical_weight / (f.k + rank)
+            for rank, (r, _) in enumerate(vector, 1):
+                fused[r] = fused.get(r, 0.0) + f.vector_weight / (f.k + rank)
+            order = sorted(fused, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
+        order = order[:depth]
+        if spec.reranker is not None and order:
+            head = order[: self.settings.rerank_depth]
+            stored = self.kb.chunks(head)
+            if len(stored) != len(head):
+                raise _StaleRead
+            cands = {r: _Candidate(stored[r]) for r in head}
+            for r, v in vector:
+                if r in cands:
+                    cands[r].cosine = v
+            self._confidences(spec, query, cands)
+            reranked = self._rerank(query, [cands[r] for r in head])
+            order = [c.chunk.row for c in reranked] + order[len(head) :]
+        return [refs[r] for r in order]
 
     # -- rerank ---------------------------------------------------------------
 
@@ -320,15 +384,37 @@ class Pipeline:
         process), or when a write removed a chunk between a search and the
         chunk fetch, up to ``_READS`` times.
         """
+        result, _ = self.lookup_ranked(
+            query, kb_scope=kb_scope, top_k=top_k, method=method, record_latency=record_latency
+        )
+        return result
+
+    def lookup_ranked(
+        self,
+        query: str,
+        *,
+        kb_scope: str | None = None,
+        top_k: int | None = None,
+        method: str | Method | None = None,
+        record_latency: bool = True,
+        depth: int | None = None,
+    ) -> tuple[dict[str, Any], list[ChunkRef] | None]:
+        """``lookup``, and with ``depth`` the method's deep ranking in the selected
+        attempt's filter (``_deep_ranking``), read from the same state of the store.
+        """
         s = self.settings
         spec = self.method(method)
+        if depth is not None and depth < 1:
+            raise UsageError(f"depth must be at least 1, not {depth}")
         top_k = s.top_k if top_k is None else top_k
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, not {top_k}")
         for _ in range(_READS):
             generation = self.kb.read_meta().get("generation", "0")
             try:
-                result = self._lookup(query, kb_scope, top_k, spec, record_latency, generation)
+                result = self._lookup(
+                    query, kb_scope, top_k, spec, record_latency, generation, depth
+                )
             except _StaleRead:
                 continue
             if self.kb.read_meta().get("generation", "0") == generation:
@@ -346,7 +432,8 @@ class Pipeline:
         spec: Method,
         record_latency: bool,
         generation: str,
-    ) -> dict[str, Any]:
+        depth: int | None,
+    ) -> tuple[dict[str, Any], list[ChunkRef] | None]:
         s = self.settings
         base = spec.kind
         tokens = self.tokenizer.tokens(query)
@@ -420,12 +507,14 @@ class Pipeline:
         }
         if spec.fused:
             trace["fusion"] = self._fusion(spec).to_json()
-        return {
+        result = {
             "evidenceBlocks": blocks,
             "contextPack": self._context(blocks),
             "retrievalTrace": trace,
             "rerankTrace": rerank_json,
         }
+        deep = None if depth is None else self._deep_ranking(q, selected.flt, spec, depth)
+        return result, deep
 
     @staticmethod
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:

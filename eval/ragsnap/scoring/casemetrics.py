@@ -3,9 +3,11 @@
 Pure functions. A case contributes when it is answerable and has judgments
 with a grade >= 1; its ranking is the fixture's evidence blocks, identified by
 the case's judgment target (``chunkId``, ``docId`` or ``source``) and
-de-duplicated by it (first occurrence wins). A judged case without a fixture
-scores 0. The IR measures are those of ``ragsnap.ir.metrics`` (trec_eval
-semantics); the span metrics follow GoodBuddy's definitions:
+de-duplicated by it (first occurrence wins), unless a deeper ranking of
+target ids is passed for it (``ragsnap trial --depth``: the method's ranking
+without score floors or top K). A judged case without a fixture scores 0.
+The IR measures are those of ``ragsnap.ir.metrics`` (trec_eval semantics);
+the span metrics follow GoodBuddy's definitions:
 
 * the returned context is the text of the top-K evidence blocks, one block per
   chunk id (a repeated chunk cannot count twice);
@@ -76,8 +78,13 @@ def case_metrics(
     cases: Sequence[GoldenCase],
     fixtures: Mapping[str, Fixture],
     measures: Sequence[Measure],
+    deep_rankings: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, dict[str, float | None]]:
-    """Per judged case: each measure (``str(measure)`` keys) and the span metrics."""
+    """Per judged case: each measure (``str(measure)`` keys) and the span metrics.
+
+    ``deep_rankings`` (case id -> target ids, best first) replaces a case's evidence
+    as the ranking the IR measures read; the span metrics always read the
+    evidence."""
     judged = [c for c in cases if not c.no_answer and any(j.grade >= 1 for j in c.judgments)]
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, list[str]] = {}
@@ -87,7 +94,10 @@ def case_metrics(
         fixture = fixtures.get(case.id)
         blocks = fixture.lookup.evidence_blocks if fixture else ()
         field = JUDGMENT_TARGETS[case.judgment_kind or "chunkId"]
-        run[case.id] = [t for b in blocks if (t := getattr(b, field)) is not None]
+        if deep_rankings is not None and case.id in deep_rankings:
+            run[case.id] = list(deep_rankings[case.id])
+        else:
+            run[case.id] = [t for b in blocks if (t := getattr(b, field)) is not None]
         top = {b.chunk_id: b.text for b in blocks[: case.top_k]}
         spans[case.id] = context_precision_recall(
             list(top.values()), [s for j in case.judgments if j.grade >= 1 for s in j.spans]

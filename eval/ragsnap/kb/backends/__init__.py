@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..corpus import Chunk, SeedDocument
 
 __all__ = [
+    "ChunkRef",
     "DocumentInfo",
     "Filter",
     "KnowledgeBase",
@@ -132,6 +133,15 @@ class StoredChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """A stored chunk's identities, all a ranking needs (no text, no tokens)."""
+
+    chunk_id: str
+    doc_id: str | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class Upload:
     """One document to (re)index: its chunks, their index tokens and vectors."""
 
@@ -202,6 +212,10 @@ class KnowledgeBase(Protocol):
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         """Stored chunks by row."""
+        ...
+
+    def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
+        """Stored chunks' identities by row: cheaper than ``chunks`` for deep rankings."""
         ...
 
     def close(self) -> None:

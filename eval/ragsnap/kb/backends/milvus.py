@@ -55,6 +55,7 @@ from ..numeric import (
     squared_norms,
 )
 from . import (
+    ChunkRef,
     DocumentInfo,
     Filter,
     StoredChunk,
@@ -594,6 +595,13 @@ class MilvusKnowledgeBase:
                 kb_scope=_or_none(r["kb_scope"]),
                 tokens=tuple(r["tokens"].split()),
             )
+            for row, r in found.items()
+        }
+
+    def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
+        found = self._fetch(rows, ["chunk_id", "source", "doc_id"])
+        return {
+            row: ChunkRef(r["chunk_id"], _or_none(r["doc_id"]), r["source"])
             for row, r in found.items()
         }
 

@@ -47,7 +47,7 @@ from ..numeric import (
     squared_norms,
     ticks_array,
 )
-from . import DocumentInfo, Filter, StoredChunk, WriteBatch, normalize_breadcrumb
+from . import ChunkRef, DocumentInfo, Filter, StoredChunk, WriteBatch, normalize_breadcrumb
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -191,6 +191,8 @@ class _Index:
     scope: list[str | None]
     category: list[str | None]
     breadcrumb: list[str | None]
+    sources: list[str]
+    doc_ids: list[str | None]
     matrix: NDArray[np.float32] | None = None  # encoded vectors
     inverse: NDArray[np.float64] | None = None  # 1 / their norms (``ragsnap.kb.numeric``)
     bm25: _Bm25 | None = None
@@ -411,8 +413,8 @@ class SqliteKnowledgeBase:
         generation = self._generation()
         if self._memory is None or self._memory.generation != generation:
             rows = self._db.execute(
-                "SELECT c.id, c.chunk_id, d.kb_scope, d.category, d.breadcrumb "
-                "FROM chunks c JOIN documents d ON d.source = c.source ORDER BY c.id"
+                "SELECT c.id, c.chunk_id, d.kb_scope, d.category, d.breadcrumb, c.source, "
+                "d.doc_id FROM chunks c JOIN documents d ON d.source = c.source ORDER BY c.id"
             ).fetchall()
             self._memory = _Index(
                 generation=generation,
@@ -421,6 +423,8 @@ class SqliteKnowledgeBase:
                 scope=[r[2] for r in rows],
                 category=[r[3] for r in rows],
                 breadcrumb=[r[4] for r in rows],
+                sources=[r[5] for r in rows],
+                doc_ids=[r[6] for r in rows],
             )
         return self._memory
 
@@ -527,6 +531,18 @@ class SqliteKnowledgeBase:
             query_inverse = float(inverse_norms(squared_norms(query))[0])
             found = cosines(dots, inverse[positions], query_inverse)
             return [float(x) for x in found]
+
+    def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
+        with self._lock:
+            index = self._index()
+            positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64)).tolist()
+            out: dict[int, ChunkRef] = {}
+            for row, at in zip(rows, positions, strict=True):
+                if at < len(index.rows) and index.rows[at] == row:
+                    out[row] = ChunkRef(
+                        str(index.chunk_ids[at]), index.doc_ids[at], index.sources[at]
+                    )
+            return out
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         out: dict[int, StoredChunk] = {}

@@ -1,0 +1,542 @@
+"""``ragsnap trial``: retrieval methods side by side on one corpus, pinned and gated.
+
+The flow: resolve the methods (``--methods``, the plan, ``trial.methods`` or
+every built-in the configuration can run), the cases of the split, and one
+vector provider per distinct embedder; digest the inputs into a plan
+(``--write-plan`` stops here, ``--plan`` must match it); seed one temporary
+embedded knowledge base per vector provider from the configured corpus
+(or use ``--kb``), asserting the same corpus in each; run the warm-up pass
+and the measured passes; compare their determinism projections; score the
+first measured pass per method; apply the gates; write the report (and the
+TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import resource
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import Config, load_config
+from ..errors import InputError, UsageError
+from ..io.inputs import load_cases
+from ..io.jsonio import check_outputs, parse_json, parse_yaml, read_bytes, write_outputs
+from ..io.progress import Progress
+from ..io.schema import validate
+from ..models import JUDGMENT_TARGETS, GoldenCase
+from ..settings import ALIAS_NOTE, Method
+from ..trial.gates import GateResult, evaluate_gates, gates_from_json
+from ..trial.measure import MethodMeasurement, measure_method, trial_measures
+from ..trial.plan import Plan, canonical_sha256, corpus_digest
+from ..trial.report import build_trial_report, method_table, render_trial_markdown
+from ..trial.runner import PassResult, first_difference, latency_summary, pass_order, run_pass
+from ._kb import open_tokenizer
+
+if TYPE_CHECKING:
+    from ..kb.backends.sqlite import SqliteKnowledgeBase
+    from ..kb.embedders import Embedder
+
+#: the flags a plan fixes: giving one with --plan is a usage error
+PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
+DEFAULT_SEED = 20260920
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    config = _with_aliases(load_config(args.config), args.aliases)
+    if args.plan is not None:
+        given = [f"--{f}" for f in PLAN_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} would change the pinned plan {args.plan}; drop "
+                f"{'it' if len(given) == 1 else 'them'}, or write a new plan with --write-plan"
+            )
+        if args.write_plan is not None:
+            raise UsageError(
+                "--plan runs a plan and --write-plan writes one; pass only one of them"
+            )
+    pinned = _load_plan(args.plan) if args.plan is not None else None
+    names = _method_names(args, config, pinned)
+    methods = {name: config.lookup.method_spec(name) for name in names}
+    depth = _pick(args.depth, pinned and pinned.depth, config.trial.depth)
+    split = _pick(args.split, pinned and pinned.split, "all")
+    repetitions = int(_pick(args.repetitions, pinned and pinned.repetitions, 1))
+    seed = int(_pick(args.seed, pinned and pinned.seed, DEFAULT_SEED))
+    if depth is not None and not 1 <= depth <= 10000:
+        raise UsageError(f"--depth {depth}: use 1 to 10000")
+    if not 1 <= repetitions <= 1000:
+        raise UsageError(f"--repetitions {repetitions}: use 1 to 1000")
+
+    case_set = load_cases(args.cases)
+    cases = [c for c in case_set.cases if split == "all" or c.split == split]
+    if not cases:
+        raise UsageError(
+            f"{args.cases} has no case in split {split!r}; use --split all, or give the cases "
+            "splits (`split: dev|test`)"
+        )
+    gates_path = args.gates if args.gates is not None else config.trial.gates
+    gates = _load_gates(gates_path) if gates_path is not None else None
+
+    outputs = [args.json_report, args.markdown_report]
+    runs = _run_files(args.runs_dir, names) if args.runs_dir is not None else {}
+    if args.write_plan is not None:
+        outputs = [args.write_plan]
+    check_outputs(
+        [*outputs, *runs.values()],
+        inputs=[args.cases, args.config, args.plan, gates_path, args.kb, args.aliases],
+        folders=[config.kb.seed_docs],
+        allow_outside=args.allow_outside,
+    )
+
+    from ..kb.corpus import open_seed_docs
+    from ..kb.embedders import make_embedder
+    from ..kb.pipeline import describe_method
+    from ..kb.seeding import index_hashes
+
+    tokenizer = open_tokenizer(config)
+    providers: dict[str, dict[str, Any]] = {}  # embedder spec key -> spec
+    provider_of: dict[str, str] = {}
+    for name, spec in methods.items():
+        embedder_spec = spec.embedder if spec.embedder is not None else config.kb.embedder
+        key = json.dumps(embedder_spec, sort_keys=True)
+        providers.setdefault(key, embedder_spec)
+        provider_of[name] = key
+    if args.kb is not None and len(providers) > 1:
+        own = [n for n, s in methods.items() if s.embedder is not None]
+        raise UsageError(
+            f"--kb holds one vector space, and {', '.join(own)} bring(s) other vectors; drop "
+            "--kb (the trial seeds a store per vector provider) or those methods"
+        )
+    embedders: dict[str, Embedder] = {
+        key: make_embedder(spec, config.kb.base) for key, spec in providers.items()
+    }
+
+    docs = None
+    if args.kb is not None:
+        from ..kb.backends.sqlite import SqliteKnowledgeBase
+
+        with SqliteKnowledgeBase(args.kb, create=False) as kb:
+            hashes = {s: d.index_hash for s, d in sorted(kb.documents().items())}
+    else:
+        docs = open_seed_docs(config.kb.seed_docs)
+        hashes = index_hashes(docs, config.kb.chunking)
+    definitions: dict[str, dict[str, Any]] = {
+        name: {
+            "name": name,
+            "retrievers": list(spec.retrievers),
+            "embedder": embedders[provider_of[name]].fingerprint.to_json(),
+            "settings": describe_method(config.lookup, spec, tokenizer.name, None),
+            "note": spec.note,
+        }
+        for name, spec in methods.items()
+    }
+    inputs = {
+        "corpus": corpus_digest(hashes),
+        "cases": case_set.sha256,
+        "vectors": canonical_sha256(sorted({d["embedder"]["model"] for d in definitions.values()})),
+        "providers": canonical_sha256(
+            sorted(json.dumps(d["embedder"], sort_keys=True) for d in definitions.values())
+        ),
+    }
+    plan = Plan(inputs, [definitions[n] for n in names], depth, split, repetitions, seed)
+    if pinned is not None:
+        differences = pinned.differences(plan)
+        if differences:
+            raise InputError(
+                args.plan,
+                "does not match this run: " + "; ".join(differences),
+                "run with the inputs the plan was written for, or write a new plan with "
+                "--write-plan",
+                "/plan",
+            )
+    if args.write_plan is not None:
+        write_outputs({args.write_plan: plan.file_json()})
+        print(
+            f"Wrote {args.write_plan}: {len(names)} method(s), split {split}, "
+            f"{len(cases)} case(s), plan {plan.sha256[:16]}. Run it with "
+            f"`ragsnap trial --plan {args.write_plan}`."
+        )
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
+        stores = _open_stores(args, config, embedders, tokenizer, docs, hashes, Path(work))
+        try:
+            passes = _run_passes(
+                args,
+                config,
+                methods,
+                provider_of,
+                stores,
+                embedders,
+                tokenizer,
+                cases,
+                depth,
+                repetitions,
+                seed,
+            )
+            chunks = next(iter(stores.values())).count()
+        finally:
+            for store in stores.values():
+                store.close()
+
+    scored = passes[1] if len(passes) > 1 else passes[0]
+    measures = trial_measures(depth)
+    measurements: dict[str, MethodMeasurement] = {
+        name: measure_method(
+            cases,
+            scored.lookups[name],
+            None if scored.rankings is None else scored.rankings[name],
+            measures,
+        )
+        for name in names
+    }
+    determinism = _determinism(passes, args.check_determinism)
+    latency = {
+        name: latency_summary([v for p in passes[1:] for v in p.latencies[name]]) for name in names
+    }
+    gate_rows = _apply_gates(gates, gates_path, measurements, latency, definitions)
+    run_files, run_texts = _runs(args.runs_dir, runs, cases, scored, names)
+    report = build_trial_report(
+        plan=plan.to_json(),
+        plan_sha256=plan.sha256,
+        corpus={"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]},
+        cases={
+            "total": len(case_set.cases),
+            "run": len(cases),
+            "answerable": sum(not c.no_answer for c in cases),
+            "noAnswer": sum(c.no_answer for c in cases),
+            "sha256": case_set.sha256,
+        },
+        definitions=definitions,
+        measurements=measurements,
+        gates=None if gate_rows is None else [g.to_json() for g in gate_rows],
+        determinism=determinism,
+        runs=run_files,
+        timing={
+            "warmup": True,
+            "repetitions": repetitions,
+            "latency": latency,
+            "wallSeconds": round(time.perf_counter() - started, 3),
+            "cpuSeconds": round(time.process_time() - cpu_started, 3),
+            "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "cgroup": _cgroup(),
+        },
+    )
+    validate(report, "trial-report", args.json_report, "trial report")
+    write_outputs(
+        {
+            args.json_report: report,
+            args.markdown_report: render_trial_markdown(report),
+            **run_texts,
+        }
+    )
+    print(_summary(report, args, gate_rows))
+    failed_gates = gate_rows is not None and any(g.ran and not g.passed for g in gate_rows)
+    return 1 if failed_gates or determinism["identical"] is False else 0
+
+
+def _with_aliases(config: Config, aliases: Path | None) -> Config:
+    """``config`` with the ``alias`` method over ``aliases`` (``--aliases``)."""
+    if aliases is None:
+        return config
+    alias = Method(
+        "alias",
+        ("vector",),
+        embedder={"kind": "alias", "path": str(aliases.absolute())},
+        note=ALIAS_NOTE,
+    )
+    methods = (*(m for m in config.lookup.methods if m.name != "alias"), alias)
+    return dataclasses.replace(
+        config,
+        lookup=dataclasses.replace(config.lookup, methods=methods),
+        trial=dataclasses.replace(config.trial, aliases=aliases),
+    )
+
+
+def _pick(*values: Any) -> Any:
+    return next((v for v in values if v is not None and v is not False), None)
+
+
+def _method_names(args: argparse.Namespace, config: Config, pinned: Plan | None) -> list[str]:
+    if args.methods is not None:
+        names = [n.strip() for n in args.methods.split(",") if n.strip()]
+        if not names:
+            raise UsageError("--methods is empty; name methods such as lexical,hybrid")
+    elif pinned is not None:
+        names = pinned.method_names
+    elif config.trial.methods is not None:
+        names = list(config.trial.methods)
+    else:
+        known = {m.name for m in config.lookup.methods}
+        names = [n for n in ("lexical", "vector", "hybrid", "hybrid+rerank", "alias") if n in known]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise UsageError(f"--methods names {', '.join(duplicated)} twice; list each once")
+    return names
+
+
+def _load_plan(path: Path) -> Plan:
+    raw = read_bytes(path, "pass --plan with a plan written by `ragsnap trial --write-plan`")
+    data = parse_json(raw, path)
+    validate(data, "trial-plan", path, "trial plan")
+    return Plan.from_file_json(data, path)
+
+
+def _load_gates(path: Path) -> list[Any]:
+    raw = read_bytes(path, "pass --gates with an existing gates file", kind="config")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
+    data = parse_yaml(text, path, "fix the YAML syntax")
+    validate(data, "gates", path, "gates file")
+    return gates_from_json(data)
+
+
+def _run_files(folder: Path, names: Sequence[str]) -> dict[str, Path]:
+    files = {name: folder / f"{name}.trec" for name in names}
+    files["qrels"] = folder / "qrels.txt"
+    return files
+
+
+def _open_stores(
+    args: argparse.Namespace,
+    config: Config,
+    embedders: dict[str, Embedder],
+    tokenizer: Any,
+    docs: Any,
+    hashes: dict[str, str],
+    work: Path,
+) -> dict[str, SqliteKnowledgeBase]:
+    """One store per vector provider: ``--kb``, or seeded now into ``work``."""
+    from ..kb.backends.sqlite import SqliteKnowledgeBase
+    from ..kb.seeding import check_compatible, seed
+
+    stores: dict[str, SqliteKnowledgeBase] = {}
+    try:
+        for number, (key, embedder) in enumerate(embedders.items()):
+            if args.kb is not None:
+                store = SqliteKnowledgeBase(args.kb, create=False)
+                stores[key] = store
+                check_compatible(
+                    store.read_meta(),
+                    embedder.fingerprint,
+                    tokenizer.name,
+                    str(args.kb),
+                    fix="configure the embedder and segmenter it was built with, or drop --kb",
+                )
+                continue
+            store = SqliteKnowledgeBase(work / f"kb-{number}.sqlite")
+            stores[key] = store
+            progress = Progress(
+                len(hashes), f"trial: seed ({embedder.fingerprint.kind})", "documents"
+            )
+            seed(
+                store,
+                docs,
+                embedder,
+                tokenizer,
+                config.kb.chunking,
+                hashes=hashes,
+                where=f"a temporary knowledge base ({embedder.fingerprint.kind})",
+                on_upload=_advancer(progress),
+            )
+            progress.close()
+            stored = {s: d.index_hash for s, d in store.documents().items()}
+            if stored != hashes:
+                raise AssertionError("a trial store holds another corpus than the plan's")
+        counts = {store.count() for store in stores.values()}
+        if len(counts) != 1:
+            raise AssertionError(f"the trial's stores hold different chunk counts: {counts}")
+    except BaseException:
+        for store in stores.values():
+            store.close()
+        raise
+    return stores
+
+
+def _advancer(progress: Progress) -> Any:
+    def advance(_upload: Any) -> None:
+        progress.advance()
+
+    return advance
+
+
+def _run_passes(
+    args: argparse.Namespace,
+    config: Config,
+    methods: dict[str, Method],
+    provider_of: dict[str, str],
+    stores: dict[str, Any],
+    embedders: dict[str, Embedder],
+    tokenizer: Any,
+    cases: Sequence[GoldenCase],
+    depth: int | None,
+    repetitions: int,
+    seed: int,
+) -> list[PassResult]:
+    from ..kb.pipeline import Pipeline
+
+    pipelines = {
+        name: Pipeline(
+            stores[provider_of[name]], embedders[provider_of[name]], tokenizer, config.lookup
+        )
+        for name in methods
+    }
+    by_id = {c.id: c for c in cases}
+    ids = [c.id for c in cases]
+    total = (repetitions + 1) * len(methods) * len(ids)
+    progress = Progress(total, "trial", "lookups")
+    passes = []
+    for number in range(repetitions + 1):
+        order = pass_order(list(methods), ids, seed, number)
+        passes.append(run_pass(pipelines, methods, by_id, order, depth, progress.advance))
+    progress.close()
+    return passes
+
+
+def _determinism(passes: Sequence[PassResult], checked: bool) -> dict[str, Any]:
+    projection = passes[0].projection_sha256
+    if not checked:
+        return {
+            "checked": False,
+            "passes": len(passes),
+            "identical": None,
+            "firstDifference": None,
+            "projectionSha256": projection,
+        }
+    difference = None
+    for other in passes[1:]:
+        difference = first_difference(passes[0], other)
+        if difference is not None:
+            break
+    return {
+        "checked": True,
+        "passes": len(passes),
+        "identical": difference is None,
+        "firstDifference": difference,
+        "projectionSha256": projection,
+    }
+
+
+def _apply_gates(
+    gates: list[Any] | None,
+    path: Path | None,
+    measurements: dict[str, MethodMeasurement],
+    latency: dict[str, Any],
+    definitions: dict[str, Any],
+) -> list[GateResult] | None:
+    if gates is None or path is None:
+        return None
+    entries = {
+        name: {"summary": m.summary(), "groups": m.groups(), "latency": latency[name]}
+        for name, m in measurements.items()
+    }
+    del definitions
+    return evaluate_gates(gates, entries, path)
+
+
+def _runs(
+    folder: Path | None,
+    files: dict[str, Path],
+    cases: Sequence[GoldenCase],
+    scored: PassResult,
+    names: Sequence[str],
+) -> tuple[dict[str, Any] | None, dict[Path, str]]:
+    """The TREC runs (the deep ranking, else the evidence) and the qrels, as texts."""
+    from ..ir.trec import format_qrels, format_run
+
+    if folder is None:
+        return None, {}
+    texts: dict[Path, str] = {}
+    for name in names:
+        ranked: dict[str, list[str]] = {}
+        for case in cases:
+            field = JUDGMENT_TARGETS[case.judgment_kind or "chunkId"]
+            if scored.rankings is not None:
+                items: Sequence[Any] = scored.rankings[name][case.id]
+            else:
+                items = [
+                    _Ref(b["chunkId"], b.get("docId"), b["source"])
+                    for b in scored.lookups[name][case.id]["evidenceBlocks"]
+                ]
+            ranked[case.id] = [t for ref in items if (t := getattr(ref, field)) is not None]
+        texts[files[name]] = format_run(ranked, tag=_tag(name))
+    judged = {c.id: {j.target: j.grade for j in c.judgments} for c in cases if c.judgments}
+    texts[files["qrels"]] = format_qrels(judged)
+    listed = [files[n].as_posix() for n in names]
+    return (
+        {
+            "files": listed,
+            "qrels": files["qrels"].as_posix(),
+            "source": "ranking" if scored.rankings is not None else "evidence",
+        },
+        texts,
+    )
+
+
+class _Ref:
+    """An evidence block's identities, shaped like ``ChunkRef``."""
+
+    def __init__(self, chunk_id: str, doc_id: str | None, source: str):
+        self.chunk_id, self.doc_id, self.source = chunk_id, doc_id, source
+
+
+def _tag(name: str) -> str:
+    """A TREC run tag: the method name without characters TREC tools split on."""
+    return "".join(ch if ch.isalnum() or ch in "._-+" else "_" for ch in name)
+
+
+def _cgroup() -> dict[str, Any] | None:
+    """Read-only cgroup v2 figures of this container, when they are there."""
+    root = Path("/sys/fs/cgroup")
+    out: dict[str, Any] = {}
+    for name in ("memory.peak", "memory.current"):
+        try:
+            out[name] = int((root / name).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    try:
+        for line in (root / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                out["cpu.usage_usec"] = int(value)
+    except (OSError, ValueError):
+        pass
+    return out or None
+
+
+def _summary(
+    report: dict[str, Any], args: argparse.Namespace, gates: list[GateResult] | None
+) -> str:
+    plan = report["plan"]
+    cases = report["cases"]
+    det = report["determinism"]
+    lines = [
+        f"trial: {len(report['methods'])} method(s) x {cases['run']} case(s) "
+        f"(split {plan['split']}, depth {plan['depth'] or 'evidence'}, "
+        f"{plan['repetitions']} repetition(s)); plan {report['planSha256'][:16]}",
+        method_table(report, fmt="simple"),
+    ]
+    if det["checked"]:
+        lines.append(
+            f"Determinism: {det['passes']} passes identical"
+            if det["identical"]
+            else f"Determinism: passes DIFFER: {det['firstDifference']}"
+        )
+    if gates is not None:
+        failed = [g for g in gates if g.ran and not g.passed]
+        lines.append(f"Gates: {len(gates) - len(failed)} of {len(gates)} passed")
+        lines += [f"  {g.method}: {g.gate}: {g.message or 'no measurement'}" for g in failed]
+    runs = report["runs"]
+    if runs is not None:
+        lines.append(f"Runs: {', '.join(runs['files'])}; qrels {runs['qrels']}")
+    lines.append(f"Reports: {args.json_report.as_posix()}, {args.markdown_report.as_posix()}")
+    return "\n".join(lines)

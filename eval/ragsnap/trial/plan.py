@@ -1,0 +1,131 @@
+"""A trial plan: what a trial compares, pinned by digests so it can be run again exactly.
+
+A plan holds the *inputs digest* (the corpus's index hashes, the golden cases
+with their judgments and splits, and every method's vector provider
+fingerprint), the methods with every setting that can change their results
+(retrievers, fusion profile and weights, reranker and depth, score floors,
+candidates, the lookup settings), the ranking depth, the split, the number
+of measured repetitions and the shuffle seed. Its identity is the SHA-256 of
+its canonical JSON (sorted keys, no spaces), recorded in the plan file and in
+every report.
+
+``ragsnap trial --write-plan plan.json`` writes one without running;
+``--plan plan.json`` runs exactly that plan: a flag that would change it is a
+usage error, and inputs whose digest differs from the plan's are refused,
+naming the digest that differs (QilbeeDB's "pinned plan"). A matching hash
+shows the inputs are the same; it is not proof of preregistration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = [
+    "PLAN_KIND",
+    "PLAN_SCHEMA_VERSION",
+    "SPLITS",
+    "Plan",
+    "canonical_sha256",
+    "corpus_digest",
+]
+
+PLAN_SCHEMA_VERSION = 1
+PLAN_KIND = "ragsnap-trial-plan"
+SPLITS = ("dev", "test", "all")
+
+
+def canonical_sha256(value: Any) -> str:
+    """SHA-256 of ``value`` as canonical JSON (sorted keys, compact, UTF-8)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def corpus_digest(index_hashes: Mapping[str, str]) -> str:
+    """One digest of a corpus: its sources and their index hashes (content and chunking)."""
+    return canonical_sha256(sorted(index_hashes.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a trial runs; ``inputs`` are digests, ``methods`` full definitions."""
+
+    inputs: Mapping[str, Any]
+    methods: Sequence[Mapping[str, Any]]
+    depth: int | None
+    split: str
+    repetitions: int
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inputs": dict(self.inputs),
+            "methods": [dict(m) for m in self.methods],
+            "depth": self.depth,
+            "split": self.split,
+            "repetitions": self.repetitions,
+            "seed": self.seed,
+        }
+
+    @property
+    def sha256(self) -> str:
+        return canonical_sha256(self.to_json())
+
+    @property
+    def method_names(self) -> list[str]:
+        return [str(m["name"]) for m in self.methods]
+
+    def file_json(self) -> dict[str, Any]:
+        """The plan file: the plan, its kind, version and hash."""
+        return {
+            "schemaVersion": PLAN_SCHEMA_VERSION,
+            "kind": PLAN_KIND,
+            "plan": self.to_json(),
+            "planSha256": self.sha256,
+        }
+
+    @classmethod
+    def from_file_json(cls, data: Any, path: Any) -> Plan:
+        """Read a (schema-validated) plan file; its hash must match its contents."""
+        plan = data["plan"]
+        made = cls(
+            inputs=plan["inputs"],
+            methods=plan["methods"],
+            depth=plan["depth"],
+            split=plan["split"],
+            repetitions=plan["repetitions"],
+            seed=plan["seed"],
+        )
+        if made.sha256 != data["planSha256"]:
+            raise InputError(
+                path,
+                "its planSha256 does not match the plan it holds (the plan was edited)",
+                "write a new plan with `ragsnap trial --write-plan`, or restore this one",
+                "/planSha256",
+            )
+        return made
+
+    def differences(self, other: Plan) -> list[str]:
+        """What differs from ``other`` (inputs first), as ``/pointer: this -> other``."""
+        out: list[str] = []
+        for key in sorted(set(self.inputs) | set(other.inputs)):
+            mine, theirs = self.inputs.get(key), other.inputs.get(key)
+            if mine != theirs:
+                out.append(f"/inputs/{key}: {mine} -> {theirs}")
+        mine_methods = {str(m["name"]): m for m in self.methods}
+        their_methods = {str(m["name"]): m for m in other.methods}
+        if list(mine_methods) != list(their_methods):
+            out.append(f"/methods: {list(mine_methods)} -> {list(their_methods)}")
+        else:
+            for name, definition in mine_methods.items():
+                if dict(definition) != dict(their_methods[name]):
+                    out.append(f"/methods/{name}: its settings changed")
+        for key in ("depth", "split", "repetitions", "seed"):
+            if getattr(self, key) != getattr(other, key):
+                out.append(f"/{key}: {getattr(self, key)} -> {getattr(other, key)}")
+        return out

@@ -1,0 +1,287 @@
+"""The trial report: one JSON document (``trial-report.schema.json``) and its Markdown.
+
+Pure functions. The report is privacy-safe: it holds case, method and
+category ids, digests, settings, measurements and failure codes, and no
+query, document text, title, source name, file path, endpoint or credential
+(GoodBuddy's rule). Everything but ``timing`` is a function of the plan, so
+two runs of one plan give the same bytes there; ``timing`` (latency, CPU,
+memory) is a diagnostic in its own section.
+
+Tables are rendered with ``tabulate`` (GitHub format in Markdown, plain on
+the terminal); numbers are formatted before they reach it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from .measure import MethodMeasurement, failure_codes
+
+__all__ = [
+    "TRIAL_REPORT_KIND",
+    "TRIAL_REPORT_SCHEMA_VERSION",
+    "build_trial_report",
+    "method_table",
+    "render_trial_markdown",
+]
+
+TRIAL_REPORT_SCHEMA_VERSION = 1
+TRIAL_REPORT_KIND = "ragsnap-trial-report"
+
+#: the measures of the method x measure tables, in order
+TABLE_MEASURES = (
+    "recall@5",
+    "recall@10",
+    "mrr@10",
+    "ndcg@10",
+    "ndcg_exp@10",
+    "map",
+    "contextPrecision",
+    "contextRecall",
+)
+
+
+def _case_entries(
+    measurements: Mapping[str, MethodMeasurement],
+) -> list[dict[str, Any]]:
+    names = list(measurements)
+    first = measurements[names[0]].results
+    rows = []
+    for index, result in enumerate(first):
+        case = result.case
+        per_method = {}
+        for name in names:
+            r = measurements[name].results[index]
+            per_method[name] = {
+                "hitLevel": r.hit_level,
+                "passed": r.passed,
+                "knownFailure": case.known_failure is not None,
+                "firstExpectedRank": r.first_expected_rank,
+                "evidenceCount": r.evidence_count,
+                "metrics": None if r.metrics is None else dict(sorted(r.metrics.items())),
+                "failures": failure_codes(r.reasons),
+            }
+        rows.append(
+            {
+                "id": case.id,
+                "split": case.split,
+                "language": case.language,
+                "category": case.category,
+                "noAnswer": case.no_answer,
+                "methods": per_method,
+            }
+        )
+    return rows
+
+
+def build_trial_report(
+    *,
+    plan: Mapping[str, Any],
+    plan_sha256: str,
+    corpus: Mapping[str, Any],
+    cases: Mapping[str, Any],
+    definitions: Mapping[str, Mapping[str, Any]],
+    measurements: Mapping[str, MethodMeasurement],
+    gates: Sequence[Mapping[str, Any]] | None,
+    determinism: Mapping[str, Any],
+    runs: Mapping[str, Any] | None,
+    timing: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Assemble the JSON trial report; ``gates`` are ``GateResult.to_json()`` rows."""
+    methods: dict[str, Any] = {}
+    for name, measurement in measurements.items():
+        own = [g for g in gates or () if g["method"] == name and g["ran"]]
+        methods[name] = {
+            "definition": dict(definitions[name]),
+            "summary": measurement.summary(),
+            "groups": measurement.groups(),
+            "admitted": all(g["passed"] for g in own) if gates is not None else None,
+        }
+    return {
+        "schemaVersion": TRIAL_REPORT_SCHEMA_VERSION,
+        "kind": TRIAL_REPORT_KIND,
+        "plan": dict(plan),
+        "planSha256": plan_sha256,
+        "corpus": dict(corpus),
+        "cases": dict(cases),
+        "methods": methods,
+        "gates": None if gates is None else [dict(g) for g in gates],
+        "determinism": dict(determinism),
+        "runs": None if runs is None else dict(runs),
+        "caseResults": _case_entries(measurements),
+        "timing": dict(timing),
+    }
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, (bool, int)):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def _row(name: str, block: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
+    metrics = block["metrics"]
+    return [
+        name,
+        *extra,
+        str(block["cases"]),
+        _rate(block["passRate"]),
+        _rate(block["recallAtK"]),
+        *(_number(metrics.get(m, {}).get("mean")) for m in TABLE_MEASURES),
+        _rate(block["noAnswerFalsePositiveRate"]),
+    ]
+
+
+_HEADERS = (
+    "cases",
+    "pass",
+    "hit@K",
+    *TABLE_MEASURES,
+    "no-answer FP",
+)
+
+
+def _ordered(report: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The methods in the plan's order (a JSON object's keys are sorted when written)."""
+    return [(m["name"], report["methods"][m["name"]]) for m in report["plan"]["methods"]]
+
+
+def method_table(report: Mapping[str, Any], fmt: str = "github") -> str:
+    """The method x measure table of the cases that ran."""
+    rows = []
+    for name, entry in _ordered(report):
+        row = _row(name, entry["summary"])
+        admitted = entry["admitted"]
+        rows.append([*row, "n/a" if admitted is None else "yes" if admitted else "NO"])
+    return str(
+        tabulate(
+            rows, headers=["method", *_HEADERS, "admitted"], tablefmt=fmt, disable_numparse=True
+        )
+    )
+
+
+def _group_table(report: Mapping[str, Any], group: str, label: str) -> str:
+    rows = []
+    for name, entry in _ordered(report):
+        for key, block in entry["groups"][group].items():
+            rows.append(_row(name, block, [key]))
+    return str(
+        tabulate(
+            rows, headers=["method", label, *_HEADERS], tablefmt="github", disable_numparse=True
+        )
+    )
+
+
+def render_trial_markdown(report: Mapping[str, Any]) -> str:
+    """The report as Markdown: the comparison first, then groups, gates, checks, timing."""
+    plan = report["plan"]
+    cases = report["cases"]
+    corpus = report["corpus"]
+    lines = [
+        "# ragsnap trial",
+        "",
+        f"Plan `{report['planSha256'][:16]}`: split {plan['split']}, "
+        f"depth {plan['depth'] if plan['depth'] is not None else 'evidence only'}, "
+        f"{plan['repetitions']} measured repetition(s), seed {plan['seed']}. "
+        f"Corpus: {corpus['documents']} documents, {corpus['chunks']} chunks "
+        f"(`{corpus['sha256'][:16]}`). Cases: {cases['run']} of {cases['total']} ran "
+        f"({cases['answerable']} answerable, {cases['noAnswer']} no-answer).",
+        "",
+        "## Methods",
+        "",
+        method_table(report),
+        "",
+        "Graded measures are means over the judged answerable cases; hit@K is the share of "
+        "answerable cases with a strong or medium hit; no-answer FP is the share of "
+        "no-answer cases that returned evidence.",
+        "",
+    ]
+    for name, entry in _ordered(report):
+        definition = entry["definition"]
+        if definition.get("note"):
+            lines.append(f"- **{name}**: {definition['note']}")
+    lines += [
+        "",
+        "## Per split",
+        "",
+        _group_table(report, "split", "split"),
+        "",
+        "## Per language",
+        "",
+        _group_table(report, "language", "language"),
+        "",
+        "## Per category (test split)",
+        "",
+        _group_table(report, "categoryTest", "category"),
+        "",
+        "## Gates",
+        "",
+    ]
+    gates = report["gates"]
+    if gates is None:
+        lines.append("No gates file was given.")
+    else:
+        rows = [
+            [
+                g["method"],
+                g["gate"],
+                _number(g["value"], 4),
+                "not run" if not g["ran"] else "pass" if g["passed"] else "FAIL",
+                g["message"],
+            ]
+            for g in gates
+        ]
+        lines.append(
+            tabulate(
+                rows,
+                headers=["method", "gate", "value", "result", "why"],
+                tablefmt="github",
+                disable_numparse=True,
+            )
+        )
+    det = report["determinism"]
+    lines += ["", "## Determinism", ""]
+    if det["checked"]:
+        verdict = "identical" if det["identical"] else f"DIFFERENT: {det['firstDifference']}"
+        lines.append(
+            f"{det['passes']} passes compared (ids, scores, traces, rankings; not latency): "
+            f"{verdict}. Projection `{det['projectionSha256'][:16]}`."
+        )
+    else:
+        lines.append("Not checked (--no-check-determinism).")
+    runs = report["runs"]
+    if runs is not None:
+        lines += ["", f"TREC runs: {', '.join(runs['files'])} (qrels: {runs['qrels']})."]
+    timing = report["timing"]
+    lines += [
+        "",
+        "## Timing (diagnostic, not compared)",
+        "",
+        tabulate(
+            [
+                [
+                    name,
+                    str(t["count"]),
+                    *(_number(t[k]) for k in ("minMs", "medianMs", "p95Ms", "maxMs", "meanMs")),
+                ]
+                for name, t in timing["latency"].items()
+            ],
+            headers=["method", "lookups", "min ms", "median ms", "p95 ms", "max ms", "mean ms"],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
+        "",
+        f"Wall {_number(timing['wallSeconds'], 2)} s, CPU {_number(timing['cpuSeconds'], 2)} s, "
+        f"peak RSS {_number(timing['peakRssMiB'], 1)} MiB.",
+        "",
+    ]
+    return "\n".join(lines)

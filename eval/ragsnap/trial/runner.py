@@ -1,0 +1,149 @@
+"""Running a trial's passes: every method over every case, warm-up first.
+
+A pass runs each (method, case) lookup once, through the method's pipeline
+(methods that bring their own vectors have their own store), with latencies
+left out of the lookupResults so they are the same bytes on every pass. With
+a ranking depth each lookup also returns the method's deep ranking from the
+same state of the store.
+
+Pass 0 is the warm-up, in the canonical order (methods, then cases, as
+given); it is not timed. Passes 1..N are timed, each in its own order: the
+(method, case) pairs shuffled by ``random.Random("ragsnap-trial:<seed>:<pass>")``,
+the same order on every machine. The first measured pass is the one scored.
+
+Determinism: each pass is reduced to one SHA-256 per (method, case) over the
+lookupResult and the deep ranking (ids, scores, traces, rankings; not
+latency). Every pass must give the same hashes; the first pair that differs
+is named. Timing is a diagnostic and never part of this comparison.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .plan import canonical_sha256
+
+if TYPE_CHECKING:
+    from ..kb.backends import ChunkRef
+    from ..kb.pipeline import Pipeline
+    from ..models import GoldenCase
+    from ..settings import Method
+
+__all__ = ["PassResult", "first_difference", "latency_summary", "pass_order", "run_pass"]
+
+
+@dataclass
+class PassResult:
+    """One pass: lookups, deep rankings, per-item hashes and latencies (ms)."""
+
+    lookups: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    rankings: dict[str, dict[str, list[ChunkRef]]] | None = None
+    hashes: dict[tuple[str, str], str] = field(default_factory=dict)
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def projection_sha256(self) -> str:
+        return canonical_sha256(sorted([*key, value] for key, value in self.hashes.items()))
+
+
+def pass_order(
+    methods: Sequence[str], case_ids: Sequence[str], seed: int, number: int
+) -> list[tuple[str, str]]:
+    """The (method, case) order of pass ``number``: canonical for the warm-up (0),
+    shuffled by the seed for the measured passes."""
+    pairs = [(m, c) for m in methods for c in case_ids]
+    if number > 0:
+        random.Random(f"ragsnap-trial:{seed}:{number}").shuffle(pairs)
+    return pairs
+
+
+def run_pass(
+    pipelines: Mapping[str, Pipeline],
+    methods: Mapping[str, Method],
+    cases: Mapping[str, GoldenCase],
+    order: Sequence[tuple[str, str]],
+    depth: int | None,
+    on_item: Callable[[], None] | None = None,
+) -> PassResult:
+    """Run every (method, case) of ``order`` once."""
+    out = PassResult(rankings=None if depth is None else {})
+    for name in methods:
+        out.lookups[name] = {}
+        out.latencies[name] = []
+        if out.rankings is not None:
+            out.rankings[name] = {}
+    for name, case_id in order:
+        case = cases[case_id]
+        start = time.perf_counter()
+        result, ranking = pipelines[name].lookup_ranked(
+            case.query,
+            kb_scope=case.kb_scope,
+            top_k=case.top_k,
+            method=methods[name],
+            record_latency=False,
+            depth=depth,
+        )
+        out.latencies[name].append((time.perf_counter() - start) * 1000.0)
+        out.lookups[name][case_id] = result
+        ids = None if ranking is None else [r.chunk_id for r in ranking]
+        if out.rankings is not None and ranking is not None:
+            out.rankings[name][case_id] = ranking
+        out.hashes[(name, case_id)] = canonical_sha256({"lookup": result, "ranking": ids})
+        if on_item is not None:
+            on_item()
+    return out
+
+
+def first_difference(first: PassResult, other: PassResult) -> str | None:
+    """The first (method, case) whose result differs between two passes, or None."""
+    for key in sorted(first.hashes):
+        if other.hashes.get(key) != first.hashes[key]:
+            method, case_id = key
+            a, b = first.lookups[method][case_id], other.lookups[method][case_id]
+            part = "deep ranking" if a == b else _first_key(a, b)
+            return f"method {method}, case {case_id}: {part} differs"
+    return None
+
+
+def _first_key(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                return _first_key(a.get(key), b.get(key), f"{path}/{key}")
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x != y:
+                return _first_key(x, y, f"{path}/{i}")
+        if len(a) != len(b):
+            return f"{path} (length {len(a)} vs {len(b)})"
+    return path or "/"
+
+
+def latency_summary(values: Sequence[float]) -> dict[str, Any]:
+    """count, min, median, p95 (nearest rank), max and mean in ms, 3 decimals."""
+    if not values:
+        return {
+            "count": 0,
+            "minMs": None,
+            "medianMs": None,
+            "p95Ms": None,
+            "maxMs": None,
+            "meanMs": None,
+        }
+    ordered = sorted(values)
+    n = len(ordered)
+    mid = n // 2
+    median = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    p95 = ordered[max(0, -(-95 * n // 100) - 1)]
+    return {
+        "count": n,
+        "minMs": round(ordered[0], 3),
+        "medianMs": round(median, 3),
+        "p95Ms": round(p95, 3),
+        "maxMs": round(ordered[-1], 3),
+        "meanMs": round(sum(ordered) / n, 3),
+    }
