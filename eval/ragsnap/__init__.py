@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .kb.backends.sqlite import SqliteKnowledgeBase
     from .kb.corpus import Chunk, SeedDocument, chunk_document, load_seed_docs
     from .kb.embedders import (
+        AliasEmbedder,
         Embedder,
         Fingerprint,
         FrozenEmbedder,
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
     from .scoring.diff import Tolerances, diff_reports, render_diff_markdown
     from .scoring.hits import CaseResult, score_case
     from .scoring.report import build_report, render_markdown
-    from .settings import ChunkSettings, FusionProfile, LookupSettings
+    from .settings import ChunkSettings, FusionProfile, LookupSettings, Method
     from .snapshot.capture import LookupSource, PipelineSource, snapshot_case
     from .snapshot.fixturediff import compare_fixtures, fixture_changes
 
@@ -135,6 +136,8 @@ _EXPORTS = {
     "plan_seed": "kb.seeding",
     "seed": "kb.seeding",
     "LookupSettings": "settings",
+    "Method": "settings",
+    "AliasEmbedder": "kb.embedders",
     "Pipeline": "kb.pipeline",
     "FusionProfile": "settings",
     "Tokenizer": "kb.text",
@@ -162,6 +165,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Aggregate",
+    "AliasEmbedder",
     "BackendError",
     "CaseResult",
     "CaseSet",
@@ -187,6 +191,7 @@ __all__ = [
     "LookupSettings",
     "LookupSource",
     "Measure",
+    "Method",
     "MilvusKnowledgeBase",
     "MissingDependency",
     "OpenAIEmbedder",

@@ -28,6 +28,8 @@ from .commands import (
     DEFAULT_LIVE_JSON,
     DEFAULT_LIVE_MARKDOWN,
     DEFAULT_MARKDOWN_REPORT,
+    DEFAULT_TRIAL_DIFF_JSON,
+    DEFAULT_TRIAL_DIFF_MARKDOWN,
     DEFAULT_TRIAL_JSON,
     DEFAULT_TRIAL_MARKDOWN,
 )
@@ -571,6 +573,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_TRIAL_MARKDOWN,
         metavar="FILE",
         help=f"where to write the Markdown report (default: {DEFAULT_TRIAL_MARKDOWN})",
+    )
+    trial.add_argument(
+        "--compare-to",
+        type=Path,
+        metavar="FILE",
+        help="a baseline trial report to diff against, per method; exits 1 on a "
+        "regression (default: no diff)",
+    )
+    trial.add_argument(
+        "--diff-json-report",
+        type=Path,
+        metavar="FILE",
+        help=f"where to write the JSON diff (default with --compare-to: {DEFAULT_TRIAL_DIFF_JSON})",
+    )
+    trial.add_argument(
+        "--diff-markdown-report",
+        type=Path,
+        metavar="FILE",
+        help=f"where to write the Markdown diff (default with --compare-to: "
+        f"{DEFAULT_TRIAL_DIFF_MARKDOWN})",
     )
     trial.add_argument(
         "--kb",

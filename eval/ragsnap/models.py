@@ -18,6 +18,8 @@ __all__ = [
     "JUDGMENT_TARGETS",
     "REPORT_KIND",
     "REPORT_SCHEMA_VERSION",
+    "TRIAL_REPORT_KIND",
+    "TRIAL_REPORT_SCHEMA_VERSION",
     "EvidenceBlock",
     "Fixture",
     "GoldenCase",
@@ -36,6 +38,9 @@ DEFAULT_MIN_HIT_LEVEL: HitLevel = "medium"
 #: checked when a report (a baseline) is read back by ``io.inputs``.
 REPORT_SCHEMA_VERSION = 1
 REPORT_KIND = "ragsnap-score-report"
+#: The trial report's ``kind`` and ``schemaVersion`` (``trial.report``, ``io.inputs``).
+TRIAL_REPORT_SCHEMA_VERSION = 1
+TRIAL_REPORT_KIND = "ragsnap-trial-report"
 
 
 def hit_level_rank(level: str) -> int:

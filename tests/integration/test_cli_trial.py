@@ -182,6 +182,7 @@ def test_the_example_gates_admit_the_default_method(example: Path) -> None:
         (["--methods", "lexical,lexical"], "twice"),
         (["--split", "dev", "--plan", "nope.json"], "--split would change the pinned plan"),
         (["--kb", "kb.sqlite", "--methods", "lexical,alias"], "--kb holds one vector space"),
+        (["--kb", "missing.sqlite", "--methods", "lexical"], "no knowledge base here"),
         (["--gates", "cases/golden-cases.json"], "gates"),
         (["--cases", "missing.json"], "missing.json"),
     ],
@@ -253,3 +254,41 @@ def test_goodbuddys_gates_outcome_is_the_one_the_readme_states(tmp_path: Path) -
     }
     assert outcome == _readme_outcome()
     assert run.code == (0 if all(entry["admitted"] for entry in report["methods"].values()) else 1)
+
+
+def test_two_trial_reports_diff_per_method(example: Path) -> None:
+    run, _ = trial(example, "--methods", "lexical,hybrid", "--json-report", "base.json")
+    assert run.code == 0, run.err
+    # the same trial compared with itself: nothing moved
+    same, _ = trial(example, "--methods", "lexical,hybrid", "--compare-to", "base.json")
+    assert same.code == 0, same.out + same.err
+    assert "No regressions against base.json: 0 regression(s)" in same.out
+    # stricter floors for every method: evidence is lost, the diff says where
+    (example / "strict.yaml").write_text(
+        "trial: {depth: 100, aliases: cases/aliases.yaml}\nlookup: {minScore: 0.6, sufficientScore: 0.7}\n",
+        encoding="utf-8",
+    )
+    worse, _ = trial(
+        example,
+        "--config",
+        "strict.yaml",
+        "--methods",
+        "lexical,hybrid,alias",
+        "--json-report",
+        "worse.json",
+    )
+    assert worse.code == 0, worse.err
+    diff = run_cli("diff", "base.json", "worse.json", "--max-listed", "200", cwd=example)
+    assert diff.code == 1, diff.out + diff.err
+    assert "Regressed against base.json" in diff.out
+    assert "inputs changed: providers, vectors" in diff.out  # alias brought its vectors
+    assert re.search(r"^  lexical: contextRecall 0\.\d+ -> 0\.\d+$", diff.out, re.M), diff.out
+    assert re.search(r"^  hybrid: case \S+: \w+ -> \w+", diff.out, re.M), diff.out
+    written = json.loads((example / "reports" / "baseline-diff.json").read_text(encoding="utf-8"))
+    assert written["kind"] == "ragsnap-trial-diff" and written["regressed"] is True
+    assert written["methods"]["alias"]["status"] == "added"
+    markdown = (example / "reports" / "baseline-diff.md").read_text(encoding="utf-8")
+    assert "# ragsnap trial diff" in markdown and "## lexical" in markdown
+    # a trial report and a score report are not comparable
+    mixed = run_cli("diff", "base.json", str(REPO / "reports" / "baseline.json"), cwd=example)
+    assert mixed.code == 2 and "is not a ragsnap trial report" in mixed.err

@@ -27,6 +27,8 @@ DEFAULT_LIVE_JSON = Path("reports/live-post-reindex.json")
 DEFAULT_LIVE_MARKDOWN = Path("reports/live-post-reindex.md")
 DEFAULT_TRIAL_JSON = Path("reports/trial.json")
 DEFAULT_TRIAL_MARKDOWN = Path("reports/trial.md")
+DEFAULT_TRIAL_DIFF_JSON = Path("reports/trial-diff.json")
+DEFAULT_TRIAL_DIFF_MARKDOWN = Path("reports/trial-diff.md")
 
 
 def select_cases(

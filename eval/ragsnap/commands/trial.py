@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 from ..config import Config, load_config
 from ..errors import InputError, UsageError
 from ..io.inputs import load_cases
-from ..io.jsonio import check_outputs, parse_json, parse_yaml, read_bytes, write_outputs
+from ..io.jsonio import (
+    check_outputs,
+    parse_json,
+    parse_yaml,
+    read_bytes,
+    round_floats,
+    write_outputs,
+)
 from ..io.progress import Progress
 from ..io.schema import validate
 from ..models import JUDGMENT_TARGETS, GoldenCase
@@ -36,6 +43,7 @@ from ..trial.measure import MethodMeasurement, measure_method, trial_measures
 from ..trial.plan import Plan, canonical_sha256, corpus_digest
 from ..trial.report import build_trial_report, method_table, render_trial_markdown
 from ..trial.runner import PassResult, first_difference, latency_summary, pass_order, run_pass
+from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN
 from ._kb import open_tokenizer
 
 if TYPE_CHECKING:
@@ -84,13 +92,35 @@ def run(args: argparse.Namespace) -> int:
     gates_path = args.gates if args.gates is not None else config.trial.gates
     gates = _load_gates(gates_path) if gates_path is not None else None
 
+    if args.compare_to is None and (args.diff_json_report or args.diff_markdown_report):
+        raise UsageError(
+            "--diff-json-report and --diff-markdown-report need --compare-to BASELINE; "
+            "add it or drop them"
+        )
+    baseline = None
+    if args.compare_to is not None:
+        from ..io.inputs import load_trial_report
+
+        baseline = load_trial_report(args.compare_to, "baseline")
+    diff_json = args.diff_json_report or DEFAULT_TRIAL_DIFF_JSON
+    diff_markdown = args.diff_markdown_report or DEFAULT_TRIAL_DIFF_MARKDOWN
     outputs = [args.json_report, args.markdown_report]
+    if baseline is not None:
+        outputs += [diff_json, diff_markdown]
     runs = _run_files(args.runs_dir, names) if args.runs_dir is not None else {}
     if args.write_plan is not None:
         outputs = [args.write_plan]
     check_outputs(
         [*outputs, *runs.values()],
-        inputs=[args.cases, args.config, args.plan, gates_path, args.kb, args.aliases],
+        inputs=[
+            args.cases,
+            args.config,
+            args.plan,
+            gates_path,
+            args.kb,
+            args.aliases,
+            args.compare_to,
+        ],
         folders=[config.kb.seed_docs],
         allow_outside=args.allow_outside,
     )
@@ -230,16 +260,26 @@ def run(args: argparse.Namespace) -> int:
         },
     )
     validate(report, "trial-report", args.json_report, "trial report")
-    write_outputs(
-        {
-            args.json_report: report,
-            args.markdown_report: render_trial_markdown(report),
-            **run_texts,
-        }
-    )
-    print(_summary(report, args, gate_rows))
+    written: dict[Path, Any] = {
+        args.json_report: report,
+        args.markdown_report: render_trial_markdown(report),
+        **run_texts,
+    }
+    diff = None
+    if baseline is not None:
+        from ..trial.compare import diff_trials, render_trial_diff_markdown
+
+        # the report as it reads back from disk (floats rounded like every output)
+        diff = diff_trials(
+            baseline, round_floats(report), config.tolerances, args.compare_to.as_posix()
+        )
+        written[diff_json] = diff
+        written[diff_markdown] = render_trial_diff_markdown(diff)
+    write_outputs(written)
+    print(_summary(report, args, gate_rows, diff))
     failed_gates = gate_rows is not None and any(g.ran and not g.passed for g in gate_rows)
-    return 1 if failed_gates or determinism["identical"] is False else 0
+    regressed = diff is not None and diff["regressed"]
+    return 1 if failed_gates or determinism["identical"] is False or regressed else 0
 
 
 def _with_aliases(config: Config, aliases: Path | None) -> Config:
@@ -514,7 +554,10 @@ def _cgroup() -> dict[str, Any] | None:
 
 
 def _summary(
-    report: dict[str, Any], args: argparse.Namespace, gates: list[GateResult] | None
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    gates: list[GateResult] | None,
+    diff: dict[str, Any] | None,
 ) -> str:
     plan = report["plan"]
     cases = report["cases"]
@@ -538,5 +581,14 @@ def _summary(
     runs = report["runs"]
     if runs is not None:
         lines.append(f"Runs: {', '.join(runs['files'])}; qrels {runs['qrels']}")
-    lines.append(f"Reports: {args.json_report.as_posix()}, {args.markdown_report.as_posix()}")
+    reports = [args.json_report, args.markdown_report]
+    if diff is not None:
+        from ..trial.compare import trial_diff_lines
+
+        lines += trial_diff_lines(diff, 20)
+        reports += [
+            args.diff_json_report or DEFAULT_TRIAL_DIFF_JSON,
+            args.diff_markdown_report or DEFAULT_TRIAL_DIFF_MARKDOWN,
+        ]
+    lines.append("Reports: " + ", ".join(p.as_posix() for p in reports))
     return "\n".join(lines)

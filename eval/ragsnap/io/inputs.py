@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION, Fixture, GoldenCase
+from ..models import (
+    REPORT_KIND,
+    REPORT_SCHEMA_VERSION,
+    TRIAL_REPORT_KIND,
+    Fixture,
+    GoldenCase,
+)
 from .jsonio import parse_json, read_bytes, read_json
 from .schema import validate
 
@@ -198,3 +204,25 @@ def load_report(path: Path, role: str) -> dict[str, Any]:
         seen.add(case["id"])
     result: dict[str, Any] = data
     return result
+
+
+def report_kind(path: Path) -> str | None:
+    """The ``kind`` of a JSON report file (a score report, a trial report ...), or None."""
+    data: Any = read_json(path, "pass an existing JSON report")
+    return data.get("kind") if isinstance(data, dict) else None
+
+
+def load_trial_report(path: Path, role: str) -> dict[str, Any]:
+    """Read a JSON trial report written by ``ragsnap trial`` (e.g. a baseline)."""
+    regenerate = f"regenerate the {role} with `ragsnap trial --json-report {path}`"
+    data: Any = read_json(path, f"pass an existing {role} report, or {regenerate}")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind != TRIAL_REPORT_KIND:
+        raise InputError(
+            path,
+            f"is not a ragsnap trial report (kind {kind!r})",
+            f"compare two reports of `ragsnap trial`; {regenerate}",
+            pointer="/kind",
+        )
+    validate(data, "trial-report", path, "trial report")
+    return dict(data)

@@ -46,6 +46,8 @@ __all__ = [
     "DIFF_SCHEMA_VERSION",
     "Tolerances",
     "diff_reports",
+    "level_status",
+    "metric_status",
     "metric_value",
     "render_diff_markdown",
     "verdict",
@@ -103,7 +105,9 @@ def _round(value: Any) -> Any:
     return round(value, FLOAT_DIGITS) if isinstance(value, float) else value
 
 
-def _metric_status(metric: str, before: Any, after: Any, tolerance: float) -> str:
+def metric_status(metric: str, before: Any, after: Any, tolerance: float) -> str:
+    """regression / improvement / changed / unchanged of one aggregate or graded metric
+    (a lower-is-better one counts the other way; coverage only ever "changes")."""
     if before is None or after is None or metric.startswith("coverage"):
         return UNCHANGED if before == after else CHANGED
     delta = after - before
@@ -136,7 +140,7 @@ def _aggregate_rows(
                 "current": new,
                 "delta": delta,
                 "tolerance": tol.for_metric(metric),
-                "status": _metric_status(metric, old, new, tol.for_metric(metric)),
+                "status": metric_status(metric, old, new, tol.for_metric(metric)),
             }
         )
     return rows
@@ -154,7 +158,8 @@ def _rank_status(before: int | None, after: int | None, tolerance: int) -> str:
     return IMPROVEMENT if after < before else CHANGED
 
 
-def _level_status(before: str | None, after: str | None) -> str:
+def level_status(before: str | None, after: str | None) -> str:
+    """A hit level's move: down is a regression, up an improvement."""
     if before == after:
         return UNCHANGED
     if before is None or after is None:
@@ -171,7 +176,7 @@ def _case_changes(
             if before["passed"] == after["passed"]
             else (IMPROVEMENT if after["passed"] else REGRESSION)
         ),
-        "hitLevel": _level_status(before["hitLevel"], after["hitLevel"]),
+        "hitLevel": level_status(before["hitLevel"], after["hitLevel"]),
         "firstExpectedRank": _rank_status(
             before["firstExpectedRank"], after["firstExpectedRank"], tol.first_expected_rank
         ),

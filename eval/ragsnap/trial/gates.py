@@ -27,7 +27,8 @@ computes (``ndcg@10``, ``ndcg_exp@10``, ``map``, ``contextPrecision`` ...) and
 the latency summary (``latencyMinMs``, ``latencyMedianMs``, ``latencyP95Ms``,
 ``latencyMaxMs``, ``latencyMeanMs``). A gate whose value is null (no case in
 its group) fails: an unmeasured method is not admitted. A gate naming a
-method the trial did not run is listed as not run and fails nothing.
+method the trial did not run (or comparing with one) is listed as not run and fails
+nothing.
 
 A method that fails any gate is *not admitted*; its numbers stay in the
 report beside the others. Gates are baselines of one fixture, not service
@@ -186,6 +187,10 @@ def evaluate_gates(
                 results.append(
                     GateResult(name, text, None, True, ran=False, message="not in this trial")
                 )
+                continue
+            if gate.relative_to is not None and gate.relative_to not in methods:
+                message = f"{gate.relative_to} is not in this trial"
+                results.append(GateResult(name, text, None, True, ran=False, message=message))
                 continue
             value = _value(methods[name], gate)
             if value is None:

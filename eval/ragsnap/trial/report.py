@@ -18,6 +18,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
 from .measure import MethodMeasurement, failure_codes
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
     "render_trial_markdown",
 ]
 
-TRIAL_REPORT_SCHEMA_VERSION = 1
-TRIAL_REPORT_KIND = "ragsnap-trial-report"
 
 #: the measures of the method x measure tables, in order
 TABLE_MEASURES = (

@@ -78,6 +78,7 @@ def test_groups_nulls_and_methods_not_run() -> None:
             {"method": "lexical", "split": "dev", "measure": "mrr@10", "min": 0.5},
             {"method": "lexical", "language": "fr", "measure": "mrr@10", "min": 0.5},
             {"method": "alias", "measure": "mrr@10", "min": 0.5},
+            {"method": "lexical", "measure": "mrr@10", "notBelow": {"method": "hybrid"}},
         ),
         methods,
         PATH,
@@ -87,6 +88,7 @@ def test_groups_nulls_and_methods_not_run() -> None:
         (False, True, "no measurement"),  # the split did not run: null is not a pass
         (False, True, "no measurement"),
         (True, False, "not in this trial"),
+        (True, False, "hybrid is not in this trial"),
     ]
     assert results[0].gate == "mrr@10 [language zh] >= 0.5"
 
