@@ -1,17 +1,55 @@
 """``ragsnap diff BASELINE CURRENT``: diff two existing score reports, or two trial
-reports (per method)."""
+reports (per method). The baseline's ``kind`` picks the differ from ``DIFFERS``."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from ..config import Config, load_config
+from ..config import load_config
 from ..io.inputs import load_report, load_trial_report, report_kind
 from ..io.jsonio import check_outputs, write_outputs
 from ..models import TRIAL_REPORT_KIND
-from ..scoring.diff import diff_reports, render_diff_markdown
-from ..scoring.summary import diff_lines
 from . import gc_paused
+
+
+@dataclass(frozen=True, slots=True)
+class Differ:
+    """How one kind of report is read, diffed, rendered and summarised."""
+
+    load: Callable[[Any, str], dict[str, Any]]
+    diff: Callable[..., dict[str, Any]]
+    markdown: Callable[[dict[str, Any]], str]
+    lines: Callable[[dict[str, Any], argparse.Namespace], list[str]]
+
+
+def _score_differ() -> Differ:
+    from ..scoring.diff import diff_reports, render_diff_markdown
+    from ..scoring.summary import diff_lines
+
+    return Differ(
+        load_report,
+        diff_reports,
+        render_diff_markdown,
+        lambda diff, args: diff_lines(diff, args.max_listed, args.diff_markdown_report),
+    )
+
+
+def _trial_differ() -> Differ:
+    from ..trial.compare import diff_trials, render_trial_diff_markdown, trial_diff_lines
+
+    return Differ(
+        load_trial_report,
+        diff_trials,
+        render_trial_diff_markdown,
+        lambda diff, args: trial_diff_lines(diff, args.max_listed),
+    )
+
+
+#: report kind -> its differ (imported when used); any other kind is a score report
+DIFFERS: dict[str, Callable[[], Differ]] = {TRIAL_REPORT_KIND: _trial_differ}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,14 +60,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    if report_kind(args.baseline) == TRIAL_REPORT_KIND:
-        return _run_trials(args, config)
-    baseline = load_report(args.baseline, "baseline")
-    current = load_report(args.current, "current report")
-    diff = diff_reports(baseline, current, config.tolerances, args.baseline.as_posix())
+    differ = DIFFERS.get(report_kind(args.baseline) or "", _score_differ)()
+    baseline = differ.load(args.baseline, "baseline")
+    current = differ.load(args.current, "current report")
+    diff = differ.diff(baseline, current, config.tolerances, args.baseline.as_posix())
     outputs = {
         args.diff_json_report: diff,
-        args.diff_markdown_report: render_diff_markdown(diff),
+        args.diff_markdown_report: differ.markdown(diff),
     }
     check_outputs(
         [*outputs],
@@ -37,29 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         allow_outside=args.allow_outside,
     )
     write_outputs(outputs)
-    lines = diff_lines(diff, args.max_listed, args.diff_markdown_report)
-    lines.append("Reports: " + ", ".join(p.as_posix() for p in outputs))
-    print("\n".join(lines))
-    return 1 if diff["regressed"] else 0
-
-
-def _run_trials(args: argparse.Namespace, config: Config) -> int:
-    from ..trial.compare import diff_trials, render_trial_diff_markdown, trial_diff_lines
-
-    baseline = load_trial_report(args.baseline, "baseline")
-    current = load_trial_report(args.current, "current report")
-    diff = diff_trials(baseline, current, config.tolerances, args.baseline.as_posix())
-    outputs = {
-        args.diff_json_report: diff,
-        args.diff_markdown_report: render_trial_diff_markdown(diff),
-    }
-    check_outputs(
-        [*outputs],
-        inputs=[args.baseline, args.current, args.config],
-        allow_outside=args.allow_outside,
-    )
-    write_outputs(outputs)
-    lines = trial_diff_lines(diff, args.max_listed)
+    lines = differ.lines(diff, args)
     lines.append("Reports: " + ", ".join(p.as_posix() for p in outputs))
     print("\n".join(lines))
     return 1 if diff["regressed"] else 0

@@ -233,16 +233,10 @@ class Pipeline:
 
     # -- one attempt ----------------------------------------------------------
 
-    def _attempt(
-        self,
-        name: str,
-        flt: Filter,
-        spec: Method,
-        query: _Query,
-    ) -> _Attempt:
-        s = self.settings
-        start = time.perf_counter()
-        limit = s.candidates
+    def _search(
+        self, spec: Method, query: _Query, flt: Filter, limit: int
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], list[int]]:
+        """The method's lists, ``limit`` deep: lexical, vector, and their rows in order."""
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         if "lexical" in spec.retrievers:
@@ -250,6 +244,17 @@ class Pipeline:
         if "vector" in spec.retrievers and query.vector is not None:
             vector = self.kb.vector_search(query.vector, flt, limit)
         rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        return lexical, vector, rows
+
+    def _attempt(
+        self,
+        name: str,
+        flt: Filter,
+        spec: Method,
+        query: _Query,
+    ) -> _Attempt:
+        start = time.perf_counter()
+        lexical, vector, rows = self._search(spec, query, flt, self.settings.candidates)
         stored = self.kb.chunks(rows)
         if len(stored) != len(rows):  # a write removed them since the search: start again
             raise _StaleRead
@@ -305,13 +310,7 @@ class Pipeline:
         Only identities are fetched for the whole list; full chunks only for the
         reranked head. This is what ranking measures (recall@1000, MAP) need.
         """
-        lexical: list[tuple[int, float]] = []
-        vector: list[tuple[int, float]] = []
-        if "lexical" in spec.retrievers:
-            lexical = self.kb.lexical_search(query.tokens, flt, depth, text=query.text)
-        if "vector" in spec.retrievers and query.vector is not None:
-            vector = self.kb.vector_search(query.vector, flt, depth)
-        rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        lexical, vector, rows = self._search(spec, query, flt, depth)
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):
             raise _StaleRead

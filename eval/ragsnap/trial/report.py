@@ -19,7 +19,8 @@ from typing import Any
 from tabulate import tabulate
 
 from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
-from .measure import MethodMeasurement, failure_codes
+from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
+from .measure import TRIAL_MEASURES, MethodMeasurement, failure_codes
 
 __all__ = [
     "TRIAL_REPORT_KIND",
@@ -30,16 +31,11 @@ __all__ = [
 ]
 
 
-#: the measures of the method x measure tables, in order
+#: the measures of the method x measure tables, in order (coverage is in the JSON)
 TABLE_MEASURES = (
-    "recall@5",
-    "recall@10",
-    "mrr@10",
-    "ndcg@10",
-    "ndcg_exp@10",
-    "map",
-    "contextPrecision",
-    "contextRecall",
+    *(m for m in TRIAL_MEASURES if not m.startswith("coverage")),
+    CONTEXT_PRECISION,
+    CONTEXT_RECALL,
 )
 
 
