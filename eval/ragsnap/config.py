@@ -26,6 +26,9 @@ error. Strictly validated against ``schemas/config.schema.json``::
         analyzer: auto     # standard | jieba | auto (jieba when the corpus has Chinese)
       seedDocs: seed-docs
       segmenter: bigram    # Chinese segmentation: bigram | jieba (extra `zh`)
+      analyzer:            # Latin text (embedded backend): part of the index's fingerprint
+        stemmer: none      # or a Snowball language: english, german, ... (PyStemmer)
+        stopWords: english # or none
       embedder: {kind: hashing, dimension: 256}
                            # or {kind: sentence-transformer} (extra `embed`),
                            # {kind: frozen, path: vectors.json},
@@ -135,6 +138,8 @@ class KbConfig:
     path: Path = DEFAULT_KB
     seed_docs: Path = DEFAULT_SEED_DOCS
     segmenter: str = "bigram"
+    stemmer: str | None = None
+    stop_words: bool = True
     embedder: dict[str, Any] = field(default_factory=lambda: {"kind": "hashing"})
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     milvus: MilvusConfig = field(default_factory=MilvusConfig)
@@ -192,11 +197,23 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     def where(key: str, default: Path) -> Path:
         return base / data[key] if key in data else default
 
+    stemmer = data.get("analyzer", {}).get("stemmer", "none")
+    if stemmer != "none" and data.get("backend") == "milvus":
+        raise InputError(
+            path,
+            "`kb.analyzer.stemmer` is for the embedded backend; Milvus analyses text with "
+            "its own analyzer (`kb.milvus.analyzer`)",
+            "drop the stemmer, or use the embedded backend",
+            "/kb/analyzer/stemmer",
+        )
+
     return KbConfig(
         backend=data.get("backend", "embedded"),
         path=where("path", DEFAULT_KB),
         seed_docs=where("seedDocs", DEFAULT_SEED_DOCS),
         segmenter=data.get("segmenter", "bigram"),
+        stemmer=None if stemmer == "none" else stemmer,
+        stop_words=data.get("analyzer", {}).get("stopWords", "english") == "english",
         embedder=dict(data.get("embedder", {"kind": "hashing"})),
         chunking=ChunkSettings(
             max_chars=max_chars,

@@ -170,3 +170,20 @@ def test_bad_methods(tmp_path: Path, text: str, pointer: str, words: str) -> Non
         load_config(path)
     assert info.value.pointer is not None and info.value.pointer.startswith(pointer)
     assert words in str(info.value)
+
+
+def test_the_analyzer(tmp_path: Path) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text("kb: {analyzer: {stemmer: english, stopWords: none}}\n", encoding="utf-8")
+    kb = load_config(path).kb
+    assert (kb.stemmer, kb.stop_words) == ("english", False)
+    path.write_text("kb: {analyzer: {stemmer: none}}\n", encoding="utf-8")
+    assert load_config(path).kb.stemmer is None
+    path.write_text("kb: {backend: milvus, analyzer: {stemmer: english}}\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert info.value.pointer == "/kb/analyzer/stemmer" and "Milvus" in str(info.value)
+    path.write_text("kb: {analyzer: {stemmer: klingon}}\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert info.value.pointer == "/kb/analyzer/stemmer"

@@ -83,6 +83,11 @@ def open_store(
 
         return SqliteKnowledgeBase(kb_path(args, config), create=create)
     if backend == "milvus":
+        if config.kb.stemmer is not None:
+            raise UsageError(
+                "kb.analyzer.stemmer is for the embedded backend; Milvus analyses text with its "
+                "own analyzer (kb.milvus.analyzer): drop the stemmer or use --backend embedded"
+            )
         if getattr(args, "kb", None) is not None:
             raise UsageError(
                 "--kb names an embedded SQLite file; the milvus backend uses kb.milvus.uri "
@@ -156,5 +161,6 @@ def open_embedder(config: Config) -> Embedder:
 
 
 def open_tokenizer(config: Config) -> Tokenizer:
-    """The configured tokenizer (segmenter)."""
-    return get_tokenizer(config.kb.segmenter)
+    """The configured tokenizer (segmenter and analyzer)."""
+    kb = config.kb
+    return get_tokenizer(kb.segmenter, kb.stemmer, kb.stop_words)

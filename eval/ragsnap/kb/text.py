@@ -13,6 +13,13 @@ segmentation in search mode, extra ``zh``). ``benchmarks/README.md`` records
 how the two retrieve on the GoodBuddy bilingual set. The tokens are stored
 space-separated in SQLite FTS5, whose own ``unicode61`` tokeniser then only
 splits on those spaces; nothing depends on SQLite extensions.
+
+The *analyzer* of Latin runs is configurable (``kb.analyzer`` in ragsnap.yaml):
+``stemmer`` (``none``, the default, or a Snowball language such as ``english``,
+through PyStemmer: ``connections`` and ``connection`` become ``connect``) and
+``stopWords`` (``english``, the default, or ``none``). Both are part of the
+tokeniser's name, which the knowledge base records: an index built with one
+analyzer is refused by another until ``ragsnap seed --reindex``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from ..errors import MissingDependency, UsageError
 
 __all__ = [
     "SEGMENTERS",
+    "STEMMERS",
     "STOP_WORDS",
     "Tokenizer",
     "get_tokenizer",
@@ -57,6 +65,13 @@ STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 SEGMENTERS = ("bigram", "jieba")
 TOKENIZER_VERSION = "1"
+#: Snowball languages of PyStemmer that ``kb.analyzer.stemmer`` accepts
+STEMMERS = (
+    "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "finnish",
+    "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian",
+    "lithuanian", "nepali", "norwegian", "porter", "portuguese", "romanian", "russian",
+    "serbian", "spanish", "swedish", "tamil", "turkish", "yiddish",
+)  # fmt: skip
 
 
 def normalize(text: str) -> str:
@@ -87,35 +102,63 @@ def _jieba(run: str) -> list[str]:
     return [w for w in _jieba_cut()(run) if w.strip()]
 
 
-class Tokenizer:
-    """Turns text into index/query tokens with one CJK segmenter.
+@functools.cache
+def _stemmer(language: str) -> Callable[[str], str]:
+    """PyStemmer's Snowball stemmer of ``language``: one word in, its stem out."""
+    try:
+        import Stemmer
+    except ImportError:  # a core dependency: only a broken install lands here
+        raise MissingDependency("the PyStemmer Snowball stemmer", "") from None
+    stem: Callable[[str], str] = Stemmer.Stemmer(language).stemWord
+    return stem
 
-    ``name`` (``bigram-v1`` or ``jieba-v1``) is part of a knowledge base's
-    fingerprint: an index built with one segmenter cannot be queried with
-    another.
+
+class Tokenizer:
+    """Turns text into index/query tokens with one CJK segmenter and one analyzer.
+
+    ``name`` (``bigram-v1``, ``jieba-v1``, with ``+snowball-english`` when
+    stemming and ``+stop-none`` without stop words) is part of a knowledge
+    base's fingerprint: an index built with one tokeniser cannot be queried
+    with another.
     """
 
-    def __init__(self, segmenter: str = "bigram"):
+    def __init__(
+        self, segmenter: str = "bigram", stemmer: str | None = None, stop_words: bool = True
+    ):
         if segmenter not in SEGMENTERS:
             raise UsageError(f"unknown segmenter {segmenter!r}; use one of {', '.join(SEGMENTERS)}")
+        if stemmer is not None and stemmer not in STEMMERS:
+            raise UsageError(
+                f"unknown stemmer {stemmer!r}; use none or a Snowball language such as english"
+            )
         self.segmenter = segmenter
+        self.stemmer = stemmer
+        self.stop_words = stop_words
         self.name = f"{segmenter}-v{TOKENIZER_VERSION}"
+        if stemmer is not None:
+            self.name += f"+snowball-{stemmer}"
+        if not stop_words:
+            self.name += "+stop-none"
         self._segment = _bigrams if segmenter == "bigram" else _jieba
+        self._stops = STOP_WORDS if stop_words else frozenset()
+        self._stem = _stemmer(stemmer) if stemmer is not None else None
         if segmenter == "jieba":
             _jieba_cut()  # fail now, not in the middle of an import
 
     def tokens(self, text: str) -> list[str]:
-        """Index/query tokens of ``text`` in order, stop words removed."""
+        """Index/query tokens of ``text`` in order, stop words removed, stemmed."""
         out: list[str] = []
+        stops, stem = self._stops, self._stem
         for cjk, word in _RUNS.findall(normalize(text)):
             if cjk:
                 out.extend(self._segment(cjk))
-            elif word not in STOP_WORDS:
-                out.append(word)
+            elif word not in stops:
+                out.append(word if stem is None else stem(word))
         return out
 
     def words(self, text: str) -> list[tuple[bool, str]]:
-        """The raw runs of ``text``: ``(is_cjk, run)``, stop words removed."""
+        """The raw runs of ``text``: ``(is_cjk, run)``, stop words removed, unstemmed
+        (the hashing embedder's input: its character n-grams see inflections)."""
         return [
             (True, cjk) if cjk else (False, word)
             for cjk, word in _RUNS.findall(normalize(text))
@@ -124,9 +167,11 @@ class Tokenizer:
 
 
 @functools.cache
-def get_tokenizer(segmenter: str = "bigram") -> Tokenizer:
-    """The shared ``Tokenizer`` for ``segmenter``."""
-    return Tokenizer(segmenter)
+def get_tokenizer(
+    segmenter: str = "bigram", stemmer: str | None = None, stop_words: bool = True
+) -> Tokenizer:
+    """The shared ``Tokenizer`` for ``segmenter`` and the analyzer."""
+    return Tokenizer(segmenter, stemmer, stop_words)
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z]+[A-Z0-9_.:-][A-Za-z0-9_.:-]*|[A-Za-z]*\d[\w.-]*")

@@ -83,3 +83,24 @@ def test_identifiers(token: str) -> None:
 @pytest.mark.parametrize("token", ["pool", "Kafka", "redis", "ab", "A1", "缓存", "Connection"])
 def test_plain_words_are_not_identifiers(token: str) -> None:
     assert not is_identifier(token)
+
+
+def test_the_english_stemmer_conflates_inflections() -> None:
+    plain, stemmed = Tokenizer(), Tokenizer(stemmer="english")
+    text = "Connections pooled; the pool connects 连接池"
+    assert plain.tokens(text) == ["connections", "pooled", "pool", "connects", "连接", "接池"]
+    assert stemmed.tokens(text) == ["connect", "pool", "pool", "connect", "连接", "接池"]
+    assert stemmed.words(text) == plain.words(text)  # the hashing embedder's input: unstemmed
+    assert (plain.name, stemmed.name) == ("bigram-v1", "bigram-v1+snowball-english")
+    assert get_tokenizer("bigram", "english") is get_tokenizer("bigram", "english")
+
+
+def test_stop_words_can_be_kept() -> None:
+    keep = Tokenizer(stop_words=False)
+    assert keep.tokens("the pool of the service") == ["the", "pool", "of", "the", "service"]
+    assert keep.name == "bigram-v1+stop-none"
+
+
+def test_unknown_stemmer_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown stemmer 'klingon'"):
+        Tokenizer(stemmer="klingon")
