@@ -163,9 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
         "metrics",
         help="evaluate a TREC run against TREC qrels, trec_eval style",
         description="Read TREC qrels (query iter doc grade) and a run (query Q0 doc rank score "
-        "tag) and print measure<TAB>query<TAB>value lines. Queries whose judgments hold no "
-        "relevant document are excluded and counted as num_excluded; judged queries missing "
-        "from the run score 0.",
+        "tag) and print measure<TAB>query<TAB>value lines: per query with -q, then each "
+        "measure's `all` line, num_q (queries averaged over) and num_excluded (queries of the "
+        "qrels left out). By default the `all` lines are trec_eval's: the queries in both the "
+        "run and the qrels are averaged over, including those whose judgments hold no "
+        "relevant document (they score 0); a run query without judgments and a judged query "
+        "missing from the run are ignored. -c averages over every query in the qrels, a "
+        "missing one scoring 0 (trec_eval -c); --query-set ragsnap uses golden-case scoring's "
+        "rule: queries without a relevant judgment are left out, judged queries missing from "
+        "the run score 0. num_ret, num_rel and num_rel_ret are summed; gm_map is the "
+        "geometric mean of AP (floor 0.00001) and has no per-query lines.",
     )
     metrics.add_argument("--qrels", type=Path, required=True, metavar="FILE", help="qrels file")
     metrics.add_argument("--run", type=Path, required=True, metavar="FILE", help="run file")
@@ -175,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="MEASURE",
         help="a measure such as ndcg@10, recall@5, map, mrr@10, precision@10, hit@10, "
-        "rprec, ndcg_exp@10, coverage@10; repeatable (default: "
+        "rprec, bpref, gm_map, iprec@0.10, num_ret, num_rel, num_rel_ret, ndcg_exp@10, "
+        "coverage@10; trec_eval names (P_5, recip_rank, iprec_at_recall_0.10) and "
+        "ir_measures names (AP, RR, R@5, nDCG@10, P@5) work too; repeatable (default: "
         "map, rprec, mrr@10, ndcg@10, recall@5, recall@10, precision@5, precision@10, "
         "hit@10, coverage@10)",
     )
@@ -184,6 +193,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     metrics.add_argument(
         "--digits", type=int, default=4, metavar="N", help="decimal places (default: 4)"
+    )
+    metrics.add_argument(
+        "-c",
+        "--complete",
+        action="store_true",
+        help="average over every query in the qrels, a judged query missing from the run "
+        "scoring 0, as trec_eval -c does; the same as --query-set complete (default: off)",
+    )
+    metrics.add_argument(
+        "--query-set",
+        choices=("trec", "complete", "ragsnap"),
+        help="which queries are averaged over: trec = in both run and qrels (trec_eval), "
+        "complete = every query in the qrels (trec_eval -c), ragsnap = judged queries with "
+        "a relevant document, in the run or not, as golden-case scoring does (default: trec)",
     )
     metrics.set_defaults(handler="metrics")
 

@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InputError, UsageError
 from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
-from .ir.metrics import parse_measures
+from .ir.metrics import MEASURES, parse_measures
 from .scoring.diff import Tolerances
 from .settings import (
     ALIAS_NOTE,
@@ -346,11 +346,21 @@ def load_config(path: Path | None) -> Config:
     validate(data, "config", path, "configuration")
     measures = tuple(data.get("measures", DEFAULT_CASE_MEASURES))
     try:
-        parse_measures(measures)
+        parsed = parse_measures(measures)
     except UsageError as exc:
         raise InputError(
             path, str(exc).split(";")[0], "use measures such as ndcg@10", "/measures"
         ) from None
+    for index, measure in enumerate(parsed):
+        if MEASURES[measure.name].aggregate != "mean":  # gm_map, num_ret ...: not per case
+            raise InputError(
+                path,
+                f"{measure} is not a per-case measure (reports average per-case values; "
+                f"{measure} is a count or another mean)",
+                "use it with `ragsnap metrics` on TREC files, and per-case measures such as "
+                "map or ndcg@10 here",
+                f"/measures/{index}",
+            )
     base = path.parent
     trial = _trial_config(data.get("trial", {}), base)
     methods = _methods(data.get("methods", {}), data.get("trial", {}).get("aliases"), path)

@@ -187,3 +187,12 @@ def test_the_analyzer(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_config(path)
     assert info.value.pointer == "/kb/analyzer/stemmer"
+
+
+@pytest.mark.parametrize("measure", ["gm_map", "num_ret", "NumRelRet"])
+def test_measures_that_are_not_per_case_are_refused(tmp_path: Path, measure: str) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(f"measures: [map, {measure}]\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert info.value.pointer == "/measures/1" and "not a per-case measure" in str(info.value)

@@ -11,6 +11,14 @@ of whole lines, tokenised with numpy on the raw bytes, and its columns become
 fixed-width byte-string and number arrays. A line with the wrong number of
 fields, a grade that is not an integer or a score that is not a number is an
 ``InputError`` naming the file and the line.
+
+``rankings_from_trec`` (and ``evaluate_files``) joins the two: which queries
+become rows is a query-set rule of ``metrics`` (``QUERY_SETS``), passed by
+name: ``"ragsnap"`` by default (judged queries with a relevant document),
+``"trec"`` for trec_eval's own (judged queries in the run) or ``"complete"``
+for trec_eval ``-c`` (every judged query). A query judged in the qrels is one
+with at least one line there; a query in the run, one with at least one line
+in the run.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, OutputError
-from .metrics import Measure, Rankings, evaluate
+from .metrics import Measure, Rankings, evaluate, query_set_rule
 
 if TYPE_CHECKING:
     import numpy as np
@@ -360,10 +368,13 @@ def _order_keys(doc: npt.NDArray[np.bytes_], words: int = 0) -> list[npt.NDArray
     return [padded[:, w].astype(np.uint64) for w in range(words)]
 
 
-def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
-    """Rankings of every judged query with a relevant document (see ``metrics``)."""
+def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap") -> Rankings:
+    """Rankings of the queries that ``query_set`` keeps (see ``metrics``): by
+    default every judged query with a relevant document; ``"trec"`` for
+    trec_eval's judged queries in the run, ``"complete"`` for trec_eval -c."""
     import numpy as np
 
+    rule = query_set_rule(query_set)
     n_run = run.query.size
     names, codes = _intern(np.concatenate([run.query, qrels.query]))
     run_q, judged_q = codes[:n_run], codes[n_run:]
@@ -377,14 +388,18 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
     grades = qrels.grade[first]
     key_q = judged_q[first]
     num_rel = np.bincount(key_q, weights=grades >= 1, minlength=n_queries).astype(np.int64)
+    num_nonrel = np.bincount(key_q, weights=grades == 0, minlength=n_queries).astype(np.int64)
     in_qrels = np.zeros(n_queries, dtype=bool)
     in_qrels[key_q] = True
-    evaluated = np.flatnonzero(num_rel > 0)
-    excluded = np.flatnonzero(in_qrels & (num_rel == 0))
+    in_run = np.zeros(n_queries, dtype=bool)
+    in_run[run_q] = True
+    is_row = rule.rows(in_qrels, in_run, num_rel > 0)
+    evaluated = np.flatnonzero(is_row)
+    excluded = np.flatnonzero(in_qrels & ~is_row)
     row_of = np.full(n_queries, -1, dtype=np.int64)
     row_of[evaluated] = np.arange(evaluated.size)
 
-    # the run: only evaluated queries, in trec_eval order, de-duplicated
+    # the run: only the rows' queries, in trec_eval order, de-duplicated
     # (``line`` is each result's index in the run file; the document strings are
     # read only where hashes cannot decide: ties, duplicates and join hits)
     keep = np.flatnonzero(row_of[run_q] >= 0)
@@ -425,6 +440,7 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun) -> Rankings:
         judged=judged_matrix,
         retrieved=retrieved,
         num_rel=num_rel[evaluated],
+        num_nonrel=num_nonrel[evaluated],
         ideal=ideal,
         excluded=tuple(decode(names[excluded], "utf-8", "backslashreplace").tolist()),
     )
@@ -514,10 +530,10 @@ def _first_occurrences(
 
 
 def evaluate_files(
-    qrels_path: Path, run_path: Path, measures: Sequence[Measure]
+    qrels_path: Path, run_path: Path, measures: Sequence[Measure], query_set: str = "ragsnap"
 ) -> tuple[Rankings, dict[Measure, npt.NDArray[np.float64]]]:
-    """Read both files and evaluate ``measures`` per query."""
-    rankings = rankings_from_trec(read_qrels(qrels_path), read_run(run_path))
+    """Read both files and evaluate ``measures`` per query (rows by ``query_set``)."""
+    rankings = rankings_from_trec(read_qrels(qrels_path), read_run(run_path), query_set)
     return rankings, evaluate(rankings, measures)
 
 

@@ -9,8 +9,11 @@ import pytest
 from ragsnap.errors import UsageError
 from ragsnap.ir.metrics import (
     DEFAULT_MEASURES,
+    GM_FLOOR,
     MEASURES,
+    QUERY_SETS,
     Measure,
+    aggregate,
     evaluate,
     parse_measure,
     parse_measures,
@@ -64,6 +67,18 @@ HAND_COMPUTED = {
     "coverage@3": 2 / 3,  # x is unjudged
     "coverage@4": 3 / 4,
     "coverage@10": 3 / 4,  # over the 4 retrieved, not over 10
+    # c (grade 0) is above both relevant results a and b; N = 1 judged non-relevant
+    "bpref": ((1 - 1 / 1) + (1 - 1 / 1)) / 3,
+    "gm_map": (1 / 2 + 2 / 4) / 3,  # per query it is AP
+    # relevant at ranks 2 and 4 (P 1/2 and 2/4); n = max(1, floor(L * 3 + 0.9))
+    "iprec@0.00": 1 / 2,
+    "iprec@0.50": 1 / 2,  # n = floor(2.4) = 2: the best P at rank 4 or below
+    "iprec@0.70": 1 / 2,  # 0.7 * 3 + 0.9 is 2.9999999999999996 in floating point: n = 2
+    "iprec@0.80": 0.0,  # n = floor(3.3) = 3, but only 2 relevant results were retrieved
+    "iprec@1.00": 0.0,
+    "num_ret": 4,
+    "num_rel": 3,
+    "num_rel_ret": 2,
 }
 
 
@@ -78,8 +93,109 @@ def values() -> dict[str, list[float]]:
 def test_hand_computed_value(measure: str, values: dict[str, list[float]]) -> None:
     q1, q2 = values[measure]
     assert q1 == pytest.approx(HAND_COMPUTED[measure], rel=1e-12, abs=1e-15)
-    # q2 was judged but not retrieved: 0, except coverage (nothing to cover)
-    assert q2 == (1.0 if measure.startswith("coverage") else 0.0)
+    # q2 was judged but not retrieved: 0, except coverage (nothing to cover) and its R
+    expected = {"coverage": 1.0, "num_rel": 1.0}.get(measure.split("@")[0], 0.0)
+    assert q2 == expected
+
+
+def test_bpref_counts_only_judged_non_relevant_results_above() -> None:
+    # ranked: n1 (0), x (unjudged), r1 (2), m (-1: judged, neither relevant nor
+    # non-relevant), n2 (0), r2 (1); R = 3 (r3 never retrieved), N = 3 (n3 neither)
+    qrels = {"q": {"r1": 2, "r2": 1, "r3": 1, "n1": 0, "n2": 0, "n3": 0, "m": -1}}
+    rankings = rankings_from_dicts(qrels, {"q": ["n1", "x", "r1", "m", "n2", "r2"]})
+    assert rankings.num_nonrel.tolist() == [3]
+    (value,) = evaluate(rankings, [parse_measure("bpref")]).values()
+    assert value.tolist() == [pytest.approx(((1 - 1 / 3) + (1 - 2 / 3)) / 3)]
+
+
+def test_bpref_divides_by_min_of_n_and_r() -> None:
+    # R = 1, N = 3: one non-relevant above the relevant result costs min(1, 1) / min(3, 1)
+    rankings = rankings_from_dicts({"q": {"r": 1, "a": 0, "b": 0, "c": 0}}, {"q": ["a", "r"]})
+    (value,) = evaluate(rankings, [parse_measure("bpref")]).values()
+    assert value.tolist() == [0.0]
+
+
+def test_interpolated_precision_takes_the_best_precision_at_or_below() -> None:
+    # R = 2, relevant at ranks 3 and 4: P@3 = 1/3, P@4 = 2/4, so the interpolated
+    # precision at the first relevant result is the better one further down
+    rankings = rankings_from_dicts({"q": {"a": 1, "b": 1}}, {"q": ["x", "y", "a", "b", "z"]})
+    result = evaluate(rankings, parse_measures(["iprec@0", "iprec@0.5", "iprec@1"]))
+    assert [v.tolist() for v in result.values()] == [[0.5], [0.5], [0.5]]
+
+
+def test_interpolated_precision_with_nothing_relevant_retrieved_is_0() -> None:
+    rankings = rankings_from_dicts({"q": {"a": 1}, "r": {"b": 0}}, {"q": ["x"], "r": ["b"]}, "trec")
+    (value,) = evaluate(rankings, [parse_measure("iprec@0")]).values()
+    assert value.tolist() == [0.0, 0.0]
+
+
+# ---------------------------------------------------------------- all values
+
+
+def test_aggregate_means_sums_counts_and_floors_the_geometric_mean() -> None:
+    rankings = rankings_from_dicts(QRELS, RUN)  # q1 (AP 1/3) and q2 (AP 0)
+    measures = parse_measures(["map", "gm_map", "num_rel", "num_ret", "precision@2"])
+    values = evaluate(rankings, measures)
+    assert {str(m): aggregate(m, values[m]) for m in measures} == {
+        "map": pytest.approx(1 / 6),
+        "gm_map": pytest.approx((1 / 3 * GM_FLOOR) ** (1 / 2)),
+        "num_rel": 4.0,
+        "num_ret": 4.0,
+        "precision@2": 0.25,
+    }
+
+
+def test_aggregate_over_no_rows_is_0() -> None:
+    rankings = rankings_from_dicts({"q": {"a": 0}}, {"q": ["a"]})
+    measures = parse_measures(["map", "gm_map", "num_ret"])
+    values = evaluate(rankings, measures)
+    assert [aggregate(m, values[m]) for m in measures] == [0.0, 0.0, 0.0]
+
+
+# ---------------------------------------------------------------- query sets
+
+
+@pytest.mark.parametrize(
+    ("query_set", "rows", "excluded"),
+    [
+        ("trec", ("q1", "q3"), ("q2",)),  # in the run and judged; q4 has no judgments
+        ("complete", ("q1", "q2", "q3"), ()),  # every judged query
+        ("ragsnap", ("q1", "q2"), ("q3",)),  # judged with a relevant document
+    ],
+)
+def test_query_sets_choose_the_rows(
+    query_set: str, rows: tuple[str, ...], excluded: tuple[str, ...]
+) -> None:
+    rankings = rankings_from_dicts(QRELS, RUN, query_set)
+    assert rankings.query_ids == rows
+    assert rankings.excluded == excluded
+    values = evaluate(rankings, parse_measures(["map", "coverage@1", "num_rel"]))
+    q1, q2, q3 = (1 / 2 + 2 / 4) / 3, 0.0, 0.0
+    assert values[parse_measure("map")].tolist() == [
+        {"q1": q1, "q2": q2, "q3": q3}[q] for q in rows
+    ]
+    # q3's grade-0 result is judged; q2 retrieved nothing
+    assert values[parse_measure("num_rel")].tolist() == [
+        {"q1": 3, "q2": 1, "q3": 0}[q] for q in rows
+    ]
+
+
+def test_the_default_query_set_is_ragsnaps() -> None:
+    default, ragsnap = rankings_from_dicts(QRELS, RUN), rankings_from_dicts(QRELS, RUN, "ragsnap")
+    assert (default.query_ids, default.excluded) == (ragsnap.query_ids, ragsnap.excluded)
+    assert set(QUERY_SETS) == {"trec", "complete", "ragsnap"}
+
+
+def test_a_query_with_no_result_or_no_judgment_is_not_in_the_run_or_qrels() -> None:
+    # an empty ranking is not "in the run", an empty judgment set is not "judged"
+    rankings = rankings_from_dicts({"q": {"a": 1}, "r": {}}, {"q": [], "r": ["a"]}, "trec")
+    assert rankings.query_ids == ()
+    assert rankings.excluded == ("q", "r")
+
+
+def test_an_unknown_query_set_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown query set 'all'; use one of trec, complete"):
+        rankings_from_dicts(QRELS, RUN, "all")
 
 
 def test_batch_rows_are_the_evaluated_queries_in_sorted_order() -> None:
@@ -185,6 +301,34 @@ def test_nothing_to_evaluate_gives_empty_columns() -> None:
         ("ndcg_exp_10", "ndcg_exp", 10, "ndcg_exp@10"),
         ("judged@5", "coverage", 5, "coverage@5"),
         ("coverage@010", "coverage", 10, "coverage@10"),
+        # trec_eval names of the newer measures
+        ("num_ret", "num_ret", None, "num_ret"),
+        ("num_rel", "num_rel", None, "num_rel"),
+        ("num_rel_ret", "num_rel_ret", None, "num_rel_ret"),
+        ("bpref", "bpref", None, "bpref"),
+        ("gm_map", "gm_map", None, "gm_map"),
+        ("Rprec", "rprec", None, "rprec"),
+        ("iprec_at_recall_0.00", "iprec", 0, "iprec@0.00"),
+        ("iprec_at_recall_0.10", "iprec", 10, "iprec@0.10"),
+        ("iprec_at_recall.0.5", "iprec", 50, "iprec@0.50"),
+        ("iprec_at_recall_1.00", "iprec", 100, "iprec@1.00"),
+        ("iprec@0.05", "iprec", 5, "iprec@0.05"),
+        ("iprec@1", "iprec", 100, "iprec@1.00"),
+        # ir_measures names
+        ("AP", "map", None, "map"),
+        ("AP@10", "map", 10, "map@10"),
+        ("RR", "mrr", None, "mrr"),
+        ("RR@10", "mrr", 10, "mrr@10"),
+        ("R@5", "recall", 5, "recall@5"),
+        ("nDCG@10", "ndcg", 10, "ndcg@10"),
+        ("P@5", "precision", 5, "precision@5"),
+        ("Success@10", "hit", 10, "hit@10"),
+        ("Judged@10", "coverage", 10, "coverage@10"),
+        ("Bpref", "bpref", None, "bpref"),
+        ("IPrec@0.1", "iprec", 10, "iprec@0.10"),
+        ("NumRet", "num_ret", None, "num_ret"),
+        ("NumRel", "num_rel", None, "num_rel"),
+        ("NumRelRet", "num_rel_ret", None, "num_rel_ret"),
     ],
 )
 def test_parse_measure_aliases_and_canonical_names(
@@ -211,6 +355,15 @@ def test_parse_measure_aliases_and_canonical_names(
         ("rprec@5", ["'rprec' takes no cutoff", "write rprec"]),
         ("ndcg@0", ["'ndcg@0'", "at least 1"]),
         ("P_0", ["'P_0'", "at least 1"]),
+        ("ndcg@2.5", ["'ndcg@2.5'", "whole number", "ndcg@10"]),
+        ("num_ret@10", ["'num_ret' takes no cutoff", "write num_ret"]),
+        ("bpref@10", ["'bpref' takes no cutoff"]),
+        ("iprec", ["'iprec' needs a recall level from 0 to 1", "iprec@0.10"]),
+        ("iprec_at_recall", ["'iprec' needs a recall level"]),
+        ("iprec@1.5", ["'iprec@1.5'", "from 0 to 1 in steps of 0.01", "iprec@0.10"]),
+        ("iprec@0.125", ["'iprec@0.125'", "steps of 0.01"]),
+        ("iprec@10", ["'iprec@10'", "from 0 to 1"]),
+        ("AP(rel=2)", ["unknown measure 'AP(rel=2)'"]),
     ],
 )
 def test_parse_measure_errors_say_what_to_write(text: str, fragments: list[str]) -> None:
@@ -234,6 +387,22 @@ def test_measures_are_value_objects() -> None:
     assert parse_measure("map") != parse_measure("map@5")
     with pytest.raises(AttributeError):
         Measure("map").cutoff = 3  # type: ignore[misc]
+
+
+def test_recall_levels_print_with_two_decimals() -> None:
+    assert [str(Measure("iprec", level)) for level in (0, 5, 10, 100)] == [
+        "iprec@0.00",
+        "iprec@0.05",
+        "iprec@0.10",
+        "iprec@1.00",
+    ]
+    levels = parse_measures(["iprec@1", "iprec@0.5", "iprec@0.05", "iprec@0"])
+    assert [str(m) for m in sorted(levels)] == [
+        "iprec@0.00",
+        "iprec@0.05",
+        "iprec@0.50",
+        "iprec@1.00",
+    ]
 
 
 def test_measures_sort_by_name_then_cutoff() -> None:

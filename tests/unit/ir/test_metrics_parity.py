@@ -2,15 +2,20 @@
 
 The acceptance test of the measures: every query of every seed, both ways of
 building ``Rankings`` (plain dicts, and TREC files read back from disk), to
-1e-9. The data is built to hit trec_eval's corners: many tied scores, grades
-0-3, relevant documents never retrieved, judged queries missing from the run,
-queries judged only with grade 0, queries only in the run, and document ids
-of many lengths (prefixes of each other, longer than 8 bytes, non-ASCII).
+1e-9, under each query-set rule. The data is built to hit trec_eval's
+corners: many tied scores, grades 0-3, relevant documents never retrieved,
+judged queries missing from the run, queries judged only with grade 0,
+queries only in the run, and document ids of many lengths (prefixes of each
+other, longer than 8 bytes, non-ASCII).
+
+Without pytrec_eval the module is skipped on a workstation and fails under
+``CI=true``, where the test extra installs it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,10 +23,24 @@ from pathlib import Path
 
 import pytest
 
-from ragsnap.ir.metrics import Measure, Rankings, evaluate, parse_measure, rankings_from_dicts
+from ragsnap.ir.metrics import (
+    GM_FLOOR,
+    Measure,
+    Rankings,
+    aggregate,
+    evaluate,
+    parse_measure,
+    rankings_from_dicts,
+)
 from ragsnap.ir.trec import rankings_from_trec, read_qrels, read_run
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+try:
+    import pytrec_eval
+except ImportError:
+    _MISSING = "pytrec_eval is not installed; pip install -e '.[test]' to check against trec_eval"
+    if os.environ.get("CI") == "true":
+        pytest.fail(_MISSING, pytrace=False)
+    pytest.skip(_MISSING, allow_module_level=True)
 
 TOLERANCE = 1e-9
 CUTOFFS = (1, 3, 5, 10, 20)
@@ -145,19 +164,22 @@ def write_trec_files(data: Data, seed: int, tmp_path: Path) -> tuple[Path, Path]
     return qrels_path, run_path
 
 
-def from_dicts(data: Data, seed: int, tmp_path: Path) -> Rankings:
-    return rankings_from_dicts(data.qrels, data.run)
+def from_dicts(data: Data, seed: int, tmp_path: Path, query_set: str = "ragsnap") -> Rankings:
+    return rankings_from_dicts(data.qrels, data.run, query_set)
 
 
-def from_trec(data: Data, seed: int, tmp_path: Path) -> Rankings:
+def from_trec(data: Data, seed: int, tmp_path: Path, query_set: str = "ragsnap") -> Rankings:
     qrels_path, run_path = write_trec_files(data, seed, tmp_path)
-    return rankings_from_trec(read_qrels(qrels_path), read_run(run_path))
+    return rankings_from_trec(read_qrels(qrels_path), read_run(run_path), query_set)
 
 
-BUILDERS: dict[str, Callable[[Data, int, Path], Rankings]] = {
+BUILDERS: dict[str, Callable[[Data, int, Path, str], Rankings]] = {
     "dicts": from_dicts,
     "trec": from_trec,
 }
+
+# trec_eval's eleven recall levels, and others where floor(L * R + 0.9) is easy to get wrong
+LEVELS = [f"{i / 10:.2f}" for i in range(11)] + ["0.05", "0.15", "0.25", "0.33", "0.45", "0.67"]
 
 # ragsnap measure -> trec_eval measure
 TREC_EQUIVALENTS: dict[str, str] = {
@@ -165,6 +187,11 @@ TREC_EQUIVALENTS: dict[str, str] = {
     "ndcg": "ndcg",
     "map": "map",
     "rprec": "Rprec",
+    "bpref": "bpref",
+    "num_ret": "num_ret",
+    "num_rel": "num_rel",
+    "num_rel_ret": "num_rel_ret",
+    **{f"iprec@{level}": f"iprec_at_recall_{level}" for level in LEVELS},
     **{f"precision@{k}": f"P_{k}" for k in CUTOFFS},
     **{f"recall@{k}": f"recall_{k}" for k in CUTOFFS},
     **{f"hit@{k}": f"success_{k}" for k in CUTOFFS},
@@ -173,18 +200,31 @@ TREC_EQUIVALENTS: dict[str, str] = {
 }
 
 
-def reference_values(data: Data) -> dict[str, dict[str, float]]:
-    """trec_eval's value of every ragsnap measure, per query it evaluates."""
+# trec_eval -c evaluates a judged query missing from the run against this one
+# unjudged document, then sets its num_ret to 0 (trec_eval.c, "bogus_ranking")
+PLACEHOLDER = "ceci_nest_pas_un_docno"
+
+
+def reference_values(data: Data, complete: bool = False) -> dict[str, dict[str, float]]:
+    """trec_eval's value of every ragsnap measure, per query it evaluates; with
+    ``complete``, also for the judged queries missing from the run, as -c does.
+    ``gm_map`` is trec_eval's per-query log(max(AP, 0.00001))."""
+    run = dict(data.run)
+    if complete:
+        run.update({q: {PLACEHOLDER: 1.0} for q in data.qrels if q not in data.run})
     evaluator = pytrec_eval.RelevanceEvaluator(
-        data.qrels, {*TREC_EQUIVALENTS.values(), "num_rel_ret", "num_rel"}
+        data.qrels, {*TREC_EQUIVALENTS.values(), "num_rel_ret", "num_rel", "gm_map"}
     )
-    raw = evaluator.evaluate(data.run)
+    raw = evaluator.evaluate(run)
     out = {q: {m: raw[q][t] for m, t in TREC_EQUIVALENTS.items()} for q in raw}
     for q, row in raw.items():  # recall without a cutoff: relevant retrieved / relevant
         out[q]["recall"] = row["num_rel_ret"] / row["num_rel"] if row["num_rel"] else 0.0
+        out[q]["gm_map"] = row["gm_map"]
+        if q not in data.run:
+            out[q]["num_ret"] = 0.0
     rr = pytrec_eval.RelevanceEvaluator(data.qrels, {"recip_rank"})
     for k in CUTOFFS:  # mrr@k: recip_rank on the run cut to its top k in trec_eval order
-        cut = {q: {d: s[d] for d in trec_order(s)[:k]} for q, s in data.run.items()}
+        cut = {q: {d: s[d] for d in trec_order(s)[:k]} for q, s in run.items()}
         for q, row in rr.evaluate(cut).items():
             out[q][f"mrr@{k}"] = row["recip_rank"]
     return out
@@ -206,9 +246,37 @@ def coverage_reference(ranking: list[str], judgments: dict[str, int], k: int) ->
 
 
 def all_measures() -> list[Measure]:
-    names = [*TREC_EQUIVALENTS, "recall", "ndcg_exp"]
+    names = [*TREC_EQUIVALENTS, "recall", "ndcg_exp", "gm_map"]
     names += [f"{m}@{k}" for m in ("mrr", "ndcg_exp", "coverage") for k in CUTOFFS]
     return [parse_measure(n) for n in names]
+
+
+def compare(
+    rankings: Rankings,
+    measures: list[Measure],
+    values: dict[Measure, list[float]],
+    data: Data,
+    reference: dict[str, dict[str, float]],
+) -> list[str]:
+    """Mismatches of ragsnap's per-query values with the reference's, row by row."""
+    mismatches = []
+    for row, query in enumerate(rankings.query_ids):
+        judgments = data.qrels[query]
+        ranking = trec_order(data.run.get(query, {}))
+        for m in measures:
+            got = values[m][row]
+            if m.name == "coverage":
+                assert m.cutoff is not None
+                want = coverage_reference(ranking, judgments, m.cutoff)
+            elif m.name == "ndcg_exp":
+                want = ndcg_exp_reference(ranking, judgments, m.cutoff)
+            elif m.name == "gm_map":  # trec_eval's per-query value is the logarithm
+                got, want = math.log(max(got, GM_FLOOR)), reference[query]["gm_map"]
+            else:
+                want = reference[query][str(m)]
+            if not math.isclose(got, want, rel_tol=0.0, abs_tol=TOLERANCE):
+                mismatches.append(f"{query!r} {m}: ragsnap {got!r}, reference {want!r}")
+    return mismatches
 
 
 @pytest.mark.parametrize("builder", sorted(BUILDERS))
@@ -217,7 +285,7 @@ def test_every_measure_matches_trec_eval_per_query(
     layout: str, seed: int, builder: str, tmp_path: Path
 ) -> None:
     data = make_data(layout, seed)
-    rankings = BUILDERS[builder](data, seed, tmp_path)
+    rankings = BUILDERS[builder](data, seed, tmp_path, "ragsnap")
     measures = all_measures()
     values = evaluate(rankings, measures)
     reference = reference_values(data)
@@ -228,27 +296,53 @@ def test_every_measure_matches_trec_eval_per_query(
     assert rankings.excluded == tuple(sorted(data.zero_only))
     assert not set(rankings.query_ids) & (data.run_only | data.zero_only)
 
-    mismatches = []
-    for row, query in enumerate(rankings.query_ids):
-        judgments = data.qrels[query]
-        ranking = trec_order(data.run.get(query, {}))
-        for m in measures:
-            got = float(values[m][row])
-            if m.name == "coverage":
-                assert m.cutoff is not None
-                want = coverage_reference(ranking, judgments, m.cutoff)
-            elif m.name == "ndcg_exp":
-                want = ndcg_exp_reference(ranking, judgments, m.cutoff)
-            elif query in data.missing:
-                want = 0.0  # trec_eval leaves it out; ragsnap scores it exactly 0
-                if got != 0.0:
-                    mismatches.append(f"{query!r} {m}: {got!r}, expected exactly 0")
-                continue
-            else:
-                want = reference[query][str(m)]
-            if not math.isclose(got, want, rel_tol=0.0, abs_tol=TOLERANCE):
-                mismatches.append(f"{query!r} {m}: ragsnap {got!r}, reference {want!r}")
+    # trec_eval leaves a missing query out; ragsnap's rule keeps it with nothing
+    # retrieved, which is how trec_eval -c evaluates it: 0 but for its R (num_rel)
+    reference_c = reference_values(data, complete=True)
+    reference.update({q: reference_c[q] for q in data.missing})
+    listed = {m: values[m].tolist() for m in measures}
+    mismatches = compare(rankings, measures, listed, data, reference)
     assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
+    for row, query in enumerate(rankings.query_ids):
+        if query in data.missing:  # exactly 0, not merely close
+            nonzero = {"coverage", "num_rel"}
+            assert all(listed[m][row] == 0.0 for m in measures if m.name not in nonzero), query
+
+
+@pytest.mark.parametrize("builder", sorted(BUILDERS))
+@pytest.mark.parametrize(("layout", "seed"), CASES)
+@pytest.mark.parametrize("query_set", ["trec", "complete"])
+def test_trec_eval_query_sets_match_trec_eval_per_query_and_in_the_mean(
+    query_set: str, layout: str, seed: int, builder: str, tmp_path: Path
+) -> None:
+    """``trec``: the rows are exactly the queries pytrec_eval evaluates (judged and in
+    the run, grade-0-only ones included). ``complete``: every judged query, a missing
+    one evaluated as trec_eval -c does. Then each ``all`` value is trec_eval's:
+    pytrec_eval's mean (sum for num_*, exp of the mean log for gm_map) over the rows."""
+    data = make_data(layout, seed)
+    complete = query_set == "complete"
+    rankings = BUILDERS[builder](data, seed, tmp_path, query_set)
+    measures = all_measures()
+    values = evaluate(rankings, measures)
+    reference = reference_values(data, complete)
+
+    judged_in_run = set(data.qrels) & set(data.run)
+    assert data.zero_only <= judged_in_run and data.missing  # the data has the corners
+    rows = set(data.qrels) if complete else judged_in_run
+    assert rankings.query_ids == tuple(sorted(rows))
+    assert set(reference) == rows
+    assert set(rankings.excluded) == set(data.qrels) - rows
+
+    listed = {m: values[m].tolist() for m in measures}
+    mismatches = compare(rankings, measures, listed, data, reference)
+    assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
+
+    for m, name in [(parse_measure(m), t) for m, t in TREC_EQUIVALENTS.items()]:
+        want = pytrec_eval.compute_aggregated_measure(name, [reference[q][str(m)] for q in rows])
+        assert aggregate(m, values[m]) == pytest.approx(want, rel=1e-12, abs=1e-12), m
+    gm_map = parse_measure("gm_map")
+    want = pytrec_eval.compute_aggregated_measure("gm_map", [reference[q]["gm_map"] for q in rows])
+    assert aggregate(gm_map, values[gm_map]) == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize(("layout", "seed"), CASES)

@@ -330,6 +330,41 @@ def test_queries_are_sorted_and_split_into_evaluated_and_excluded(tmp_path: Path
     assert rankings.retrieved.tolist() == [1, 0]
 
 
+@pytest.mark.parametrize(
+    ("query_set", "rows", "excluded"),
+    [
+        # in both files: q1 (relevant), q10 (grade 0 only); q2, q3, q9 are not in the run
+        ("trec", ("q1", "q10"), ("q2", "q3", "q9")),
+        # every query of the qrels, whatever its grades
+        ("complete", ("q1", "q10", "q2", "q3", "q9"), ()),
+        # judged with a relevant document, in the run or not
+        ("ragsnap", ("q1", "q2"), ("q10", "q3", "q9")),
+    ],
+)
+def test_the_query_set_rule_chooses_the_rows(
+    query_set: str, rows: tuple[str, ...], excluded: tuple[str, ...], tmp_path: Path
+) -> None:
+    qrels = "q2 0 a 1\nq10 0 a 0\nq1 0 a 2\nq1 0 b 0\nq3 0 b 0\nq3 0 c 0\nq9 0 a -1\n"
+    run = "q1 Q0 a 1 1 t\nq10 Q0 a 1 2 t\nq10 Q0 z 2 1 t\nonly-run Q0 a 1 1 t\n"
+    rankings = rankings_from_trec(
+        read_qrels(write(tmp_path / "q", qrels)), read_run(write(tmp_path / "r", run)), query_set
+    )
+    assert rankings.query_ids == rows
+    assert rankings.excluded == excluded
+    retrieved = {"q1": 1, "q10": 2}
+    num_rel = {"q1": 1, "q2": 1}
+    num_nonrel = {"q1": 1, "q10": 1, "q3": 2}  # judged with grade 0; -1 is not counted
+    assert rankings.retrieved.tolist() == [retrieved.get(q, 0) for q in rows]
+    assert rankings.num_rel.tolist() == [num_rel.get(q, 0) for q in rows]
+    assert rankings.num_nonrel.tolist() == [num_nonrel.get(q, 0) for q in rows]
+
+
+def test_an_unknown_query_set_names_the_known_ones(tmp_path: Path) -> None:
+    qrels, run = read_qrels(write(tmp_path / "q", "q 0 a 1\n")), read_run(write(tmp_path / "r", ""))
+    with pytest.raises(RagsnapError, match="unknown query set 'all'; use one of trec, complete"):
+        rankings_from_trec(qrels, run, "all")
+
+
 # ---------------------------------------------------------------- writers
 
 
