@@ -368,11 +368,10 @@ def test_beir_output_is_byte_identical(tmp_path: Path) -> None:
         ),
         (
             lambda src: (src / "corpus.jsonl.gz").write_bytes(
-                gzip.compress((jsonl(BEIR_CORPUS) + '{"_id": "a b", "text": "x"}\n').encode())
+                gzip.compress((jsonl(BEIR_CORPUS) + '{"_id": "a\\u0000b", "text": "x"}\n').encode())
             ),
             "corpus.jsonl.gz at line 7",
-            "document id 'a b' is not a usable ragsnap source id (letters, digits and . _ / : -, "
-            "starting with a letter or digit, at most 200 characters)",
+            "document id 'a\\x00b' holds U+0000, a control character, at position 2",
         ),
     ],
 )

@@ -8,14 +8,18 @@ objects; ``ragsnap.importers.writer`` turns them into ragsnap's own files in
 format carries them, and a ``ragsnap.yaml`` that points at them). Every
 imported document becomes one seed document whose ``source`` is the format's
 document (or chunk) id, so judgments are kept as graded ``source`` judgments
-with their exact spans. Each format lives in its own module and registers
-itself in ``FORMATS``.
+with their exact spans. Importers yield ids as the format gives them; the
+writer keeps every id ragsnap can use as it is and writes any other (spaces,
+other characters, too long) in its stable ragsnap form, keeping the original
+(``ragsnap.importers.ids``). Each format lives in its own module and
+registers itself in ``FORMATS``.
 
 Formats without splits (SMART, TREC) give every case ``--split`` (default
 ``test``), or with ``--dev-fraction F`` split the cases by ``hashed_split``:
-a case is ``dev`` when the first 8 bytes of the SHA-256 of its id, read as a
-big-endian integer and divided by 2**64, fall below F, else ``test``. The
-same id lands in the same split on every machine, whatever the other cases.
+a case is ``dev`` when the first 8 bytes of the SHA-256 of its id (as the
+format gives it), read as a big-endian integer and divided by 2**64, fall
+below F, else ``test``. The same id lands in the same split on every
+machine, whatever the other cases.
 """
 
 from __future__ import annotations
@@ -111,7 +115,8 @@ class Importer(Protocol):
     def queries(self, sources: AbstractSet[str]) -> list[SourceQuery]:
         """Every query with its judgments, in the format's order.
 
-        ``sources`` are the imported documents' ids: a judgment of any other
+        ``sources`` are the imported documents' ids, as the format gives
+        them: a judgment of any other
         id is a dangling reference and raises ``InputError`` naming the file,
         the line or JSON pointer, and the fix.
         """

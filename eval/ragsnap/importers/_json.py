@@ -7,38 +7,34 @@ JSON pointer of the value and the fix::
     checks = JsonChecks(path)
     data = checks.load("pass the fixture (a .json file) as SOURCE", "write one object ...")
     checks.arrays(data, "documents", "queries")
-    for at, doc_id, doc in checks.entries(data["documents"], "/documents", "document",
-                                          SOURCE_IDS, seen={}):
+    for at, doc_id, doc in checks.entries(data["documents"], "/documents", "document", seen={}):
         text = checks.text(doc, "text", at, "put the document's text in `text`")
 
 ``at`` is always the pointer of the object that holds the key, so a problem
-with ``key`` is reported at ``at + pointer(key)``. The id patterns and the
-splits are the BEIR importer's (``SOURCE_ID``, ``CASE_ID``, ``SPLITS``), so
-every importer accepts the same ids.
+with ``key`` is reported at ``at + pointer(key)``. Ids follow
+``ragsnap.importers.ids`` and the splits are the BEIR importer's
+(``SPLITS``), so every importer accepts the same ids.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
 from ..io.jsonio import read_json
 from . import ImportOptions
-from .beir import CASE_ID, SOURCE_ID, SPLITS
+from .beir import SPLITS
+from .ids import id_problem
 
 __all__ = [
-    "CASE_IDS",
     "CATEGORY",
     "CATEGORY_RULE",
     "LANGUAGE",
     "LANGUAGE_RULE",
     "MAX_TEXT",
-    "SOURCE_IDS",
-    "IdRule",
     "JsonChecks",
     "check_options",
     "describe",
@@ -54,22 +50,6 @@ MAX_TEXT = 10_000
 #: ``CATEGORY`` and ``LANGUAGE`` in words, for fixes
 CATEGORY_RULE = "letters, digits, . _ / -"
 LANGUAGE_RULE = "a language tag like en"
-
-
-@dataclass(frozen=True, slots=True)
-class IdRule:
-    """What makes an ``id`` usable: ``pattern``, which ``rule`` says in words for fixes."""
-
-    pattern: re.Pattern[str]
-    rule: str
-    #: the fix for an id that does not match ``pattern`` (None: "use <rule>")
-    fix: str | None = None
-
-
-#: a document's id, a seed ``source``
-SOURCE_IDS = IdRule(SOURCE_ID, "letters, digits and . _ / : - (at most 200 characters)")
-#: a query's id, a golden case id
-CASE_IDS = IdRule(CASE_ID, "letters, digits and . _ - (at most 128 characters)")
 
 
 def pointer(*parts: str | int) -> str:
@@ -161,18 +141,19 @@ class JsonChecks:
         return value
 
     def entries(
-        self, values: list[Any], at: str, what: str, ids: IdRule, seen: dict[str, str]
+        self, values: list[Any], at: str, what: str, seen: dict[str, str]
     ) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """``(pointer, id, object)`` of each of ``values`` (the array at ``at``), in order.
 
-        Each must be an object (``what``: "query") with an ``id`` that ``ids``
-        allows and that is unique: ``seen`` maps the ids already read to their
-        pointers, and is updated, so it can span several arrays.
+        Each must be an object (``what``: "query") with an importable ``id``
+        (``ragsnap.importers.ids``) that is unique: ``seen`` maps the ids
+        already read to their pointers, and is updated, so it can span several
+        arrays.
         """
         for i, raw in enumerate(values):
             where = f"{at}/{i}"
             item = self.object(raw, where, f"a {what}")
-            value = self.id(item, where, ids)
+            value = self.id(item, where, what)
             if value in seen:
                 raise self.error(
                     f"{what} id {value!r} appears twice (first at {seen[value]})",
@@ -202,13 +183,14 @@ class JsonChecks:
             )
         return value
 
-    def id(self, item: dict[str, Any], at: str, ids: IdRule) -> str:
-        """``item["id"]``: text that ``ids`` allows."""
-        value = self.text(item, "id", at, f"give it an `id` of {ids.rule}")
-        if not ids.pattern.match(value):
-            raise self.error(
-                f"id {value!r} is not usable in ragsnap", ids.fix or f"use {ids.rule}", f"{at}/id"
-            )
+    def id(self, item: dict[str, Any], at: str, what: str) -> str:
+        """``item["id"]``: text that can be imported as an id (``ids.id_problem``);
+        ``what`` names the item ("document") in messages."""
+        value = self.text(item, "id", at, f"give the {what} an `id`")
+        found = id_problem(value)
+        if found is not None:
+            problem, fix = found
+            raise self.error(f"{what} id {value!r} {problem}", fix, f"{at}/id")
         return value
 
     def choice(

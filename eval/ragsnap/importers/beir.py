@@ -10,9 +10,9 @@ A BEIR folder holds::
 
 ``corpus.jsonl`` and ``queries.jsonl`` may be gzipped (``.jsonl.gz``). The
 corpus is streamed line by line; only document ids are remembered. Each
-document keeps its ``_id`` as its ``source`` (ids that are not usable
-ragsnap sources are errors, never renamed), its title as ``title`` and its
-text as the body.
+document keeps its ``_id`` as its ``source`` (in its ragsnap form when
+ragsnap cannot use it as it is, say with spaces: ``ragsnap.importers.ids``),
+its title as ``title`` and its text as the body.
 
 ``--split`` picks one qrels file; by default every ``qrels/dev.tsv`` and
 ``qrels/test.tsv`` is read and each query takes the split of the file that
@@ -44,14 +44,11 @@ import orjson
 
 from ..errors import InputError, UsageError
 from . import ImportOptions, SourceDoc, SourceJudgment, SourceQuery, VectorSpace
+from .ids import id_problem
 from .idset import IdSet
 
 __all__ = ["BeirImporter"]
 
-#: a usable seed ``source`` (as ``ragsnap.kb.corpus``)
-SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,199}$")
-#: a usable case id (as the golden-cases schema)
-CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 #: the splits a golden case may have
 SPLITS = ("dev", "test")
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
@@ -87,28 +84,16 @@ def read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         ) from None
 
 
-def check_source_id(value: str, path: Path, line_no: int, what: str) -> None:
-    """Refuse a document id that cannot be a ragsnap ``source``."""
-    if not SOURCE_ID.match(value):
-        raise InputError(
-            path,
-            f"{what} {value!r} is not a usable ragsnap source id (letters, digits and "
-            ". _ / : -, starting with a letter or digit, at most 200 characters)",
-            "rename the document in the corpus and in the qrels; ragsnap never renames ids",
-            f"line {line_no}",
-        )
+def check_id(value: str, path: Path, line_no: int, what: str, where: str) -> None:
+    """Refuse an id that no ragsnap file could hold (``ids.id_problem``): ``what`` names it
+    ("document id"), ``where`` says where to fix it ("in the corpus and in the qrels").
 
-
-def check_case_id(value: str, path: Path, line_no: int, fix: str) -> None:
-    """Refuse a query id that cannot be a golden case id."""
-    if not CASE_ID.match(value):
-        raise InputError(
-            path,
-            f"query id {value!r} cannot be a ragsnap case id (letters, digits and . _ -, "
-            "starting with a letter or digit, at most 128 characters)",
-            fix,
-            f"line {line_no}",
-        )
+    Any other id is imported: as it is, or in its ragsnap form (``ragsnap.importers.ids``).
+    """
+    found = id_problem(value)
+    if found is not None:
+        problem, fix = found
+        raise InputError(path, f"{what} {value!r} {problem}", f"{fix}, {where}", f"line {line_no}")
 
 
 def check_split(split: str) -> str:
@@ -352,7 +337,7 @@ class BeirImporter:
                 continue
             data = _json_line(path, line_no, raw, fix)
             doc_id = _id_of(data, path, line_no, fix)
-            check_source_id(doc_id, path, line_no, "document id")
+            check_id(doc_id, path, line_no, "document id", "in the corpus and in the qrels")
             origin = f"{path} line {line_no}"
             first = seen.add(doc_id, origin)
             if first is not None:
@@ -482,9 +467,7 @@ class BeirImporter:
             if query_id not in first:
                 unjudged += 1
                 continue
-            check_case_id(
-                query_id, path, line_no, f"rename the query in {path.name} and in the qrels"
-            )
+            check_id(query_id, path, line_no, "query id", f"in {path.name} and in the qrels")
             if not text:
                 raise InputError(
                     path, "`text` is empty", "give the query its text", f"line {line_no}"

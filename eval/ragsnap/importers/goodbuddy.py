@@ -27,28 +27,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import ImportOptions, SourceDoc, SourceJudgment, SourceQuery, VectorSpace
 from ._json import (
-    CASE_IDS,
     CATEGORY,
     CATEGORY_RULE,
     LANGUAGE,
     LANGUAGE_RULE,
-    SOURCE_IDS,
     JsonChecks,
     check_options,
     describe,
 )
 
 __all__ = ["GoodBuddyImporter"]
-
-#: this format's ids, whose fixes say "use an id of ..."
-_SOURCE_IDS = replace(SOURCE_IDS, fix=f"use an id of {SOURCE_IDS.rule}")
-_CASE_IDS = replace(CASE_IDS, fix=f"use an id of {CASE_IDS.rule}")
 
 #: document / chunk keys that are read as fields, not kept as metadata
 _DOC_FIELDS = frozenset({"id", "title", "chunks", "source", "text", "doc_id", "kb_scope"})
@@ -90,7 +83,7 @@ class GoodBuddyImporter:
         texts: dict[str, str] = {}
         chunk_at: dict[str, str] = {}  # chunk ids are unique across documents
         for at, doc_id, doc in checks.entries(
-            self._data["documents"], "/documents", "document", _SOURCE_IDS, seen={}
+            self._data["documents"], "/documents", "document", seen={}
         ):
             title = checks.optional_text(doc, "title", at, "make `title` text or remove it")
             category = checks.optional_text(
@@ -103,7 +96,7 @@ class GoodBuddyImporter:
                 self.skipped.append(f"document {doc_id!r} has no chunks ({at})")
             doc_meta = {k: v for k, v in doc.items() if k not in _DOC_FIELDS and k != "category"}
             for cat, chunk_id, chunk in checks.entries(
-                chunks, f"{at}/chunks", "chunk", _SOURCE_IDS, seen=chunk_at
+                chunks, f"{at}/chunks", "chunk", seen=chunk_at
             ):
                 key = "content" if "content" in chunk or "text" not in chunk else "text"
                 text = texts[chunk_id] = checks.text(
@@ -135,7 +128,7 @@ class GoodBuddyImporter:
         checks = self._json
         queries: list[SourceQuery] = []
         for at, query_id, item in checks.entries(
-            self._data["queries"], "/queries", "query", _CASE_IDS, seen={}
+            self._data["queries"], "/queries", "query", seen={}
         ):
             key = "query" if "query" in item or "text" not in item else "text"
             text = checks.limit(

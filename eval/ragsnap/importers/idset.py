@@ -39,10 +39,14 @@ class IdSet(AbstractSet[str]):
         try:
             self._db.execute("INSERT INTO ids (id, origin) VALUES (?, ?)", (item, origin))
         except sqlite3.IntegrityError:
-            row = self._db.execute("SELECT origin FROM ids WHERE id = ?", (item,)).fetchone()
-            return str(row[0]) if row and row[0] else "?"
+            return self.where(item) or "?"
         self._count += 1
         return None
+
+    def where(self, item: str) -> str | None:
+        """Where ``item`` was first read (``?`` when that was not said); None when absent."""
+        row = self._db.execute("SELECT origin FROM ids WHERE id = ?", (item,)).fetchone()
+        return None if row is None else str(row[0]) if row[0] else "?"
 
     def __contains__(self, item: object) -> bool:
         if not isinstance(item, str):

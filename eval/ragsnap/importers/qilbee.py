@@ -33,12 +33,10 @@ from typing import Any
 
 from . import ImportOptions, SourceDoc, SourceJudgment, SourceQuery, VectorSpace
 from ._json import (
-    CASE_IDS,
     CATEGORY,
     CATEGORY_RULE,
     LANGUAGE,
     LANGUAGE_RULE,
-    SOURCE_IDS,
     JsonChecks,
     check_options,
     describe,
@@ -130,7 +128,7 @@ class QilbeeImporter:
         """One ``SourceDoc`` per document, with its vector, in the file's order."""
         checks = self._json
         for at, doc_id, doc in checks.entries(
-            self._data["documents"], "/documents", "document", SOURCE_IDS, seen={}
+            self._data["documents"], "/documents", "document", seen={}
         ):
             text = checks.text(doc, "text", at, "put the document's text in `text`")
             title = doc.get("title")
@@ -164,7 +162,7 @@ class QilbeeImporter:
         queries: list[SourceQuery] = []
         vector_of: dict[str, tuple[list[float], str]] = {}  # text -> (vector, pointer)
         for at, query_id, item in checks.entries(
-            self._data["queries"], "/queries", "query", CASE_IDS, seen={}
+            self._data["queries"], "/queries", "query", seen={}
         ):
             text = checks.limit(
                 checks.text(item, "text", at, "put the question in `text`"),

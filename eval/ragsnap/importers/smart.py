@@ -85,7 +85,7 @@ from . import ImportOptions, SourceDoc, SourceQuery, VectorSpace, hashed_split
 from .beir import (
     Judged,
     case_split,
-    check_source_id,
+    check_id,
     count,
     judged_queries,
     parse_int,
@@ -278,7 +278,7 @@ class SmartImporter:
         unread: dict[str, int] = {}  # marker -> documents that have it
         for record in self._records(path):
             doc_id = _id(record.key)
-            check_source_id(doc_id, path, record.line, "document .I")
+            check_id(doc_id, path, record.line, "document .I", "in the documents and in the qrels")
             origin = f"{path} line {record.line}"
             first = seen.add(doc_id, origin)
             if first is not None:

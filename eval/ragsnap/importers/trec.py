@@ -13,7 +13,8 @@ A file holds any number of documents::
     <TEXT> It did what it was designed to do ... </TEXT>
     </DOC>
 
-``DOCNO`` is the document's ``source``. Its text is the text content of
+``DOCNO`` is the document's ``source`` (in its ragsnap form when ragsnap
+cannot use it as it is: ``ragsnap.importers.ids``). Its text is the text content of
 every other field, in order, with the tags removed (one paragraph per
 field or ``<P>``, blank-line paragraphs kept, inline markup such as
 ``<B>`` read as a space, whitespace collapsed, HTML entities decoded);
@@ -50,8 +51,7 @@ from . import ImportOptions, SourceDoc, SourceQuery, VectorSpace, hashed_split
 from .beir import (
     Judged,
     case_split,
-    check_case_id,
-    check_source_id,
+    check_id,
     count,
     judged_queries,
     open_binary,
@@ -351,7 +351,7 @@ class TrecImporter:
                 "give every document one <DOCNO>...</DOCNO>",
                 f"line {line_no}",
             )
-        check_source_id(docno, path, line_no, "DOCNO")
+        check_id(docno, path, line_no, "DOCNO", "in the documents and in the qrels")
         rest = _DOCNO.sub("", text, count=1)
         heading = _TITLE.search(rest)
         title = _clean(heading.group(2)) if heading else ""
@@ -387,7 +387,7 @@ class TrecImporter:
                     f"line {line_no}",
                 )
             seen[query_id] = line_no
-            check_case_id(query_id, path, line_no, "renumber the topic in the topics and qrels")
+            check_id(query_id, path, line_no, "query id", "in the topics and in the qrels")
         return topics
 
     @staticmethod

@@ -5,8 +5,17 @@ In the output folder::
     corpus.jsonl          one seed document a line: {"source", "text", "title", ...}
     golden-cases.json     one case per query, graded ``source`` judgments with spans
     vectors.json          frozen vectors (only when the format carries them)
+    ids.tsv               kind<TAB>ragsnap id<TAB>original id of every id that got
+                          its ragsnap form (only when one did: ``ragsnap.importers.ids``)
     ragsnap.yaml          kb.seedDocs -> corpus.jsonl (and the frozen embedder), so
                           `ragsnap seed --config DIR/ragsnap.yaml` just works
+
+Ids that ragsnap can use are written as the format gives them; any other
+importable id is written in its ragsnap form (``ragsnap.importers.ids``)
+everywhere (``source``, ``doc_id``, case ids, judgments, frozen vector
+keys), and the original is kept: ``original_source`` / ``original_doc_id``
+in the seed document, the tag ``original-id:<id>`` on the case, and a line
+of ``ids.tsv``. An import in which two ids would share a ragsnap id fails.
 
 Documents are streamed to a temporary file as they are read (memory holds
 their ids, not their text); every output is committed only after the whole
@@ -24,21 +33,23 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..errors import InputError, OutputError, UsageError
+from ..errors import InputError, OutputError
 from ..io.jsonio import AtomicFile, dump_json
 from ..io.progress import Progress
 from ..kb.corpus import ChunkSettings, SeedDocument, chunk_document
 from . import Importer, SourceDoc, SourceQuery
-from ._json import CASE_IDS
+from .ids import SOURCE, IdMap, id_problem, ragsnap_id
 from .idset import IdSet
 
-__all__ = ["IMPORT_FILES", "ImportSummary", "write_import"]
+__all__ = ["IMPORT_FILES", "ORIGINAL_ID_TAG", "ImportSummary", "write_import"]
 
 #: the files an import writes into its output folder
-IMPORT_FILES = ("corpus.jsonl", "golden-cases.json", "vectors.json", "ragsnap.yaml")
+IMPORT_FILES = ("corpus.jsonl", "golden-cases.json", "vectors.json", "ids.tsv", "ragsnap.yaml")
 
 
 _RESERVED = frozenset({"source", "text", "title", "breadcrumb", "category", "kb_scope", "doc_id"})
+#: the tag that keeps a mapped query id on its case
+ORIGINAL_ID_TAG = "original-id:"
 
 
 @dataclass
@@ -51,6 +62,7 @@ class ImportSummary:
     judgments: int = 0
     no_answer: int = 0
     vectors: int = 0
+    mapped: int = 0  # ids written in their ragsnap form
     skipped: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
 
@@ -64,6 +76,11 @@ class ImportSummary:
         if self.vectors:
             counts.append(_count(self.vectors, "vector"))
         out = ["import: " + ", ".join(counts)]
+        if self.mapped:
+            out.append(
+                f"ids: {self.mapped:,} in their ragsnap form (they hold spaces or other "
+                "characters ragsnap ids cannot, or are too long); the originals are in ids.tsv"
+            )
         if self.skipped:
             out.append(f"skipped ({len(self.skipped)}):")
             out += [f"  {reason}" for reason in self.skipped[:20]]
@@ -77,14 +94,19 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
-def _doc_line(doc: SourceDoc, kb_scope: str | None) -> bytes:
+def _doc_line(doc: SourceDoc, kb_scope: str | None, source: str, doc_id: str | None) -> bytes:
+    """``doc`` as a corpus line, with ``source`` and ``doc_id`` its ragsnap ids."""
     line: dict[str, Any] = {
         k: v for k, v in doc.metadata.items() if k not in _RESERVED and v is not None
     }
-    line.update(source=doc.source, text=doc.text)
+    if source != doc.source:
+        line["original_source"] = doc.source
+    if doc_id != doc.doc_id:
+        line["original_doc_id"] = doc.doc_id
+    line.update(source=source, text=doc.text)
     for key, value in (
         ("title", doc.title),
-        ("doc_id", doc.doc_id),
+        ("doc_id", doc_id),
         ("category", doc.category),
         ("breadcrumb", doc.breadcrumb),
         ("kb_scope", doc.kb_scope if doc.kb_scope is not None else kb_scope),
@@ -94,16 +116,29 @@ def _doc_line(doc: SourceDoc, kb_scope: str | None) -> bytes:
     return orjson.dumps(line, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
-def _case(query: SourceQuery, sources: Iterable[str], summary: ImportSummary) -> dict[str, Any]:
+def _case(
+    query: SourceQuery,
+    case_id: str,
+    sources: Iterable[str],
+    summary: ImportSummary,
+) -> dict[str, Any]:
+    """``query`` as a golden case whose id is ``case_id`` and whose judgments name
+    ragsnap ids (``sources``: every imported document id, as the format gives it)."""
     judged = {j.target for j in query.judgments}
     judgments = [
-        {"source": j.target, "grade": j.grade, **({"spans": list(j.spans)} if j.spans else {})}
+        {
+            "source": ragsnap_id(j.target, SOURCE),
+            "grade": j.grade,
+            **({"spans": list(j.spans)} if j.spans else {}),
+        }
         for j in query.judgments
     ]
     if query.judgments_complete:  # every other document is known non-relevant
-        judgments += [{"source": s, "grade": 0} for s in sources if s not in judged]
+        judgments += [
+            {"source": ragsnap_id(s, SOURCE), "grade": 0} for s in sources if s not in judged
+        ]
     case: dict[str, Any] = {
-        "id": query.id,
+        "id": case_id,
         "query": query.text,
         "language": query.language,
         "category": query.category,
@@ -121,13 +156,26 @@ def _case(query: SourceQuery, sources: Iterable[str], summary: ImportSummary) ->
         )
     else:
         best = max(j.grade for j in relevant)
-        case["expectedSources"] = [j.target for j in relevant if j.grade == best]
+        case["expectedSources"] = [
+            ragsnap_id(j.target, SOURCE) for j in relevant if j.grade == best
+        ]
     if judgments:
         case["judgments"] = judgments
-    if query.tags:
-        case["tags"] = list(query.tags)
+    tags = list(query.tags)
+    if case_id != query.id:
+        tags.append(ORIGINAL_ID_TAG + query.id)
+    if tags:
+        case["tags"] = tags
     summary.judgments += len(judgments)
     return case
+
+
+def _check_id(value: str, what: str, origin: str) -> None:
+    """Refuse an id no ragsnap file could hold (importers check this with a line number)."""
+    found = id_problem(value)
+    if found is not None:
+        problem, fix = found
+        raise InputError(origin, f"{what} {value!r} {problem}", fix)
 
 
 def write_import(
@@ -149,20 +197,28 @@ def write_import(
     summary.skipped = importer.skipped
     corpus_path, cases_path = out / "corpus.jsonl", out / "golden-cases.json"
     vectors_path, config_path = out / "vectors.json", out / "ragsnap.yaml"
+    ids_path = out / "ids.tsv"
     progress = Progress(None, "import", "documents", stream if stream is not None else sys.stderr)
     sources = IdSet()  # every document id, on disk: memory does not grow with the corpus
     chunk_vectors: list[tuple[str, list[float]]] = []
-    with AtomicFile(corpus_path) as corpus:
+    with AtomicFile(corpus_path) as corpus, IdMap(ids_path, sources) as id_map:
         for doc in importer.documents():
+            origin = doc.origin or where
+            _check_id(doc.source, "document id", origin)
             first = sources.add(doc.source, doc.origin or "?")
             if first is not None:
                 raise InputError(
-                    doc.origin or where,
+                    origin,
                     f"document id {doc.source!r} appears twice (first at {first})",
                     "give every document its own id",
                 )
-            corpus.handle.write(_doc_line(doc, kb_scope))
-            chunks = chunk_document(_as_seed(doc), settings)
+            source_id = id_map.source(doc.source, origin)
+            doc_id = None
+            if doc.doc_id is not None:
+                _check_id(doc.doc_id, "parent document id", origin)
+                doc_id = id_map.doc_id(doc.doc_id, origin)
+            corpus.handle.write(_doc_line(doc, kb_scope, source_id, doc_id))
+            chunks = chunk_document(_as_seed(doc, source_id), settings)
             summary.documents += 1
             summary.chunks += len(chunks)
             if doc.vector is not None:
@@ -180,18 +236,14 @@ def write_import(
         cases = []
         ids: set[str] = set()
         for query in queries:
-            if not CASE_IDS.pattern.match(query.id):
-                raise UsageError(
-                    f"query id {query.id!r} cannot be a case id (letters, digits and . _ -, "
-                    "starting with a letter or digit, at most 128); rename it in the source"
-                )
+            origin = query.origin or where
+            _check_id(query.id, "query id", origin)
             if query.id in ids:
-                raise InputError(
-                    query.origin or where, f"query id {query.id!r} appears twice", "make ids unique"
-                )
+                raise InputError(origin, f"query id {query.id!r} appears twice", "make ids unique")
             ids.add(query.id)
-            cases.append(_case(query, sources, summary))
+            cases.append(_case(query, id_map.case(query.id, origin), sources, summary))
         summary.queries = len(cases)
+        summary.mapped = id_map.mapped
         description = f"Imported from the {importer.format} format by `ragsnap import`."
         golden: dict[str, Any] = {"schemaVersion": 1, "description": description, "cases": cases}
         defaults = {"topK": 10, **({"kbScope": kb_scope} if kb_scope else {})}
@@ -221,7 +273,10 @@ def write_import(
             f"# written by `ragsnap import {importer.format}`\n"
             "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + chunking + embedder
         ).encode()
-        for path in (corpus_path, *outputs):  # refuse before the first rename, not midway
+        written = [corpus_path, *outputs]
+        if id_map.written:
+            written.insert(-1, ids_path)  # before ragsnap.yaml, as IMPORT_FILES
+        for path in written:  # refuse before the first rename, not midway
             if path.exists() and not path.is_file():
                 raise OutputError(
                     f"{path}: exists and is not a file; move it away or choose another --out"
@@ -232,12 +287,13 @@ def write_import(
                 files.append(AtomicFile(path))
                 files[-1].handle.write(data)
             corpus.commit()
+            id_map.commit()
             for handle in files:
                 handle.commit()
         finally:
             for handle in files:
                 handle.discard()
-    summary.files = [corpus_path, *outputs]
+    summary.files = written
     return summary
 
 
@@ -256,5 +312,5 @@ def _vectors_json(
     return orjson.dumps(data, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
-def _as_seed(doc: SourceDoc) -> SeedDocument:
-    return SeedDocument(path=doc.origin, source=doc.source, body=doc.text, content_hash="")
+def _as_seed(doc: SourceDoc, source: str) -> SeedDocument:
+    return SeedDocument(path=doc.origin, source=source, body=doc.text, content_hash="")

@@ -305,8 +305,11 @@ def test_split_option_problems(tmp_path: Path) -> None:
         ('{"_id": "d9", "text": 5}', "`text` is int, not a string"),
         ('{"_id": "d9", "text": "x", "title": ["t"]}', "`title` is list, not a string"),
         ('{"_id": "d9", "text": "x", "metadata": [1]}', "`metadata` is list, not an object"),
-        ('{"_id": "bad id", "text": "x"}', "document id 'bad id' is not a usable ragsnap source"),
-        ('{"_id": "-lead", "text": "x"}', "document id '-lead' is not a usable ragsnap source"),
+        (
+            '{"_id": "bad\\u0000id", "text": "x"}',
+            "document id 'bad\\x00id' holds U+0000, a control character, at position 4",
+        ),
+        ('{"_id": " lead", "text": "x"}', "document id ' lead' begins or ends with white space"),
         ('{"_id": "d2", "text": "again"}', "document id 'd2' appears twice (first at {} line 2)"),
     ],
 )
@@ -318,11 +321,34 @@ def test_bad_corpus_lines(tmp_path: Path, line: str, problem: str) -> None:
     assert error.fix  # every message ends with what to do
 
 
-def test_bad_id_is_never_renamed(tmp_path: Path) -> None:
-    root = dataset(tmp_path / "ds", corpus=jsonl([{"_id": "a b", "text": "x"}]))
+def test_ids_with_spaces_and_other_characters_are_read_as_they_are(tmp_path: Path) -> None:
+    """The importer yields the format's ids; the writer gives them their ragsnap form."""
+    corpus = jsonl(
+        [
+            {"_id": "Attention Is All You Need.pdf_chunk_25", "text": "Self-attention only."},
+            {"_id": "-lead", "text": "x"},
+            {"_id": "Ärzte #2", "text": "y"},
+        ]
+    )
+    queries = jsonl([{"_id": "what is attention?", "text": "what does it rely on"}])
+    judged = qrels([("what is attention?", "Attention Is All You Need.pdf_chunk_25", 2)])
+    root = dataset(tmp_path / "ds", corpus=corpus, queries=queries, splits={"test": judged})
+    docs, found = read_all(importer(root))
+    assert [d.source for d in docs] == [
+        "Attention Is All You Need.pdf_chunk_25",
+        "-lead",
+        "Ärzte #2",
+    ]
+    assert [(q.id, [j.target for j in q.judgments]) for q in found] == [
+        ("what is attention?", ["Attention Is All You Need.pdf_chunk_25"])
+    ]
+
+
+def test_a_refused_id_says_where_to_fix_it(tmp_path: Path) -> None:
+    root = dataset(tmp_path / "ds", corpus=jsonl([{"_id": "a\x7fb", "text": "x"}]))
     error = fails(importer(root))
-    assert "'a b'" in str(error)
-    assert "ragsnap never renames ids" in error.fix
+    assert error.problem == "document id 'a\\x7fb' holds U+007F, a control character, at position 2"
+    assert error.fix == "remove it, in the corpus and in the qrels"
 
 
 @pytest.mark.parametrize(
@@ -341,11 +367,12 @@ def test_bad_query_lines(tmp_path: Path, line: str, problem: str) -> None:
 
 
 def test_judged_query_with_unusable_id_or_empty_text(tmp_path: Path) -> None:
-    queries = jsonl([{"_id": "q 1", "text": "spaces"}])
-    root = dataset(tmp_path / "a", queries=queries, splits={"test": qrels([("q 1", "d1", 1)])})
+    queries = jsonl([{"_id": "q\x001", "text": "a NUL"}])
+    root = dataset(tmp_path / "a", queries=queries, splits={"test": qrels([("q\x001", "d1", 1)])})
     error = fails(importer(root))
     assert str(error).startswith(
-        f"{root / 'queries.jsonl'} at line 1: query id 'q 1' cannot be a ragsnap case id"
+        f"{root / 'queries.jsonl'} at line 1: query id 'q\\x001' holds U+0000, a control "
+        "character, at position 2; remove it, in queries.jsonl and in the qrels"
     )
     queries = jsonl([{"_id": "q1", "text": "  "}])
     root = dataset(tmp_path / "b", queries=queries, splits={"test": qrels([("q1", "d1", 1)])})
@@ -353,7 +380,7 @@ def test_judged_query_with_unusable_id_or_empty_text(tmp_path: Path) -> None:
         f"{root / 'queries.jsonl'} at line 1: `text` is empty"
     )
     # an unjudged query is not imported, so its id and text do not matter
-    queries = jsonl([{"_id": "q1", "text": "ok"}, {"_id": "q 2", "text": ""}])
+    queries = jsonl([{"_id": "q1", "text": "ok"}, {"_id": "q\x002", "text": ""}])
     root = dataset(tmp_path / "c", queries=queries, splits={"test": qrels([("q1", "d1", 1)])})
     assert [q.id for q in read_all(importer(root))[1]] == ["q1"]
 

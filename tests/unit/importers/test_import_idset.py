@@ -33,3 +33,10 @@ def test_close_deletes_the_file() -> None:
     ids.close()
     assert not path.exists()
     ids.close()  # twice is fine
+
+
+def test_where_an_id_was_read() -> None:
+    with IdSet() as ids:
+        ids.add("a", "f line 1")
+        ids.add("b")
+        assert (ids.where("a"), ids.where("b"), ids.where("z")) == ("f line 1", "?", None)

@@ -203,7 +203,7 @@ def test_gzip_crlf_and_latin1_lines(tmp_path: Path) -> None:
         (".I\n.W\nx\n", 1, "this .I line has no number"),
         (".I 1 2\n.W\nx\n", 1, "this .I line has more than a number: '1 2'"),
         (".I 1\n.W\nx\n.I 2\nno marker\n", 5, "record .I 2 has text before its first field marker"),
-        (".I 1\n.W\nx\n.I a*b\n.W\ny\n", 4, "document .I 'a*b' is not a usable ragsnap source id"),
+        (".I 1\n.W\nx\n.I a\x01b\n.W\ny\n", 4, "document .I 'a\\x01b' holds U+0001, a control"),
     ],
 )
 def test_bad_documents(tmp_path: Path, text: str, line: int, problem: str) -> None:

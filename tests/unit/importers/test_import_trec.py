@@ -237,7 +237,7 @@ def test_latin1_lines_are_read_and_counted(tmp_path: Path) -> None:
             "the <DOC> of line 1 is never closed",
         ),
         ("<DOC><DOCNO>a</DOCNO></DOC>\n</DOC>\n", 2, "</DOC> closes a document that was never"),
-        ("<DOC><DOCNO>a b</DOCNO></DOC>\n", 1, "DOCNO 'a b' is not a usable ragsnap source id"),
+        ("<DOC><DOCNO>a\x00b</DOCNO></DOC>\n", 1, "DOCNO 'a\\x00b' holds U+0000, a control"),
         (
             "<DOC><DOCNO>a</DOCNO></DOC>\n\n<DOC>\n<DOCNO> a </DOCNO></DOC>\n",
             3,
@@ -394,7 +394,7 @@ def test_bad_qrels_lines(tmp_path: Path, row: str, problem: str) -> None:
         ),
         ("1 a\n2 b\n1 c\n", 3, "query id '1' appears twice (first at line 1)"),
         ("1 a\n2\n", 2, "query '2' has no text"),
-        ("q/1 a\n", 1, "query id 'q/1' cannot be a ragsnap case id"),
+        ("q\x7f1 a\n", 1, "query id 'q\\x7f1' holds U+007F, a control character"),
         (
             '<topics>\n<topic number="1"><query>a</query></topic>\n</topics>\n',
             1,
