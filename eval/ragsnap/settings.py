@@ -40,7 +40,8 @@ __all__ = [
     "Method",
 ]
 
-PIPELINE_VERSION = "ragsnap-lookup/2"  # 2: scores on the 1e-6 grid, exact cosines
+#: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values
+PIPELINE_VERSION = "ragsnap-lookup/3"
 #: the built-in methods every store can run with its own vectors
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
 RETRIEVERS = ("lexical", "vector")

@@ -511,3 +511,34 @@ def test_a_lookup_without_depth_has_no_ranking(kb: SqliteKnowledgeBase) -> None:
     assert deep is None
     with pytest.raises(UsageError, match="depth must be at least 1"):
         pipeline(kb).lookup_ranked(POOL_QUERY, depth=0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("query", [POOL_QUERY, "缓存雪崩处理方法", "pool leak warning timeout"])
+def test_evidence_scores_are_the_ranking_values(
+    kb: SqliteKnowledgeBase, method: str, query: str
+) -> None:
+    """A block's score is what its list is ranked by, so it never rises down the list;
+    the label reads the confidence; the rerank trace's lists are monotone too."""
+    p = pipeline(kb, min_score=0.0, relative_score=0.0, top_k=10)
+    result = p.lookup(query, method=method, record_latency=False)
+    blocks = result["evidenceBlocks"]
+    assert blocks, method
+    scores = [b["score"] for b in blocks]
+    assert scores == sorted(scores, reverse=True), (method, scores)
+    for b in blocks:
+        meta = b["metadata"]
+        expected = {
+            "lexical": meta.get("bm25"),
+            "vector": meta.get("cosine"),
+            "hybrid": meta["fused"],
+        }.get(method)
+        if expected is not None:
+            assert b["score"] == pytest.approx(expected, abs=1e-6), (method, b)
+        confidence = meta["confidence"]
+        label = "high" if confidence >= 0.6 else "medium" if confidence >= 0.4 else "low"
+        assert b["scoreLabel"] == label
+    trace = result["rerankTrace"]
+    for side in ("before", "after"):
+        values = [item["score"] for item in trace[side]]
+        assert values == sorted(values, reverse=True), (method, side, values)

@@ -20,11 +20,16 @@ Scores. Every candidate gets a *confidence* in [0, 1] that does not depend on
 which list found it: ``lexical`` = IDF-weighted share of the query's terms the
 chunk contains (IDF = BM25's ln(1 + (N - df + 0.5) / (df + 0.5))); ``vector`` =
 cosine clamped at 0; ``hybrid`` = the fusion-weighted mean of both. Rankings
-come from the method (BM25 order, cosine order, fused order, reranked order);
-an evidence block's ``score`` is its confidence (its rerank score after
-reranking); the thresholds always compare confidences, so a reranker reorders
-evidence but never filters it. ``metadata`` keeps the raw BM25,
-cosine, fused value and list ranks.
+come from the method (BM25 order, cosine order, fused order, reranked order),
+and an evidence block's ``score`` is the value its list is ranked by: BM25 for
+``lexical``, the cosine for ``vector``, the fused value for ``hybrid``, the
+rerank score after reranking; so scores never rise down the list (a block past
+the reranked head, only when ``topK`` exceeds ``rerankDepth``, shows at most
+the score above it). The thresholds always compare confidences, so a reranker
+reorders evidence but never filters it; ``scoreLabel`` (high >= 0.6, medium >=
+0.4, low) labels the confidence, which ``metadata.confidence`` holds with the
+raw BM25, cosine, fused value and list ranks. The rerank trace's ``before``
+list shows the fused values, its ``after`` list the rerank scores.
 
 heuristic-v1 rerank score = 0.45 confidence + 0.20 phrase + 0.15 identifiers
 + 0.10 title + 0.10 coverage, where phrase is the share of the query's adjacent
@@ -95,13 +100,15 @@ class _Candidate:
     cosine: float | None = None
     vector_rank: int | None = None
     fused: float = 0.0
+    ranking: float = 0.0  # the value the method ranks by, on the grid
     confidence: float = 0.0  # on the grid
     exact_confidence: float = 0.0  # before the grid: what derived scores are computed from
     rerank: float | None = None
 
     @property
     def score(self) -> float:
-        return self.confidence if self.rerank is None else self.rerank
+        """The value the final list is ranked by: the rerank score when reranked."""
+        return self.ranking if self.rerank is None else self.rerank
 
 
 @dataclass
@@ -272,10 +279,16 @@ class Pipeline:
         self._confidences(spec, query, cands)
         if method == "lexical":
             ranked = [c for c, _ in lexical_list]
+            for c in ranked:
+                c.ranking = quantize(c.lexical or 0.0)
         elif method == "vector":
             ranked = [c for c, _ in vector_list]
+            for c in ranked:
+                c.ranking = quantize(c.cosine or 0.0)
         else:
             ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
+            for c in ranked:
+                c.ranking = quantize(c.fused)
         hits = sum(1 for c in ranked if c.confidence >= self._min_score(spec))
         top = max((c.confidence for c in ranked), default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
@@ -477,7 +490,7 @@ class Pipeline:
         rerank_json: dict[str, Any]
         if spec.reranker is not None:
             before = ranked[: s.rerank_depth]
-            before_json = [self._ranked_item(c, c.confidence) for c in before]
+            before_json = [self._ranked_item(c, c.ranking) for c in before]
             ranked = self._rerank(q, ranked)
             rerank_json = {
                 "applied": True,
@@ -524,10 +537,12 @@ class Pipeline:
         seen: set[str] = set()
         best = max((c.confidence for c in ranked), default=0.0)
         floor = max(self._min_score(spec), self._relative_score(spec) * best)
+        shown = math.inf  # the score above: a block never shows more
         for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
             if c.chunk.chunk_id in seen or c.confidence < floor:
                 continue
             seen.add(c.chunk.chunk_id)
+            shown = min(c.score, shown)
             ch = c.chunk
             meta: dict[str, Any] = {
                 "confidence": round(c.confidence, 6),
@@ -553,8 +568,8 @@ class Pipeline:
                     "title": ch.title,
                     "breadcrumb": ch.breadcrumb,
                     "text": ch.text,
-                    "score": round(c.score, 6),
-                    "scoreLabel": score_label(c.score),
+                    "score": round(min(c.score, shown), 6),
+                    "scoreLabel": score_label(c.confidence),
                     "metadata": meta,
                 }
             )
