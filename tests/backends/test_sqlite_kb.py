@@ -513,3 +513,29 @@ def test_refs_are_the_identities_of_chunks(kb: SqliteKnowledgeBase) -> None:
             chunk.doc_id,
             chunk.source,
         )
+
+
+def test_chunks_read_from_memory_follow_a_write(
+    kb: SqliteKnowledgeBase, docs_dir: Path, tmp_path: Path
+) -> None:
+    """Chunks are kept in memory per generation: a write by this store or by another
+    process makes the next read see the new text, and a removed chunk is gone."""
+    every = kb.vector_search(HashingEmbedder().embed_query("anything"), Filter(), 10_000)
+    rows = [r for r, _ in every]
+    before = kb.chunks(rows)
+    assert len(before) == kb.count()
+    assert kb.chunks(rows) == before  # the second read comes from memory, the same
+    write_doc(
+        docs_dir,
+        "kafka-lag",
+        "Rewritten intro with brandnewword.\n\n## Only section\n\nConsumers lag, quartzshared.",
+        category="messaging",
+        kb_scope="eval",
+        breadcrumb="Messaging > Kafka",
+    )
+    with SqliteKnowledgeBase(kb.path) as other:  # another writer of the same file
+        seed_folder(other, docs_dir)
+    after = kb.chunks(rows)
+    assert set(after) < set(rows)  # the old kafka-lag rows were deleted
+    new_rows = [r for r, _ in kb.lexical_search(["brandnewword"], Filter(), 10)]
+    assert "brandnewword" in kb.chunks(new_rows)[new_rows[0]].text

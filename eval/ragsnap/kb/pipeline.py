@@ -72,7 +72,7 @@ from ..errors import BackendError, UsageError
 from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
 from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
-from .numeric import GRID, VECTOR_ENCODING, quantize, ticks
+from .numeric import GRID, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .numeric import ranked as grid_order
 from .text import Tokenizer, is_identifier
 
@@ -327,8 +327,8 @@ class Pipeline:
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):
             raise _StaleRead
-        lexical = grid_order((r, v, refs[r].chunk_id) for r, v in lexical)
-        vector = grid_order((r, v, refs[r].chunk_id) for r, v in vector)
+        # the lists come in the store's order (grid score, then chunk id: the
+        # KnowledgeBase contract), so a list's ranks are its positions
         if not spec.fused:
             order = [r for r, _ in (lexical or vector)]
         else:
@@ -338,7 +338,10 @@ class Pipeline:
                 fused[r] = fused.get(r, 0.0) + f.lexical_weight / (f.k + rank)
             for rank, (r, _) in enumerate(vector, 1):
                 fused[r] = fused.get(r, 0.0) + f.vector_weight / (f.k + rank)
-            order = sorted(fused, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
+            keys = list(fused)
+            grid = ticks_array(np.fromiter(fused.values(), dtype=np.float64, count=len(keys)))
+            ids = np.array([refs[r].chunk_id for r in keys], dtype=np.str_)
+            order = [keys[i] for i in np.lexsort((ids, -grid)).tolist()]
         order = order[:depth]
         if spec.reranker is not None and order:
             head = order[: self.settings.rerank_depth]

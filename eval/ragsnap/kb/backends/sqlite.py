@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
 
 SCHEMA_VERSION = "1"
+#: chunks kept in memory per generation (a few hundred MB at most for long chunks)
+CHUNK_CACHE = 50_000
 
 
 def _idf(df: NDArray[np.int64], n: int) -> NDArray[np.float64]:
@@ -199,6 +201,20 @@ class _Index:
     masks: dict[Filter, NDArray[np.intp] | None] = field(default_factory=dict)
     last_query: bytes = b""
     last_scores: NDArray[np.float64] | None = None
+    #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
+    chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
+    ref_list: list[ChunkRef] | None = None  # every position's identities, made once
+
+    def ref_of(self) -> list[ChunkRef]:
+        """Every position's ``ChunkRef`` (built on first use in this generation)."""
+        if self.ref_list is None:
+            self.ref_list = [
+                ChunkRef(chunk_id, doc_id, source)
+                for chunk_id, doc_id, source in zip(
+                    self.chunk_ids.tolist(), self.doc_ids, self.sources, strict=True
+                )
+            ]
+        return self.ref_list
 
     def positions(self, flt: Filter) -> NDArray[np.intp] | None:
         """Positions admitted by ``flt``; None means all of them."""
@@ -230,7 +246,9 @@ class _Index:
             keep = np.flatnonzero(negative <= kth)
             positions, negative, scores = positions[keep], negative[keep], scores[keep]
         order = np.lexsort((self.chunk_ids[positions], negative))[:k]
-        return [(int(self.rows[positions[o]]), float(scores[o])) for o in order]
+        rows: list[int] = self.rows[positions[order]].tolist()
+        values: list[float] = scores[order].tolist()
+        return list(zip(rows, values, strict=True))
 
 
 class SqliteKnowledgeBase:
@@ -535,19 +553,29 @@ class SqliteKnowledgeBase:
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
         with self._lock:
             index = self._index()
-            positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64)).tolist()
-            out: dict[int, ChunkRef] = {}
-            for row, at in zip(rows, positions, strict=True):
-                if at < len(index.rows) and index.rows[at] == row:
-                    out[row] = ChunkRef(
-                        str(index.chunk_ids[at]), index.doc_ids[at], index.sources[at]
-                    )
-            return out
+            if not rows or len(index.rows) == 0:
+                return {}
+            wanted = np.asarray(rows, dtype=np.int64)
+            at = np.minimum(np.searchsorted(index.rows, wanted), len(index.rows) - 1)
+            found = (index.rows[at] == wanted).tolist()
+            refs = index.ref_of()
+            return {
+                row: refs[pos] for row, pos, ok in zip(rows, at.tolist(), found, strict=True) if ok
+            }
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        """Stored chunks by row; chunks read before in this generation come from memory
+        (repeated lookups, a trial's passes), the others from the file."""
         out: dict[int, StoredChunk] = {}
-        unique = list(dict.fromkeys(rows))
         with self._lock:
+            cache = self._index().chunk_cache
+            unique = []
+            for row in dict.fromkeys(rows):
+                hit = cache.get(row)
+                if hit is None:
+                    unique.append(row)
+                else:
+                    out[row] = hit
             for start in range(0, len(unique), 500):
                 part = unique[start : start + 500]
                 marks = ",".join("?" * len(part))
@@ -572,6 +600,8 @@ class SqliteKnowledgeBase:
                         kb_scope=r[10],
                         tokens=tuple(r[11].split()),
                     )
+                    if len(cache) < CHUNK_CACHE:
+                        cache[r[0]] = out[r[0]]
         return out
 
     def close(self) -> None:
