@@ -54,10 +54,16 @@ Steps:
    cProfile of one more trial, in process, of the lexical method at depth
    1,000 (top 25 by cumulative time, top 15 by own time).
 
+On a shared machine the times mean little, so before each timed side the
+script waits (``--wait-quiet``, at most 300 s) until other processes have
+used under 0.1 core for 5 s, and it reports the CPU seconds other processes
+used during each side (``/proc/stat`` minus its own or its child's), marking
+a round over 1 s as shared.
+
 Usage::
 
     python benchmarks/trial_cranfield.py [--data DIR] [--work DIR] [--keep]
-                                         [--repeat N] [--profile]
+                                         [--repeat N] [--wait-quiet SECONDS] [--profile]
 
 The exit status is 0 even when a target is missed (this is a benchmark, not a
 test); a missed target is printed as FAIL. It exits with a message (status
@@ -165,7 +171,7 @@ def cpu_description() -> dict[str, str]:
         lscpu = ""
     for line in lscpu.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in ("Model name", "Hypervisor vendor", "Thread(s) per core"):
+        if key.strip() in ("Hypervisor vendor", "Thread(s) per core"):
             info.setdefault(key.strip(), value.strip())
     info["cores"] = str(os.cpu_count())
     with contextlib.suppress(AttributeError):
@@ -654,7 +660,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--workdir",
         dest="work",
         type=Path,
-        help="work folder, kept; its import/, runs/, reports/ and profile/ are replaced "
+        help="work folder, kept; its import/, runs/, peer-runs/, reports/ and profile/ are "
+        "replaced "
         "(default: a temporary folder, deleted unless --keep)",
     )
     parser.add_argument(
