@@ -38,7 +38,7 @@ from .errors import INTERNAL_ERROR, RagsnapError
 __all__ = ["build_parser", "main"]
 
 
-def _add_inputs(parser: argparse.ArgumentParser) -> None:
+def _add_cases(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cases",
         type=Path,
@@ -46,6 +46,27 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"golden cases file (default: {DEFAULT_CASES})",
     )
+
+
+def _add_reports(parser: argparse.ArgumentParser, json_report: Path, markdown_report: Path) -> None:
+    parser.add_argument(
+        "--json-report",
+        type=Path,
+        default=json_report,
+        metavar="FILE",
+        help=f"where to write the JSON report (default: {json_report})",
+    )
+    parser.add_argument(
+        "--markdown-report",
+        type=Path,
+        default=markdown_report,
+        metavar="FILE",
+        help=f"where to write the Markdown report (default: {markdown_report})",
+    )
+
+
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
+    _add_cases(parser)
     parser.add_argument(
         "--fixtures",
         type=Path,
@@ -96,20 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--compare-to diff them against a baseline report.",
     )
     _add_inputs(score)
-    score.add_argument(
-        "--json-report",
-        type=Path,
-        default=DEFAULT_JSON_REPORT,
-        metavar="FILE",
-        help=f"where to write the JSON report (default: {DEFAULT_JSON_REPORT})",
-    )
-    score.add_argument(
-        "--markdown-report",
-        type=Path,
-        default=DEFAULT_MARKDOWN_REPORT,
-        metavar="FILE",
-        help=f"where to write the Markdown report (default: {DEFAULT_MARKDOWN_REPORT})",
-    )
+    _add_reports(score, DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT)
     score.add_argument(
         "--compare-to",
         type=Path,
@@ -434,13 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(an empty index), 2 when the service cannot be reached. Not a replacement for the "
         "offline `ragsnap score` baseline.",
     )
-    live.add_argument(
-        "--cases",
-        type=Path,
-        default=DEFAULT_CASES,
-        metavar="FILE",
-        help=f"golden cases file (default: {DEFAULT_CASES})",
-    )
+    _add_cases(live)
     live.add_argument(
         "--case",
         action="append",
@@ -464,20 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="results asked for and checked per case (default: each case's topK)",
     )
-    live.add_argument(
-        "--json-report",
-        type=Path,
-        default=DEFAULT_LIVE_JSON,
-        metavar="FILE",
-        help=f"where to write the JSON report (default: {DEFAULT_LIVE_JSON})",
-    )
-    live.add_argument(
-        "--markdown-report",
-        type=Path,
-        default=DEFAULT_LIVE_MARKDOWN,
-        metavar="FILE",
-        help=f"where to write the Markdown report (default: {DEFAULT_LIVE_MARKDOWN})",
-    )
+    _add_reports(live, DEFAULT_LIVE_JSON, DEFAULT_LIVE_MARKDOWN)
     live.add_argument(
         "--config",
         type=Path,
@@ -506,13 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
         "holds ids, digests and measurements, never queries or texts. Exits 1 when a gate "
         "fails or two passes differ.",
     )
-    trial.add_argument(
-        "--cases",
-        type=Path,
-        default=DEFAULT_CASES,
-        metavar="FILE",
-        help=f"golden cases file (default: {DEFAULT_CASES})",
-    )
+    _add_cases(trial)
     trial.add_argument(
         "--methods",
         metavar="A,B,...",
@@ -583,20 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="do not compare the passes (default: every pass must give the same results)",
     )
-    trial.add_argument(
-        "--json-report",
-        type=Path,
-        default=DEFAULT_TRIAL_JSON,
-        metavar="FILE",
-        help=f"where to write the JSON report (default: {DEFAULT_TRIAL_JSON})",
-    )
-    trial.add_argument(
-        "--markdown-report",
-        type=Path,
-        default=DEFAULT_TRIAL_MARKDOWN,
-        metavar="FILE",
-        help=f"where to write the Markdown report (default: {DEFAULT_TRIAL_MARKDOWN})",
-    )
+    _add_reports(trial, DEFAULT_TRIAL_JSON, DEFAULT_TRIAL_MARKDOWN)
     trial.add_argument(
         "--compare-to",
         type=Path,

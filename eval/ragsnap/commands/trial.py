@@ -73,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
     pinned = _load_plan(args.plan) if args.plan is not None else None
     names = _method_names(args, config, pinned)
     methods = {name: config.lookup.method_spec(name) for name in names}
-    depth = _pick(args.depth, pinned and pinned.depth, config.trial.depth)
-    split = _pick(args.split, pinned and pinned.split, "all")
-    repetitions = int(_pick(args.repetitions, pinned and pinned.repetitions, 1))
-    seed = int(_pick(args.seed, pinned and pinned.seed, DEFAULT_SEED))
+    depth = _pick(args.depth, pinned, "depth", config.trial.depth)
+    split = _pick(args.split, pinned, "split", "all")
+    repetitions = int(_pick(args.repetitions, pinned, "repetitions", 1))
+    seed = int(_pick(args.seed, pinned, "seed", DEFAULT_SEED))
     if depth is not None and not 1 <= depth <= 10000:
         raise UsageError(f"--depth {depth}: use 1 to 10000")
     if not 1 <= repetitions <= 1000:
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     latency = {
         name: latency_summary([v for p in passes[1:] for v in p.latencies[name]]) for name in names
     }
-    gate_rows = _apply_gates(gates, gates_path, measurements, latency, definitions)
+    gate_rows = _apply_gates(gates, gates_path, measurements, latency)
     run_files, run_texts = _runs(args.runs_dir, runs, cases, scored, names)
     report = build_trial_report(
         plan=plan.to_json(),
@@ -300,8 +300,11 @@ def _with_aliases(config: Config, aliases: Path | None) -> Config:
     )
 
 
-def _pick(*values: Any) -> Any:
-    return next((v for v in values if v is not None and v is not False), None)
+def _pick(given: Any, pinned: Plan | None, field: str, default: Any) -> Any:
+    """The flag when given, else the pinned plan's value, else ``default``."""
+    if given is not None:
+        return given
+    return getattr(pinned, field) if pinned is not None else default
 
 
 def _method_names(args: argparse.Namespace, config: Config, pinned: Plan | None) -> list[str]:
@@ -471,7 +474,6 @@ def _apply_gates(
     path: Path | None,
     measurements: dict[str, MethodMeasurement],
     latency: dict[str, Any],
-    definitions: dict[str, Any],
 ) -> list[GateResult] | None:
     if gates is None or path is None:
         return None
@@ -479,7 +481,6 @@ def _apply_gates(
         name: {"summary": m.summary(), "groups": m.groups(), "latency": latency[name]}
         for name, m in measurements.items()
     }
-    del definitions
     return evaluate_gates(gates, entries, path)
 
 
@@ -492,6 +493,7 @@ def _runs(
 ) -> tuple[dict[str, Any] | None, dict[Path, str]]:
     """The TREC runs (the deep ranking, else the evidence) and the qrels, as texts."""
     from ..ir.trec import format_qrels, format_run
+    from ..kb.backends import ChunkRef
 
     if folder is None:
         return None, {}
@@ -504,7 +506,7 @@ def _runs(
                 items: Sequence[Any] = scored.rankings[name][case.id]
             else:
                 items = [
-                    _Ref(b["chunkId"], b.get("docId"), b["source"])
+                    ChunkRef(b["chunkId"], b.get("docId"), b["source"])
                     for b in scored.lookups[name][case.id]["evidenceBlocks"]
                 ]
             ranked[case.id] = [t for ref in items if (t := getattr(ref, field)) is not None]
@@ -520,13 +522,6 @@ def _runs(
         },
         texts,
     )
-
-
-class _Ref:
-    """An evidence block's identities, shaped like ``ChunkRef``."""
-
-    def __init__(self, chunk_id: str, doc_id: str | None, source: str):
-        self.chunk_id, self.doc_id, self.source = chunk_id, doc_id, source
 
 
 def _tag(name: str) -> str:

@@ -165,8 +165,8 @@ def evaluate_gates(
     A measure the trial does not compute is an ``InputError`` naming the gate.
     """
     results: list[GateResult] = []
+    known = next(iter(methods.values()), None)
     for gate in gates:
-        known = next(iter(methods.values()), None)
         if (
             known is not None
             and gate.measure not in _NAMED
