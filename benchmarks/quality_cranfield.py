@@ -64,7 +64,13 @@ Steps:
 Usage::
 
     python benchmarks/quality_cranfield.py [--data DIR] [--work DIR] [--keep]
-                                           [--skip-minilm]
+                                           [--skip-minilm] [--milvus]
+
+``--milvus`` adds Milvus Lite's lexical runs (extra ``milvus``): the corpus seeded
+with ``ragsnap seed --backend milvus`` (stemmer english and none with the default
+``analyzer: ragsnap``; stemmer none with Milvus's own ``standard`` analyzer) and
+ranked 1,000 documents deep by the same pipeline in this process, with the target
+"Milvus lexical MAP within 0.01 of embedded lexical with the same analyzer".
 
 The exit status is 0 even when targets FAIL (a benchmark, not a test); it
 exits with a message (status 1) only when something could not be measured.
@@ -288,8 +294,7 @@ def write_config(work: Path, analyzer: str, embedder: str) -> Path:
         "chunking": {"maxChars": 1200, "overlapChars": 150, "headingLevel": 2},
         "embedder": dict(EMBEDDERS[embedder]),
     }
-    if ANALYZERS[analyzer] is not None:
-        kb["analyzer"] = {"stemmer": ANALYZERS[analyzer]}
+    kb["analyzer"] = {"stemmer": ANALYZERS[analyzer] or "none"}  # english is the default
     path = work / "configs" / f"{analyzer}-{embedder}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump({"kb": kb}, sort_keys=False), encoding="utf-8")
@@ -337,6 +342,62 @@ def run_trial(work: Path, analyzer: str, embedder: str, steps: Steps) -> Trial:
         f"peak RSS {timing['peakRssMiB']:.0f} MiB; {lat})",
     )
     return Trial(name, analyzer, embedder, runs, data, seconds)
+
+
+# --------------------------------------------------------------------------- Milvus Lite
+
+#: Milvus runs: name -> (ragsnap analyzer, kb.milvus.analyzer); lexical, hashing vectors
+MILVUS = {
+    "milvus-english": ("english", "ragsnap"),
+    "milvus-none": ("none", "ragsnap"),
+    "milvus-standard-none": ("none", "standard"),
+}
+
+
+def run_milvus(work: Path, name: str, steps: Steps) -> Path:
+    """Milvus Lite's lexical run: ``ragsnap seed --backend milvus`` as a subprocess, then
+    the pipeline's lexical ranking 1,000 documents deep in this process (a trial has no
+    --backend), written as the trial writes its runs."""
+    import argparse as _argparse
+
+    from ragsnap.commands._kb import open_pipeline
+    from ragsnap.config import load_config
+    from ragsnap.io.inputs import load_cases
+    from ragsnap.ir.trec import format_run
+
+    analyzer, milvus_analyzer = MILVUS[name]
+    config = write_config(work, analyzer, "hashing")
+    data = yaml.safe_load(config.read_text("utf-8"))
+    data["kb"]["backend"] = "milvus"
+    data["kb"]["milvus"] = {"uri": str(work / "kb" / f"{name}.db"), "analyzer": milvus_analyzer}
+    config = config.with_name(f"{name}.yaml")
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    done, seed_s = ragsnap_process(["seed", "--config", str(config)], work)
+    if done.returncode != 0:
+        fail(f"ragsnap seed --backend milvus ({name})", done)
+    start = time.perf_counter()
+    cases = load_cases(work / "import" / "golden-cases.json").cases
+    ranked: dict[str, list[str]] = {}
+    with open_pipeline("milvus", _argparse.Namespace(kb=None), load_config(config)) as pipe:
+        for case in cases:
+            _, ranking = pipe.lookup_ranked(
+                case.query,
+                kb_scope=case.kb_scope,
+                method="lexical",
+                record_latency=False,
+                depth=DEPTH,
+                distinct="source",
+            )
+            ranked[case.id] = [ref.source for ref in ranking or []]
+    path = work / "runs" / name / "lexical.trec"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(format_run(ranked, tag="lexical"), encoding="utf-8")
+    steps.add(
+        f"Milvus Lite lexical, analyzer {milvus_analyzer}, stemmer {analyzer}",
+        seed_s + time.perf_counter() - start,
+        f"(seed {seed_s:.1f} s, 225 rankings {time.perf_counter() - start:.1f} s)",
+    )
+    return path
 
 
 # --------------------------------------------------------------------------- peers
@@ -509,6 +570,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="hashing embedder only (no MiniLM trials, no RRF peer): a quick run",
     )
+    parser.add_argument(
+        "--milvus",
+        action="store_true",
+        help="also Milvus Lite's lexical runs (extra milvus; about 3 minutes each)",
+    )
     return parser.parse_args(argv)
 
 
@@ -552,6 +618,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     run_files[key] = trial.runs / f"{method}.trec"
                     what = "" if method == "lexical" else f", {embedder}"
                     labels[key] = f"ragsnap {method} ({stem}{what})"
+        if args.milvus:
+            for name, (analyzer, milvus_analyzer) in MILVUS.items():
+                run_files[name] = run_milvus(work, name, steps)
+                stem = "no stemmer" if analyzer == "none" else "stemmer english"
+                labels[name] = f"Milvus Lite lexical ({stem}, analyzer {milvus_analyzer})"
         run_bm25s(inputs, False, peers / "bm25s.trec", steps)
         run_bm25s(inputs, True, peers / "bm25s-stemmer.trec", steps)
         run_files["bm25s"] = peers / "bm25s.trec"
@@ -718,6 +789,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         )
             else:
                 print("not run  MiniLM hybrid >= RRF peer (--skip-minilm)")
+            for name, (analyzer, milvus_analyzer) in MILVUS.items():
+                if name not in v:
+                    continue
+                embedded = v[f"{analyzer}-hashing/lexical"]["map"]
+                close = abs(v[name]["map"] - embedded) <= 0.01
+                print(
+                    f"{'PASS' if close else 'FAIL'}  Milvus Lite lexical (analyzer "
+                    f"{milvus_analyzer}, stemmer {analyzer}) MAP within 0.01 of embedded: "
+                    f"{v[name]['map']:.4f} vs {embedded:.4f}"
+                )
 
         print("\nGoodBuddy (cases/goodbuddy), gates from cases/goodbuddy/gates.yaml:\n")
         print("| embedder | method | MRR@10 | nDCG@10 exp | no-answer FP | admitted |")

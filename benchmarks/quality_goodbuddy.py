@@ -217,7 +217,7 @@ def seed_kb(config: Config, embedder: Embedder) -> tuple[SqliteKnowledgeBase, fl
     docs = open_seed_docs(config.kb.seed_docs)
     hashes = index_hashes(docs, config.kb.chunking)
     kb = SqliteKnowledgeBase(config.kb.path)
-    tokenizer = get_tokenizer(config.kb.segmenter)
+    tokenizer = get_tokenizer(config.kb.segmenter, config.kb.stemmer, config.kb.stop_words)
     seed(kb, docs, embedder, tokenizer, config.kb.chunking, hashes=hashes)
     return kb, time.perf_counter() - start
 
@@ -235,7 +235,8 @@ def snapshot_and_score(
     method: str,
 ) -> Run:
     settings = lookup_settings(config, setting)
-    pipeline = Pipeline(kb, embedder, get_tokenizer(config.kb.segmenter), settings)
+    tokenizer = get_tokenizer(config.kb.segmenter, config.kb.stemmer, config.kb.stop_words)
+    pipeline = Pipeline(kb, embedder, tokenizer, settings)
     folder = work / "fixtures" / embedder_name / setting / method
     folder.mkdir(parents=True, exist_ok=True)
     fixtures: dict[str, dict[str, Any]] = {}

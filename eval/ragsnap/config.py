@@ -23,11 +23,12 @@ error. Strictly validated against ``schemas/config.schema.json``::
         uri: .ragsnap/milvus.db  # a Milvus Lite file, or http(s)://host:19530
         tokenEnv: MILVUS_TOKEN   # or tokenFile: path (servers only)
         collection: ragsnap      # the prefix of its three collections
-        analyzer: auto     # standard | jieba | auto (jieba when the corpus has Chinese)
+        analyzer: ragsnap  # ragsnap (BM25 over ragsnap's own tokens) | standard | jieba |
+                           # auto (Milvus analyses the text: jieba when it has Chinese)
       seedDocs: seed-docs
       segmenter: bigram    # Chinese segmentation: bigram | jieba (extra `zh`)
-      analyzer:            # Latin text (embedded backend): part of the index's fingerprint
-        stemmer: none      # or a Snowball language: english, german, ... (PyStemmer)
+      analyzer:            # Latin text: part of the index's fingerprint
+        stemmer: english   # a Snowball language (PyStemmer): german, french, ...; or none
         stopWords: english # or none
       embedder: {kind: hashing, dimension: 256}
                            # or {kind: sentence-transformer} (extra `embed`),
@@ -48,7 +49,8 @@ error. Strictly validated against ``schemas/config.schema.json``::
       sufficientScore: 0.45 # evidence status "sufficient" from this top score
       contextBudgetChars: 2000
       hints: true          # L0 hints from document metadata
-      fusion: {profile: wrrf-v1, k: 60, lexicalWeight: 1.0, vectorWeight: 1.0}
+      fusion: {kind: convex, lexicalWeight: 0.85, vectorWeight: 0.15}  # by embedder
+                           # or {kind: rrf, k: 60, lexicalWeight: 1.0, vectorWeight: 1.0}
     methods:               # retrieval methods as data, beside the built-ins (lexical,
       lexical-heavy:       # vector, hybrid, hybrid+rerank, alias); any may be redefined
         retrievers: [lexical, vector]
@@ -81,11 +83,13 @@ from .scoring.diff import Tolerances
 from .settings import (
     ALIAS_NOTE,
     BUILTIN_METHODS,
+    FUSION_NAMES,
     SNAPSHOT_TOLERANCE,
     ChunkSettings,
     FusionProfile,
     LookupSettings,
     Method,
+    default_fusion,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +104,8 @@ DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map", "c
 
 DEFAULT_KB = Path(".ragsnap/kb.sqlite")
 DEFAULT_MILVUS_URI = ".ragsnap/milvus.db"
+#: ``kb.analyzer.stemmer`` when left out: English Snowball (``none`` turns it off)
+DEFAULT_STEMMER = "english"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +116,7 @@ class MilvusConfig:
     token_file: Path | None = None
     token_env: str | None = None
     collection: str = "ragsnap"
-    analyzer: str = "auto"
+    analyzer: str = "ragsnap"
 
     @classmethod
     def from_json(cls, data: dict[str, Any], base: Path) -> MilvusConfig:
@@ -123,7 +129,7 @@ class MilvusConfig:
             token_file=None if token_file is None else base / token_file,
             token_env=data.get("tokenEnv"),
             collection=data.get("collection", "ragsnap"),
-            analyzer=data.get("analyzer", "auto"),
+            analyzer=data.get("analyzer", "ragsnap"),
         )
 
 
@@ -138,7 +144,7 @@ class KbConfig:
     path: Path = DEFAULT_KB
     seed_docs: Path = DEFAULT_SEED_DOCS
     segmenter: str = "bigram"
-    stemmer: str | None = None
+    stemmer: str | None = DEFAULT_STEMMER
     stop_words: bool = True
     embedder: dict[str, Any] = field(default_factory=lambda: {"kind": "hashing"})
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
@@ -197,15 +203,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     def where(key: str, default: Path) -> Path:
         return base / data[key] if key in data else default
 
-    stemmer = data.get("analyzer", {}).get("stemmer", "none")
-    if stemmer != "none" and data.get("backend") == "milvus":
-        raise InputError(
-            path,
-            "`kb.analyzer.stemmer` is for the embedded backend; Milvus analyses text with "
-            "its own analyzer (`kb.milvus.analyzer`)",
-            "drop the stemmer, or use the embedded backend",
-            "/kb/analyzer/stemmer",
-        )
+    stemmer = data.get("analyzer", {}).get("stemmer", DEFAULT_STEMMER)
 
     return KbConfig(
         backend=data.get("backend", "embedded"),
@@ -225,19 +223,45 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     )
 
 
-def _fusion(data: dict[str, Any]) -> FusionProfile:
-    default = FusionProfile()
+def _fusion(
+    data: dict[str, Any], default: FusionProfile, path: Path, pointer: str
+) -> FusionProfile:
+    """A ``fusion:`` mapping; what it leaves out comes from ``default`` (the
+    embedder's profile) when it keeps that kind, from the kind's defaults otherwise."""
+    kind = data.get("kind", default.kind)
+    if kind == "convex" and "k" in data:
+        raise InputError(
+            path,
+            "`k` is the rank constant of reciprocal rank fusion; a convex profile has none",
+            "drop `k`, or set `kind: rrf`",
+            pointer,
+        )
+    base = default if kind == default.kind else FUSION_DEFAULTS[kind]
     return FusionProfile(
-        name=data.get("profile", default.name),
-        k=int(data.get("k", default.k)),
-        lexical_weight=float(data.get("lexicalWeight", default.lexical_weight)),
-        vector_weight=float(data.get("vectorWeight", default.vector_weight)),
+        name=data.get("profile", base.name),
+        kind=kind,
+        k=int(data.get("k", base.k)),
+        lexical_weight=float(data.get("lexicalWeight", base.lexical_weight)),
+        vector_weight=float(data.get("vectorWeight", base.vector_weight)),
     )
 
 
-def _methods(data: dict[str, Any], aliases: str | None, path: Path) -> tuple[Method, ...]:
+#: each kind's profile when a ``fusion:`` mapping changes the kind
+FUSION_DEFAULTS = {
+    "convex": FusionProfile(),
+    "rrf": FusionProfile(
+        name=FUSION_NAMES["rrf"], kind="rrf", lexical_weight=1.0, vector_weight=1.0
+    ),
+}
+
+
+def _methods(
+    data: dict[str, Any], aliases: str | None, path: Path, fusion: FusionProfile
+) -> tuple[Method, ...]:
     """The built-in methods, ``alias`` when an alias file is configured, then ``methods:``.
 
+    A fused method with its own vectors and no ``fusion`` gets its embedder's
+    default profile; ``fusion`` fills what a method's profile leaves out.
     Embedder paths stay as written: they are resolved against the config's folder
     when the embedder is made."""
     methods = {m.name: m for m in BUILTIN_METHODS}
@@ -256,11 +280,19 @@ def _methods(data: dict[str, Any], aliases: str | None, path: Path) -> tuple[Met
                 pointer,
             )
         reranker = spec.get("reranker")
+        embedder = spec.get("embedder")
+        own = fusion if embedder is None else default_fusion(embedder.get("kind"))
         try:
+            if "fusion" in spec:
+                profile: FusionProfile | None = _fusion(
+                    spec["fusion"], own, path, f"{pointer}/fusion"
+                )
+            else:
+                profile = None if embedder is None or len(retrievers) < 2 else own
             methods[name] = Method(
                 name,
                 retrievers,
-                fusion=_fusion(spec["fusion"]) if "fusion" in spec else None,
+                fusion=profile,
                 reranker=None if reranker in (None, "none") else reranker,
                 min_score=spec.get("minScore"),
                 relative_score=spec.get("relativeScore"),
@@ -286,7 +318,7 @@ def _trial_config(data: dict[str, Any], base: Path) -> TrialConfig:
 
 
 def _lookup_settings(
-    data: dict[str, Any], methods: tuple[Method, ...], path: Path
+    data: dict[str, Any], methods: tuple[Method, ...], path: Path, fusion: FusionProfile
 ) -> LookupSettings:
     keys = {
         "method": "method",
@@ -305,16 +337,14 @@ def _lookup_settings(
         keys[k]: int(v) if k in whole else v for k, v in data.items() if k != "fusion"
     }
     try:
-        if "fusion" in data:
-            values["fusion"] = _fusion(data["fusion"])
+        values["fusion"] = fusion
         settings = LookupSettings(**values, methods=methods)
     except UsageError as exc:
-        fusion = "fusion profile" in str(exc)
         raise InputError(
             path,
             str(exc).split(" (")[0],
-            "fix the weights" if fusion else "name a built-in method or one under `methods:`",
-            "/lookup/fusion" if fusion else "/lookup/method",
+            "name a built-in method or one under `methods:`",
+            "/lookup/method",
         ) from None
     if not settings.min_score <= settings.sufficient_score:
         raise InputError(
@@ -363,13 +393,22 @@ def load_config(path: Path | None) -> Config:
             )
     base = path.parent
     trial = _trial_config(data.get("trial", {}), base)
-    methods = _methods(data.get("methods", {}), data.get("trial", {}).get("aliases"), path)
+    lookup = data.get("lookup", {})
+    fusion = default_fusion(data.get("kb", {}).get("embedder", {}).get("kind"))
+    try:
+        if "fusion" in lookup:
+            fusion = _fusion(lookup["fusion"], fusion, path, "/lookup/fusion")
+        methods = _methods(
+            data.get("methods", {}), data.get("trial", {}).get("aliases"), path, fusion
+        )
+    except UsageError as exc:  # a weight or k the profile refuses
+        raise InputError(path, str(exc), "fix the fusion profile", "/lookup/fusion") from None
     return Config(
         tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
         measures=measures,
         snapshot_tolerance=float(data.get("snapshot", {}).get("tolerance", SNAPSHOT_TOLERANCE)),
         kb=_kb_config(data.get("kb", {}), base, path),
-        lookup=_lookup_settings(data.get("lookup", {}), methods, path),
+        lookup=_lookup_settings(lookup, methods, path, fusion),
         trial=trial,
         http_section=dict(data.get("http", {})),
         http_base=base,

@@ -12,7 +12,8 @@ code. The shipped definitions::
 
     lexical         BM25 over the lexical index
     vector          cosine over the configured embedder's vectors
-    hybrid          both, merged by weighted reciprocal rank fusion
+    hybrid          both, merged by the fusion profile (``cc-max-v1`` by default: a
+                    convex combination of max-normalised BM25 and cosine)
     hybrid+rerank   hybrid, then the heuristic-v1 reranker
     alias           cosine over an alias provider's vectors (``trial.aliases``):
                     regression plumbing with stable cross-language matches,
@@ -29,6 +30,9 @@ from .errors import UsageError
 __all__ = [
     "ALIAS_NOTE",
     "BUILTIN_METHODS",
+    "EMBEDDER_FUSION",
+    "FUSION_KINDS",
+    "FUSION_NAMES",
     "METHODS",
     "PIPELINE_VERSION",
     "RERANKERS",
@@ -38,10 +42,12 @@ __all__ = [
     "FusionProfile",
     "LookupSettings",
     "Method",
+    "default_fusion",
 ]
 
-#: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values
-PIPELINE_VERSION = "ragsnap-lookup/3"
+#: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values;
+#: 4: convex fusion of max-normalised scores by default, weights by embedder
+PIPELINE_VERSION = "ragsnap-lookup/4"
 #: the built-in methods every store can run with its own vectors
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
 RETRIEVERS = ("lexical", "vector")
@@ -51,16 +57,41 @@ ALIAS_NOTE = "regression plumbing: a fixture-aware alias provider, not an embedd
 SNAPSHOT_TOLERANCE = 1e-4
 
 
+#: how a fusion profile merges two lists (``FusionProfile.kind``)
+FUSION_KINDS = ("convex", "rrf")
+#: the profile name of each kind when a configuration names none
+FUSION_NAMES = {"convex": "cc-max-v1", "rrf": "wrrf-v1"}
+
+
 @dataclass(frozen=True, slots=True)
 class FusionProfile:
-    """A fixed, versioned weighted-RRF profile; requests cannot change it."""
+    """How a hybrid method merges its lexical and vector lists; requests cannot change it.
 
-    name: str = "wrrf-v1"
+    ``convex`` (profile ``cc-max-v1``): each list's scores are divided by the
+    list's best (BM25 / best BM25, cosine / best cosine) and a chunk's fused
+    value is the weighted mean of its two shares (0 for a list that did not find
+    it), at most 1 (below 0 only for a chunk whose cosine is; a list whose best
+    is not positive adds nothing). Dividing by the best, not by the
+    range, makes a chunk's share from a list the same however deep that list
+    is read, so a lookup's head is the head of a deeper ranking whenever both
+    lists of the lookup reach its chunks.
+
+    ``rrf`` (profile ``wrrf-v1``): weighted reciprocal rank fusion, the sum of
+    ``weight / (k + rank)`` over the lists that found the chunk.
+    """
+
+    name: str = FUSION_NAMES["convex"]
+    kind: str = "convex"
     k: int = 60
-    lexical_weight: float = 1.0
-    vector_weight: float = 1.0
+    lexical_weight: float = 0.85
+    vector_weight: float = 0.15
 
     def __post_init__(self) -> None:
+        if self.kind not in FUSION_KINDS:
+            raise UsageError(
+                f"fusion profile {self.name}: unknown kind {self.kind!r}; use "
+                f"{' or '.join(FUSION_KINDS)}"
+            )
         if self.lexical_weight < 0 or self.vector_weight < 0:
             raise UsageError(f"fusion profile {self.name}: weights must not be negative")
         if self.lexical_weight + self.vector_weight <= 0:
@@ -71,11 +102,27 @@ class FusionProfile:
             raise UsageError(f"fusion profile {self.name}: k must be at least 1, not {self.k}")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "profile": self.name,
-            "k": self.k,
-            "weights": {"lexical": self.lexical_weight, "vector": self.vector_weight},
-        }
+        weights = {"lexical": self.lexical_weight, "vector": self.vector_weight}
+        if self.kind == "rrf":
+            return {"profile": self.name, "kind": self.kind, "k": self.k, "weights": weights}
+        return {"profile": self.name, "kind": self.kind, "weights": weights}
+
+
+#: The default fusion of each embedder kind, chosen on development data only
+#: (Cranfield's dev split, the example set's dev cases; benchmarks/README.md has
+#: the test-split numbers): a weak embedder's cosine gets a small share, so
+#: hybrid does not fall below lexical; a trained model's gets the larger one.
+#: An embedder kind not listed gets ``FusionProfile()``; ``lookup.fusion`` and a
+#: method's ``fusion`` override it.
+EMBEDDER_FUSION: dict[str, FusionProfile] = {
+    "hashing": FusionProfile(lexical_weight=0.85, vector_weight=0.15),
+    "sentence-transformer": FusionProfile(lexical_weight=0.4, vector_weight=0.6),
+}
+
+
+def default_fusion(embedder_kind: str | None) -> FusionProfile:
+    """The fusion profile a hybrid method over ``embedder_kind``'s vectors gets by default."""
+    return EMBEDDER_FUSION.get(embedder_kind or "hashing", FusionProfile())
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ give the same rows in the same order and the same scores.
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -58,6 +59,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> SqliteKnowledgeBase:
             "---\n" + "\n".join(header) + "\n---\n" + body + "\n", encoding="utf-8"
         )
     store = SqliteKnowledgeBase(tmp_path_factory.mktemp("kb") / "kb.sqlite")
+    store.fts5_scores = True  # FTS5's own k1 and idf: the scores must be FTS5's exactly
     seed(store, load_seed_docs(folder), HashingEmbedder(), get_tokenizer(), ChunkSettings())
     return store
 
@@ -111,6 +113,7 @@ def test_index_follows_a_reseed(kb: SqliteKnowledgeBase, tmp_path: Path) -> None
     folder.mkdir()
     (folder / "a.md").write_text("---\nsource: a\n---\nalpha beta\n", encoding="utf-8")
     with SqliteKnowledgeBase(path) as store:
+        store.fts5_scores = True
         seed(store, load_seed_docs(folder), HashingEmbedder(), get_tokenizer(), ChunkSettings())
         assert [r for r, _ in store.lexical_search(["alpha"], Filter(), 5)]
         (folder / "a.md").write_text("---\nsource: a\n---\ngamma delta\n", encoding="utf-8")
@@ -119,3 +122,31 @@ def test_index_follows_a_reseed(kb: SqliteKnowledgeBase, tmp_path: Path) -> None
         assert store.lexical_search(["gamma"], Filter(), 5) == store.lexical_search_fts5(
             ["gamma"], Filter(), 5
         )
+
+
+def test_ragsnaps_bm25_is_lucenes(kb: SqliteKnowledgeBase) -> None:
+    """ragsnap ranks with Lucene's BM25 (k1 = 1.5, idf ln(1 + (N - n + 0.5) / (n +
+    0.5))), not FTS5's: the same matches, and each score is that formula's."""
+    tokens = get_tokenizer().tokens("w0 w1 w2 w3")
+    with SqliteKnowledgeBase(kb.path, create=False) as own:
+        assert not own.fts5_scores
+        mine = dict(own.lexical_search(tokens, Filter(), 500))
+        df, n = own.doc_frequencies(tokens)
+        rows = own.chunks(list(mine))
+    fts5 = dict(kb.lexical_search_fts5(tokens, Filter(), 500))
+    assert set(mine) == set(fts5) and len(mine) > 10 and mine != fts5
+    lengths = {r: len(c.tokens) for r, c in rows.items()}
+    avgdl = sum(len(b.split()) for (b,) in own_bodies(kb)) / n
+    for row, score in mine.items():
+        expected = 0.0
+        for t in dict.fromkeys(tokens):
+            tf = rows[row].tokens.count(t)
+            if tf:
+                idf = math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                norm = 1.5 * (1.0 - 0.75 + 0.75 * lengths[row] / avgdl)
+                expected += idf * tf * 2.5 / (tf + norm)
+        assert score == pytest.approx(expected, rel=1e-12)
+
+
+def own_bodies(kb: SqliteKnowledgeBase) -> list[tuple[str]]:
+    return list(kb._db.execute("SELECT body FROM chunks_fts"))

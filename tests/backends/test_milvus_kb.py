@@ -25,15 +25,18 @@ import pytest
 import requests
 
 from conftest import REPO, Run, Served, run_cli
+from ragsnap.config import load_config
 from ragsnap.errors import BackendError
 from ragsnap.io.inputs import load_cases
-from ragsnap.kb.backends import Filter
-from ragsnap.kb.backends.milvus import MilvusKnowledgeBase
+from ragsnap.kb.backends import Filter, StoredChunk, WriteBatch
+from ragsnap.kb.backends import milvus as milvus_backend
+from ragsnap.kb.backends.milvus import MilvusKnowledgeBase, analyzer_params
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
 from ragsnap.kb.embedders import Fingerprint, HashingEmbedder
-from ragsnap.kb.pipeline import LookupSettings, Pipeline
+from ragsnap.kb.pipeline import Pipeline
 from ragsnap.kb.seeding import seed
-from ragsnap.kb.text import get_tokenizer
+from ragsnap.kb.text import STOP_WORDS, get_tokenizer
 
 from .conftest import DOCS, exact_cosines, require_milvus, unique_word, write_doc
 
@@ -50,16 +53,24 @@ REPO_CHUNKS = 88
 OTHER_TEAM = "billing-db-pool-tuning"  # the one document of kb_scope other-team
 PINNED = "2026-11-30T00:00:00Z"
 TOKENIZER = get_tokenizer()
+#: what ragsnap.yaml gives by default: the English stemmer
+DEFAULT_TOKENIZER = get_tokenizer("bigram", "english")
 SETTINGS = ChunkSettings()
 
 
 # -- helpers -------------------------------------------------------------------------------
 
 
-def write_config(folder: Path, **kb: Any) -> Path:
+def write_config(folder: Path, *, own: bool = True, **kb: Any) -> Path:
     """``folder/ragsnap.yaml`` with ``kb.backend: milvus`` and ``kb.milvus.uri:
-    store/milvus.db`` (relative to the file), plus ``kb`` (``milvus`` keys merged)."""
-    milvus = {"uri": "store/milvus.db", **kb.pop("milvus", {})}
+    store/milvus.db`` (relative to the file), plus ``kb`` (``milvus`` keys merged).
+
+    ``own``: Milvus analyses the text itself (``analyzer: auto``, no stemmer), what
+    most tests here are about; otherwise the defaults (ragsnap's stemmed tokens)."""
+    mine = {"analyzer": "auto"} if own else {}
+    if own:
+        kb.setdefault("analyzer", {"stemmer": "none"})
+    milvus = {"uri": "store/milvus.db", **mine, **kb.pop("milvus", {})}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "ragsnap.yaml"
     path.write_text(json.dumps({"kb": {"backend": "milvus", "milvus": milvus, **kb}}) + "\n")
@@ -220,6 +231,8 @@ def test_store_holds_documents_chunks_and_settings(kb: MilvusKnowledgeBase) -> N
     assert meta["chunking"] == SETTINGS.fingerprint()
     # analyzer: auto picks jieba, because the corpus holds Chinese
     assert meta["analyzer"] == kb.analyzer == "jieba"
+    assert (meta["stemmer"], meta["stopWords"]) == ("none", "english")
+    assert (kb.stemmer, kb.stop_words) == (None, True)
     chunk = kb.chunks([rows_by_chunk(kb)["mysql-connection-pool#2"]])
     (stored_chunk,) = chunk.values()
     assert stored_chunk.heading is not None and "ERR-4031" in stored_chunk.heading
@@ -377,22 +390,83 @@ def test_doc_frequencies_count_ragsnap_tokens(kb: MilvusKnowledgeBase) -> None:
 # -- the pipeline on top: L0 hints and the unfiltered fallback ------------------------------
 
 
-def test_pipeline_traces_match_the_committed_fixtures(kb: MilvusKnowledgeBase) -> None:
-    """Hints, attempts and fallback reasons depend on metadata and ragsnap's tokens, not on
-    the BM25 implementation: every golden case takes the path its committed fixture shows."""
-    pipeline = Pipeline(kb, HashingEmbedder(), TOKENIZER, LookupSettings())
+@pytest.fixture(scope="module")
+def default_stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """seed-docs/ seeded through the CLI with the default settings into Milvus Lite
+    (analyzer ragsnap: Milvus's BM25 over ragsnap's stemmed tokens) and into an
+    embedded store: ``ROOT/conf/store/milvus.db`` and ``ROOT/kb.sqlite``."""
+    root = tmp_path_factory.mktemp("milvus-default")
+    run = seed_cli(root, write_config(root / "conf", own=False))
+    assert run.code == 0, run.out + run.err
+    run = run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(SEED_DOCS), cwd=root)
+    assert run.code == 0, run.out + run.err
+    return root
+
+
+@pytest.fixture(scope="module")
+def default_kb(
+    default_stores: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MilvusKnowledgeBase]:
+    """A copy of the default Milvus Lite store, open in this process (Milvus Lite lets
+    one process use a file: the CLI tests keep using the original)."""
+    copy = tmp_path_factory.mktemp("milvus-default-copy") / "conf"
+    shutil.copytree(default_stores / "conf", copy)
+    with MilvusKnowledgeBase(str(copy / "store" / "milvus.db"), create=False) as kb:
+        yield kb
+
+
+def test_the_default_analyzer_indexes_ragsnaps_tokens(
+    default_kb: MilvusKnowledgeBase, default_stores: Path
+) -> None:
+    """analyzer ragsnap: the meta says so, Milvus Lite stems (through ragsnap's tokens),
+    and its BM25 scores are the embedded store's (k1 1.5, b 0.75, the same idf)."""
+    meta = default_kb.read_meta()
+    assert (meta["analyzer"], meta["tokenizer"]) == ("ragsnap", DEFAULT_TOKENIZER.name)
+    assert default_kb.analyzer == "ragsnap"
+    query = "connections leaking from pools"  # stems: connect, leak, pool
+    hits = default_kb.lexical_search(DEFAULT_TOKENIZER.tokens(query), Filter(), 20, query)
+    assert "mysql-connection-pool" in sources_of(default_kb, hits)
+    with SqliteKnowledgeBase(default_stores / "kb.sqlite", create=False) as embedded:
+        for case in load_cases(CASES).cases:
+            tokens = DEFAULT_TOKENIZER.tokens(case.query)
+            flt = Filter(kb_scope=case.kb_scope)
+            mine = default_kb.lexical_search(tokens, flt, 30, case.query)
+            theirs = embedded.lexical_search(tokens, flt, 30)
+            got = [(c.chunk_id, s) for c, s in with_chunks(default_kb, mine)]
+            want = [(c.chunk_id, s) for c, s in with_chunks(embedded, theirs)]
+            assert [c for c, _ in got] == [c for c, _ in want], case.id
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-5)
+
+
+def with_chunks(
+    kb: MilvusKnowledgeBase | SqliteKnowledgeBase, hits: Sequence[tuple[int, float]]
+) -> list[tuple[StoredChunk, float]]:
+    chunks = kb.chunks([row for row, _ in hits])
+    return [(chunks[row], score) for row, score in hits]
+
+
+def test_pipeline_results_match_the_committed_fixtures(default_kb: MilvusKnowledgeBase) -> None:
+    """With the default analyzer every golden case takes the path its committed fixture
+    shows (hints, attempts, fallback reasons) and returns the same evidence chunks in
+    the same order: the fixtures are a snapshot of the embedded store, and Milvus
+    ranks ragsnap's tokens with the same BM25."""
+    pipeline = Pipeline(default_kb, HashingEmbedder(), DEFAULT_TOKENIZER, load_config(None).lookup)
     differ = []
     fallbacks = 0
     for case in load_cases(CASES).cases:
         fixture = json.loads((REPO / "fixtures" / f"{case.id}.json").read_text(encoding="utf-8"))
-        want = fixture["lookupResult"]["retrievalTrace"]
+        want = fixture["lookupResult"]
         got = pipeline.lookup(
             case.query, kb_scope=case.kb_scope, top_k=case.top_k, record_latency=False
-        )["retrievalTrace"]
-        keys = ("l0Hints", "selectedAttempt", "fallbackReasons")
-        if any(got[k] != want[k] for k in keys):
-            differ.append((case.id, {k: got[k] for k in keys}, {k: want[k] for k in keys}))
-        fallbacks += "filtered-weak" in want["fallbackReasons"]
+        )
+        keys = ("l0Hints", "selectedAttempt", "fallbackReasons", "evidenceStatus")
+        trace, expected = got["retrievalTrace"], want["retrievalTrace"]
+        if any(trace[k] != expected[k] for k in keys):
+            differ.append((case.id, {k: trace[k] for k in keys}, {k: expected[k] for k in keys}))
+        blocks = [b["chunkId"] for b in got["evidenceBlocks"]]
+        if blocks != [b["chunkId"] for b in want["evidenceBlocks"]]:
+            differ.append((case.id, blocks, [b["chunkId"] for b in want["evidenceBlocks"]]))
+        fallbacks += "filtered-weak" in expected["fallbackReasons"]
     assert differ == []
     assert fallbacks >= 3  # the comparison covers real fallbacks, not only filtered hits
 
@@ -424,25 +498,26 @@ def test_cli_lookup_in_rag_eval_never_shows_the_other_teams_document(seeded: Sto
     assert {b["source"] for b in other["evidenceBlocks"]} == {OTHER_TEAM}
 
 
-def test_cli_snapshot_writes_fixtures_that_score(seeded: Store) -> None:
-    out = seeded.root / "milvus-fixtures"
-    base = ("--backend", "milvus", "--config", str(seeded.config), "--cases", str(CASES))
-    run = run_cli(
-        "snapshot", *base, "--fixtures", str(out), "--retrieved-at", PINNED, cwd=seeded.root
-    )
+def test_cli_snapshot_writes_fixtures_that_score(default_stores: Path) -> None:
+    """With the default analyzer Milvus's fixtures score as the committed ones do."""
+    root = default_stores
+    out = root / "milvus-fixtures"
+    config = root / "conf" / "ragsnap.yaml"
+    base = ("--backend", "milvus", "--config", str(config), "--cases", str(CASES))
+    run = run_cli("snapshot", *base, "--fixtures", str(out), "--retrieved-at", PINNED, cwd=root)
     assert run.code == 0, run.out + run.err  # every failing case is a knownFailure
     assert "29 new" in run.out and "wrote 29 fixture(s)" in run.out
     assert re.search(r"^29 cases: \d+ passed, \d+ failed", run.out, re.M), run.out
-    report = json.loads((seeded.root / "reports" / "current.json").read_text(encoding="utf-8"))
+    report = json.loads((root / "reports" / "current.json").read_text(encoding="utf-8"))
     assert report["summary"]["cases"] == 29
+    baseline = json.loads((REPO / "reports" / "baseline.json").read_text(encoding="utf-8"))
+    assert report["summary"] == baseline["summary"]
     fixture = json.loads((out / "db-err-4031-order-repository.json").read_text(encoding="utf-8"))
     assert fixture["generator"]["backend"] == "milvus"
     assert fixture["generator"]["embedder"]["kind"] == "hashing"
     assert fixture["lookupResult"]["evidenceBlocks"][0]["source"] == "mysql-connection-pool"
     # lookups are deterministic: a second snapshot would change nothing
-    check = run_cli(
-        "snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=seeded.root
-    )
+    check = run_cli("snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=root)
     assert check.code == 0, check.out + check.err
     assert "0 would change, 0 new, 29 unchanged" in check.out
 
@@ -678,8 +753,11 @@ def write_corpus(folder: Path, version: str = "one") -> Path:
 
 
 def test_auto_analyzer_is_standard_for_an_english_corpus(tmp_path: Path) -> None:
-    """No ragsnap.yaml: kb.milvus.uri defaults to .ragsnap/milvus.db in the working directory."""
+    """kb.milvus.uri defaults to .ragsnap/milvus.db in the working directory."""
     write_corpus(tmp_path / "docs")
+    (tmp_path / "ragsnap.yaml").write_text(
+        "kb: {analyzer: {stemmer: none}, milvus: {analyzer: auto}}\n", encoding="utf-8"
+    )
     run = run_cli("seed", "--backend", "milvus", "--seed-docs", "docs", cwd=tmp_path)
     assert run.code == 0, run.err
     assert summary(run) == f"{len(DOCS)} added, 0 updated, 0 unchanged, 0 removed"
@@ -821,3 +899,117 @@ def test_refs_are_the_identities_of_chunks(kb: MilvusKnowledgeBase) -> None:
             chunk.doc_id,
             chunk.source,
         )
+
+
+# -- kb.analyzer: stop words and the stemmer -------------------------------------------------
+
+
+def test_analyzer_params_put_the_stemmer_after_lowercase_and_stop_words() -> None:
+    plain = analyzer_params("standard")
+    assert plain["tokenizer"] == "standard"
+    kinds = [f if isinstance(f, str) else f["type"] for f in plain["filter"]]
+    assert kinds == ["lowercase", "stop"]
+    stop = set(plain["filter"][1]["stop_words"])
+    assert stop >= STOP_WORDS and {"?", "？", "。"} <= stop
+    stemmed = analyzer_params("jieba", "english")
+    assert stemmed == {
+        "tokenizer": "jieba",
+        "filter": [*plain["filter"], {"type": "stemmer", "language": "english"}],
+    }
+    kept = set(analyzer_params("standard", stop_words=False)["filter"][1]["stop_words"])
+    assert not kept & STOP_WORDS and "?" in kept  # punctuation is never indexed
+
+
+def test_a_stemmer_with_a_milvus_lite_file_is_refused(seeded: Store, tmp_path: Path) -> None:
+    """Milvus Lite 3.2 takes Milvus's stemmer filter in a schema and ignores it: a
+    stemmer there is refused before anything is created, not left to silently not stem."""
+    why = ("Milvus Lite", "does not apply Milvus's stemmer filter", "Milvus server", "ragsnap")
+    config = write_config(tmp_path / "new", analyzer={"stemmer": "english"})
+    assert_exit_2(seed_cli(tmp_path, config), *why)
+    assert not (tmp_path / "new" / "store" / "milvus.db").exists()  # only seed's lock file
+    existing = write_config(
+        tmp_path / "existing", milvus={"uri": str(seeded.uri)}, analyzer={"stemmer": "english"}
+    )
+    assert_exit_2(lookup_cli(tmp_path, existing, "connections"), *why)
+    basque = write_config(tmp_path / "basque", analyzer={"stemmer": "basque"})
+    assert_exit_2(seed_cli(tmp_path, basque), "no 'basque' stemmer", "english, finnish")
+
+
+@pytest.fixture
+def pretend_lite_stems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let Milvus Lite build collections with the stemmer filter, which it ignores: for
+    how the analyzer is recorded and checked, never for what stemming finds."""
+    monkeypatch.setattr(milvus_backend, "_lite_stems", lambda: True)
+
+
+@pytest.mark.usefixtures("pretend_lite_stems")
+def test_milvus_lite_ignores_the_stemmer_filter(tmp_path: Path) -> None:
+    """Why the stemmer is refused with Milvus Lite: the filter is in the collection's
+    analyzer and recorded in the meta collection, and still "connections" does not find
+    "connection". When this fails, Milvus Lite stems: the refusal (``_lite_stems``) then
+    lifts by itself, and this test should assert stemmed matching instead."""
+    stemmed = get_tokenizer(stemmer="english")
+    docs = tmp_path / "docs"
+    write_doc(docs, "pool", "The connection pool hands out one connection per request.")
+    write_doc(docs, "other", "Nothing about quartzshared here.")
+    with MilvusKnowledgeBase(str(tmp_path / "milvus.db"), stemmer="english") as kb:
+        seed(kb, load_seed_docs(docs), HashingEmbedder(), stemmed, SETTINGS)
+        fields = kb._client.describe_collection("ragsnap_chunks")["fields"]
+        (text,) = [f for f in fields if f["name"] == "text"]
+        assert json.loads(text["params"]["analyzer_params"]) == analyzer_params(
+            "standard", "english"
+        )
+        meta = kb.read_meta()
+        assert (meta["analyzer"], meta["stemmer"], meta["tokenizer"]) == (
+            "standard",
+            "english",
+            "bigram-v1+snowball-english",
+        )
+        assert kb.stemmer == "english"
+        assert sources_of(kb, kb.lexical_search(["connect"], Filter(), 10, "connection")) == {
+            "pool"
+        }
+        assert kb.lexical_search(["connect"], Filter(), 10, "connections") == []
+
+
+@pytest.mark.usefixtures("pretend_lite_stems")
+def test_a_store_built_without_the_stemmer_refuses_a_stemmed_one(tmp_path: Path) -> None:
+    store, docs = seed_english(tmp_path)
+    store.close()
+    uri = str(tmp_path / "milvus.db")
+    stemmed = get_tokenizer(stemmer="english")
+    with MilvusKnowledgeBase(uri, stemmer="english", create=False) as kb:
+        assert (kb.stemmer, kb.read_meta()["stemmer"]) == (None, "none")  # as it was built
+        # seeding compares the tokenizer fingerprints, as the embedded store does
+        with pytest.raises(BackendError, match=r"bigram-v1 tokenizer, not bigram-v1\+snowball"):
+            seed(kb, load_seed_docs(docs), HashingEmbedder(), stemmed, SETTINGS)
+        # and the store itself refuses to write under another analyzer
+        with pytest.raises(BackendError) as refused:
+            kb.write(WriteBatch(deletes=["kafka-lag"]))
+        assert (
+            "built with the standard analyzer with stemmer none and stopWords english, not "
+            "the standard analyzer with stemmer english and stopWords english; run `ragsnap "
+            "seed --backend milvus --reindex`"
+        ) in str(refused.value)
+        assert "kafka-lag" in kb.documents()
+        kb.drop()  # what `seed --reindex` does before it writes
+        seed(kb, load_seed_docs(docs), HashingEmbedder(), stemmed, SETTINGS, reindex=True)
+        assert (kb.stemmer, kb.read_meta()["stemmer"]) == ("english", "english")
+    with MilvusKnowledgeBase(uri, create=False) as plain:  # no stemmer configured
+        assert plain.stemmer == "english"  # an existing collection keeps its analyzer
+        with pytest.raises(BackendError, match=r"snowball-english tokenizer, not bigram-v1;"):
+            seed(plain, load_seed_docs(docs), HashingEmbedder(), TOKENIZER, SETTINGS)
+        with pytest.raises(BackendError, match=r"with stemmer english .* not .* stemmer none"):
+            plain.write(WriteBatch(deletes=["kafka-lag"]))
+
+
+def test_stop_words_none_indexes_them_in_milvus_too(tmp_path: Path) -> None:
+    keep = get_tokenizer(stop_words=False)
+    docs = write_corpus(tmp_path / "docs")
+    with MilvusKnowledgeBase(str(tmp_path / "milvus.db"), stop_words=False) as kb:
+        seed(kb, load_seed_docs(docs), HashingEmbedder(), keep, SETTINGS)
+        assert (kb.read_meta()["stopWords"], kb.stop_words) == ("none", False)
+        # every document begins "What is <word>?"; with stop words dropped this matches nothing
+        hits = kb.lexical_search(keep.tokens("What is"), Filter(), 100, "What is")
+        assert sources_of(kb, hits) == set(DOCS)
+        assert kb.lexical_search([], Filter(), 10, "?") == []

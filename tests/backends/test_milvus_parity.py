@@ -1,12 +1,14 @@
 """The embedded SQLite store and Milvus Lite, seeded alike, through the same pipeline.
 
 The example corpus (seed-docs/) goes into both stores with the default hashing
-embedder and tokenizer; every golden case runs through ``Pipeline`` with each
-method. Vector search must rank exactly alike (Milvus's hits are scored again with
-the embedded store's float32 dot product). Lexical search may not: Milvus ranks by
-its own BM25 over its own analyzer's tokens of the raw chunk text, FTS5 by its BM25
-over ragsnap's tokens (see the README's milvus section). How often the top source
-still agrees is counted, printed as a table, and pinned.
+embedder; every golden case runs through ``Pipeline`` with each method, for two
+Milvus analyzers. Vector search must rank exactly alike (Milvus's hits are scored
+again with the embedded store's exact arithmetic). With ``analyzer: ragsnap`` (the
+default) Milvus's BM25 reads ragsnap's own stemmed tokens with the embedded store's
+k1, b and idf, so lexical search must agree too: every method returns the same
+evidence. With ``jieba`` Milvus analyses the raw chunk text itself (see the
+README's milvus section): how often the top source still agrees is counted,
+printed as a table, and pinned.
 
 Without pymilvus, milvus-lite or jieba the module is skipped on a workstation and
 fails under ``CI=true``.
@@ -28,7 +30,7 @@ from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
 from ragsnap.kb.embedders import HashingEmbedder
 from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
 from ragsnap.kb.seeding import seed
-from ragsnap.kb.text import get_tokenizer
+from ragsnap.kb.text import Tokenizer, get_tokenizer
 from ragsnap.models import GoldenCase
 
 from .conftest import require_milvus
@@ -40,43 +42,58 @@ def _milvus_installed() -> None:
 
 
 CASES = load_cases(REPO / "cases" / "golden-cases.json").cases
-TOKENIZER = get_tokenizer()
 EMBEDDER = HashingEmbedder()
+#: Milvus analyzer -> ragsnap's tokenizer beside it: the default (stemmed) for
+#: ``ragsnap``, unstemmed for Milvus's own ``jieba`` (Milvus Lite cannot stem)
+TOKENIZERS = {"ragsnap": get_tokenizer("bigram", "english"), "jieba": get_tokenizer()}
+ANALYZERS = tuple(TOKENIZERS)
 
-# Measured on seed-docs/ and the 29 golden cases, Milvus Lite 3.2 with the jieba
-# analyzer (what `analyzer: auto` picks for this corpus); the same numbers go into the
+# Measured on seed-docs/ and the 29 golden cases, Milvus Lite 3.2 with each analyzer
+# (jieba is what `analyzer: auto` picks for this corpus); the same numbers go into the
 # README. They are exact on purpose, so any change in either backend's ranking shows
 # up here. To update them after a deliberate change: run
 #     pytest tests/backends/test_milvus_parity.py
 # read the table it prints (also in the failure message, and in
 # <pytest basetemp>/milvus-parity.md), check that every listed case differs for the
 # reasons the README gives, and copy the new counts here and into the README.
-#: method -> cases whose first evidence block has the same source in both stores
-TOP_SOURCE_AGREES = {"lexical": 29, "vector": 29, "hybrid": 29, "hybrid+rerank": 29}
-#: method -> cases whose evidence blocks are the same chunks in the same order
-SAME_EVIDENCE = {"lexical": 27, "vector": 29, "hybrid": 26, "hybrid+rerank": 29}
+ALL = {"lexical": 29, "vector": 29, "hybrid": 29, "hybrid+rerank": 29}
+#: analyzer -> method -> cases whose first evidence block has the same source in both stores
+TOP_SOURCE_AGREES = {"ragsnap": ALL, "jieba": ALL}
+#: analyzer -> method -> cases whose evidence blocks are the same chunks in the same order
+SAME_EVIDENCE = {
+    "ragsnap": ALL,
+    "jieba": {"lexical": 28, "vector": 29, "hybrid": 27, "hybrid+rerank": 29},
+}
 #: below the pipeline: cases whose best lexical_search chunk (inside the case's kb_scope) is
 #: the same in both stores
-RAW_LEXICAL_TOP_CHUNK_AGREES = 29
+RAW_LEXICAL_TOP_CHUNK_AGREES = {"ragsnap": 29, "jieba": 29}
+
+
+@pytest.fixture(scope="module", params=ANALYZERS)
+def analyzer(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
 
 
 @pytest.fixture(scope="module")
 def stores(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, analyzer: str
 ) -> Iterator[tuple[SqliteKnowledgeBase, MilvusKnowledgeBase]]:
-    root = tmp_path_factory.mktemp("milvus-parity")
+    root = tmp_path_factory.mktemp(f"milvus-parity-{analyzer}")
     docs = load_seed_docs(REPO / "seed-docs")
     with (
         SqliteKnowledgeBase(root / "kb.sqlite") as embedded,
-        MilvusKnowledgeBase(str(root / "milvus.db"), analyzer="jieba") as milvus,
+        MilvusKnowledgeBase(str(root / "milvus.db"), analyzer=analyzer) as milvus,
     ):
         for kb in (embedded, milvus):
-            seed(kb, docs, EMBEDDER, TOKENIZER, ChunkSettings())
+            seed(kb, docs, EMBEDDER, TOKENIZERS[analyzer], ChunkSettings())
         yield embedded, milvus
 
 
-def lookup(kb: KnowledgeBase, case: GoldenCase, method: str) -> dict[str, Any]:
-    pipeline = Pipeline(kb, EMBEDDER, TOKENIZER, LookupSettings())
+def lookup(
+    kb: KnowledgeBase, case: GoldenCase, method: str, tokenizer: Tokenizer
+) -> dict[str, Any]:
+    pipeline = Pipeline(kb, EMBEDDER, tokenizer, LookupSettings())
     return pipeline.lookup(
         case.query, kb_scope=case.kb_scope, top_k=case.top_k, method=method, record_latency=False
     )
@@ -84,12 +101,16 @@ def lookup(kb: KnowledgeBase, case: GoldenCase, method: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def results(
-    stores: tuple[SqliteKnowledgeBase, MilvusKnowledgeBase],
+    stores: tuple[SqliteKnowledgeBase, MilvusKnowledgeBase], analyzer: str
 ) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
     """(method, case id) -> (embedded lookupResult, milvus lookupResult)."""
     embedded, milvus = stores
+    tokenizer = TOKENIZERS[analyzer]
     return {
-        (method, case.id): (lookup(embedded, case, method), lookup(milvus, case, method))
+        (method, case.id): (
+            lookup(embedded, case, method, tokenizer),
+            lookup(milvus, case, method, tokenizer),
+        )
         for method in METHODS
         for case in CASES
     }
@@ -147,13 +168,13 @@ def test_raw_vector_search_agrees_exactly(
 
 
 def agreement_table(
-    results: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]],
+    results: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]], analyzer: str
 ) -> tuple[dict[str, int], dict[str, int], str]:
     """Per method: top-source agreements, identical evidence lists, and a Markdown report."""
     top: dict[str, int] = {}
     same: dict[str, int] = {}
     lines = [
-        f"embedded (SQLite FTS5) vs milvus (Milvus Lite, jieba): {len(CASES)} golden cases",
+        f"embedded (SQLite FTS5) vs milvus (Milvus Lite, {analyzer}): {len(CASES)} golden cases",
         "",
         "| method | top source agrees | same evidence chunks, same order | both empty |",
         "| --- | --- | --- | --- |",
@@ -184,14 +205,16 @@ def agreement_table(
     return top, same, "\n".join(lines) + "\n"
 
 
-def raw_lexical(stores: tuple[SqliteKnowledgeBase, MilvusKnowledgeBase]) -> tuple[int, str]:
+def raw_lexical(
+    stores: tuple[SqliteKnowledgeBase, MilvusKnowledgeBase], tokenizer: Tokenizer
+) -> tuple[int, str]:
     """``lexical_search`` itself, top 10 inside each case's kb_scope: how often the best
     chunk agrees, and the mean overlap (Jaccard) of the two top-10 sets."""
     embedded, milvus = stores
     agree = 0
     overlap = 0.0
     for case in CASES:
-        tokens, flt = TOKENIZER.tokens(case.query), Filter(kb_scope=case.kb_scope)
+        tokens, flt = tokenizer.tokens(case.query), Filter(kb_scope=case.kb_scope)
         a = hit_ids(embedded, embedded.lexical_search(tokens, flt, 10, case.query))
         b = hit_ids(milvus, milvus.lexical_search(tokens, flt, 10, case.query))
         agree += a[:1] == b[:1]
@@ -207,14 +230,15 @@ def test_top_source_agreement_per_method(
     results: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]],
     tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
+    analyzer: str,
 ) -> None:
-    top, same, table = agreement_table(results)
-    raw, line = raw_lexical(stores)
+    top, same, table = agreement_table(results, analyzer)
+    raw, line = raw_lexical(stores, TOKENIZERS[analyzer])
     report = f"{table}\n{line}"
-    path = tmp_path_factory.getbasetemp() / "milvus-parity.md"
+    path = tmp_path_factory.getbasetemp() / f"milvus-parity-{analyzer}.md"
     path.write_text(report, encoding="utf-8")
     with capsys.disabled():
         print(f"\n{report}(written to {path})")
-    assert top == TOP_SOURCE_AGREES, report
-    assert same == SAME_EVIDENCE, report
-    assert raw == RAW_LEXICAL_TOP_CHUNK_AGREES, report
+    assert top == TOP_SOURCE_AGREES[analyzer], report
+    assert same == SAME_EVIDENCE[analyzer], report
+    assert raw == RAW_LEXICAL_TOP_CHUNK_AGREES[analyzer], report

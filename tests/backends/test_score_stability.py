@@ -53,7 +53,7 @@ def seeded(path: Path) -> SqliteKnowledgeBase:
         store,
         load_seed_docs(REPO / "seed-docs"),
         HashingEmbedder(),
-        get_tokenizer(config.kb.segmenter),
+        get_tokenizer(config.kb.segmenter, config.kb.stemmer, config.kb.stop_words),
         config.kb.chunking,
     )
     return store
@@ -143,7 +143,12 @@ def pipeline_over(store: Any, **fusion: float) -> Pipeline:
         settings = dataclasses.replace(
             settings, fusion=dataclasses.replace(settings.fusion, **fusion)
         )
-    return Pipeline(store, HashingEmbedder(), get_tokenizer(config.kb.segmenter), settings)
+    return Pipeline(
+        store,
+        HashingEmbedder(),
+        get_tokenizer(config.kb.segmenter, config.kb.stemmer, config.kb.stop_words),
+        settings,
+    )
 
 
 def test_the_unperturbed_pipeline_gives_the_committed_fixtures(kb: SqliteKnowledgeBase) -> None:
@@ -167,12 +172,14 @@ def test_perturbed_store_scores_give_the_same_bytes(kb: SqliteKnowledgeBase, nam
 def test_perturbed_fusion_arithmetic_gives_the_same_bytes(
     kb: SqliteKnowledgeBase, direction: int
 ) -> None:
-    """Fused scores computed with weights a few ulps off 1.0 (another summation, another
-    rounding) rank and print the same."""
-    up, down = math.nextafter(1.0, 2.0), math.nextafter(1.0, 0.0)
-    for _ in range(3):
-        up, down = math.nextafter(up, 2.0), math.nextafter(down, 0.0)
-    weights = (up, down) if direction > 0 else (down, up)
+    """Fused scores computed with weights a few ulps off the configured ones (another
+    summation, another rounding) rank and print the same."""
+    fusion = Config().lookup.fusion
+    lexical, vector = fusion.lexical_weight, fusion.vector_weight
+    for _ in range(4):
+        lexical = math.nextafter(lexical, 2.0 * direction)
+        vector = math.nextafter(vector, -2.0 * direction)
+    weights = (lexical, vector)
     pipeline = pipeline_over(
         PerturbedKB(kb, ulps(2 * direction)), lexical_weight=weights[0], vector_weight=weights[1]
     )

@@ -44,7 +44,7 @@ def files(folder: Path) -> dict[str, bytes]:
 def snapshot_all(out: Path, embedder: Embedder, method: str | None = None) -> Path:
     """One fixture per imported case, through the real pipeline over the seeded store."""
     config = load_config(out / "ragsnap.yaml")
-    tokenizer = get_tokenizer(config.kb.segmenter)
+    tokenizer = get_tokenizer(config.kb.segmenter, config.kb.stemmer, config.kb.stop_words)
     folder = out / "fixtures"
     with SqliteKnowledgeBase(config.kb.path, create=False) as kb:
         check_compatible(kb.read_meta(), embedder.fingerprint, tokenizer.name, "kb", fix="-")

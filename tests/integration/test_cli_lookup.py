@@ -256,16 +256,18 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
 
 
 def test_a_stemming_analyzer_is_part_of_the_index(seeded: Path) -> None:
-    """``kb.analyzer.stemmer: english`` finds inflections; the index built without it is
-    refused until it is rebuilt, and the plain configuration then refuses the new one."""
-    (seeded / "ragsnap.yaml").write_text("kb: {analyzer: {stemmer: english}}\n", encoding="utf-8")
+    """The English stemmer (the default) finds inflections; ``stemmer: none`` is another
+    index, refused until it is rebuilt, and the default then refuses that one."""
+    _, result = lookup(seeded, "pooling sizes", "--method", "lexical", "--kb-scope", "eval")
+    assert [b["source"] for b in result["evidenceBlocks"]][:1] == ["pool-eval"]
+    (seeded / "ragsnap.yaml").write_text("kb: {analyzer: {stemmer: none}}\n", encoding="utf-8")
     refused = run_cli("lookup", "pooling sizes", "--method", "lexical", cwd=seeded)
     assert refused.code == 2 and "--reindex" in refused.err, refused.err
     assert "bigram-v1+snowball-english" in refused.err
     seeded_again = run_cli("seed", "--reindex", cwd=seeded)
     assert seeded_again.code == 0, seeded_again.err
     _, result = lookup(seeded, "pooling sizes", "--method", "lexical", "--kb-scope", "eval")
-    assert [b["source"] for b in result["evidenceBlocks"]][:1] == ["pool-eval"]
+    assert "pool-eval" not in [b["source"] for b in result["evidenceBlocks"]]  # no stemming
     (seeded / "ragsnap.yaml").unlink()
-    plain = run_cli("lookup", "pooling sizes", "--method", "lexical", cwd=seeded)
-    assert plain.code == 2 and "--reindex" in plain.err
+    default = run_cli("lookup", "pooling sizes", "--method", "lexical", cwd=seeded)
+    assert default.code == 2 and "--reindex" in default.err

@@ -77,7 +77,8 @@ def stored(kb_file: Path) -> dict[str, str]:
 
 
 def lexical_sources(kb: SqliteKnowledgeBase, text: str) -> set[str]:
-    hits = kb.lexical_search(get_tokenizer().tokens(text), Filter(), 10_000)
+    """What a store seeded with the default analyzer (the English stemmer) finds."""
+    hits = kb.lexical_search(get_tokenizer("bigram", "english").tokens(text), Filter(), 10_000)
     chunks = kb.chunks([r for r, _ in hits])
     return {chunks[r].source for r, _ in hits}
 

@@ -68,7 +68,7 @@ def test_snapshot_writes_fixtures_then_scores_and_reruns_write_nothing(tmp_path:
     run = snapshot(tmp_path, "--kb", str(kb), "--fixtures", str(out), "--retrieved-at", PINNED)
     assert run.code == 0, run.out + run.err  # the repo's failures are all knownFailure
     assert "29 new" in run.out and "wrote 29 fixture(s)" in run.out
-    assert "29 cases: 17 passed, 12 failed (12 known)" in run.out  # the scorer ran
+    assert "29 cases: 18 passed, 11 failed (11 known)" in run.out  # the scorer ran
     assert (tmp_path / "reports" / "current.json").is_file()
     first = files(out)
     assert len(first) == 29
@@ -200,7 +200,7 @@ def test_http_snapshot_equals_the_embedded_one(
     assert files(over_http) == first
     generator = json.loads((over_http / "obs-log-retention-days.json").read_text())["generator"]
     assert generator["backend"] == "http"
-    assert generator["pipelineVersion"] == "ragsnap-lookup/3"
+    assert generator["pipelineVersion"] == "ragsnap-lookup/4"
     assert generator["embedder"]["kind"] == "hashing"
     # the service vouches for the settings it ran with: the same as the in-process pipeline
     committed = json.loads((REPO / "fixtures" / "obs-log-retention-days.json").read_text())

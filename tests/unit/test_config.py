@@ -9,6 +9,7 @@ import pytest
 from ragsnap.config import load_config
 from ragsnap.errors import InputError
 from ragsnap.scoring.diff import Tolerances
+from ragsnap.settings import EMBEDDER_FUSION, FusionProfile, default_fusion
 
 
 def test_defaults_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,7 +100,7 @@ def test_methods_are_data(tmp_path: Path) -> None:
     path = tmp_path / "ragsnap.yaml"
     path.write_text(
         "trial: {aliases: aliases.yaml, methods: [lexical, lexical-heavy], depth: 100}\n"
-        "lookup: {method: lexical-heavy, fusion: {k: 30}}\n"
+        "lookup: {method: lexical-heavy, fusion: {kind: rrf, k: 30}}\n"
         "methods:\n"
         "  lexical-heavy:\n"
         "    retrievers: [lexical, vector]\n"
@@ -113,6 +114,11 @@ def test_methods_are_data(tmp_path: Path) -> None:
     config = load_config(path)
     lookup = config.lookup
     assert lookup.method == "lexical-heavy" and lookup.fusion.k == 30
+    assert (lookup.fusion.kind, lookup.fusion.name, lookup.fusion.lexical_weight) == (
+        "rrf",
+        "wrrf-v1",
+        1.0,
+    )
     names = [m.name for m in lookup.methods]
     assert names == [
         "lexical",
@@ -125,7 +131,9 @@ def test_methods_are_data(tmp_path: Path) -> None:
     ]
     heavy = lookup.method_spec("lexical-heavy")
     assert heavy.kind == "hybrid" and heavy.reranker is None and heavy.min_score == 0.1
-    assert heavy.fusion is not None and (heavy.fusion.lexical_weight, heavy.fusion.k) == (2.0, 60)
+    # what a method's profile leaves out comes from the lookup's
+    assert heavy.fusion is not None
+    assert (heavy.fusion.kind, heavy.fusion.lexical_weight, heavy.fusion.k) == ("rrf", 2.0, 30)
     assert heavy.note == "leans on BM25"
     nofloor = lookup.method_spec("bm25-nofloor")
     assert nofloor.kind == "lexical" and nofloor.reranker == "heuristic-v1"
@@ -155,6 +163,13 @@ def test_alias_is_defined_only_with_an_alias_file(tmp_path: Path) -> None:
         ("methods: {x: {retrievers: [vector], embedder: {kind: alias}}}\n", "/methods/x", ""),
         ("trial: {depth: 0}\n", "/trial/depth", ""),
         ("lookup: {fusion: {lexicalWeight: 0, vectorWeight: 0}}\n", "/lookup/fusion", "sum to 0"),
+        ("lookup: {fusion: {k: 30}}\n", "/lookup/fusion", "set `kind: rrf`"),
+        ("lookup: {fusion: {kind: mean}}\n", "/lookup/fusion/kind", ""),
+        (
+            "methods: {x: {retrievers: [lexical, vector], fusion: {kind: convex, k: 5}}}\n",
+            "/methods/x/fusion",
+            "a convex profile has none",
+        ),
         (
             "methods: {x: {retrievers: [lexical, vector], fusion: {lexicalWeight: 0, "
             "vectorWeight: 0}}}\n",
@@ -172,6 +187,36 @@ def test_bad_methods(tmp_path: Path, text: str, pointer: str, words: str) -> Non
     assert words in str(info.value)
 
 
+def test_fusion_defaults_follow_the_embedder(tmp_path: Path) -> None:
+    """No ``fusion:``: the embedder's profile (chosen on dev data); a method with its
+    own vectors gets its own embedder's; a partial mapping fills in from them."""
+    path = tmp_path / "ragsnap.yaml"
+    assert load_config(None).lookup.fusion == FusionProfile()  # hashing: convex 0.85 / 0.15
+    path.write_text("kb: {embedder: {kind: sentence-transformer}}\n", encoding="utf-8")
+    assert load_config(path).lookup.fusion == EMBEDDER_FUSION["sentence-transformer"]
+    path.write_text(
+        "kb: {embedder: {kind: sentence-transformer}}\n"
+        "lookup: {fusion: {lexicalWeight: 3}}\n"
+        "methods:\n"
+        "  own: {retrievers: [lexical, vector], embedder: {kind: hashing}}\n"
+        "  own-rrf:\n"
+        "    retrievers: [lexical, vector]\n"
+        "    embedder: {kind: hashing}\n"
+        "    fusion: {kind: rrf}\n",
+        encoding="utf-8",
+    )
+    lookup = load_config(path).lookup
+    minilm = EMBEDDER_FUSION["sentence-transformer"]
+    assert (lookup.fusion.kind, lookup.fusion.lexical_weight) == ("convex", 3.0)
+    assert lookup.fusion.vector_weight == minilm.vector_weight
+    assert lookup.method_spec("own").fusion == EMBEDDER_FUSION["hashing"]
+    assert lookup.method_spec("own-rrf").fusion == FusionProfile(
+        name="wrrf-v1", kind="rrf", lexical_weight=1.0, vector_weight=1.0
+    )
+    assert lookup.method_spec("hybrid").fusion is None  # the lookup's, at run time
+    assert default_fusion("openai") == FusionProfile()
+
+
 def test_the_analyzer(tmp_path: Path) -> None:
     path = tmp_path / "ragsnap.yaml"
     path.write_text("kb: {analyzer: {stemmer: english, stopWords: none}}\n", encoding="utf-8")
@@ -179,10 +224,11 @@ def test_the_analyzer(tmp_path: Path) -> None:
     assert (kb.stemmer, kb.stop_words) == ("english", False)
     path.write_text("kb: {analyzer: {stemmer: none}}\n", encoding="utf-8")
     assert load_config(path).kb.stemmer is None
+    # the milvus backend takes it too (Milvus's stemmer filter; refused with Milvus Lite,
+    # which ignores that filter, when the store is opened)
     path.write_text("kb: {backend: milvus, analyzer: {stemmer: english}}\n", encoding="utf-8")
-    with pytest.raises(InputError) as info:
-        load_config(path)
-    assert info.value.pointer == "/kb/analyzer/stemmer" and "Milvus" in str(info.value)
+    kb = load_config(path).kb
+    assert (kb.backend, kb.stemmer, kb.stop_words) == ("milvus", "english", True)
     path.write_text("kb: {analyzer: {stemmer: klingon}}\n", encoding="utf-8")
     with pytest.raises(InputError) as info:
         load_config(path)

@@ -75,19 +75,15 @@ def open_store(
 ) -> KnowledgeBase:
     """The knowledge base of ``backend`` (``embedded`` or ``milvus``).
 
-    ``analyzer`` is the Milvus text analyzer for a collection created now; an
-    existing one keeps the analyzer it was built with.
+    ``analyzer`` is the Milvus text analyzer for a collection created now, with the
+    configured stemmer and stop words; an existing one keeps the analyzer it was
+    built with.
     """
     if backend == "embedded":
         from ..kb.backends.sqlite import SqliteKnowledgeBase
 
         return SqliteKnowledgeBase(kb_path(args, config), create=create)
     if backend == "milvus":
-        if config.kb.stemmer is not None:
-            raise UsageError(
-                "kb.analyzer.stemmer is for the embedded backend; Milvus analyses text with its "
-                "own analyzer (kb.milvus.analyzer): drop the stemmer or use --backend embedded"
-            )
         if getattr(args, "kb", None) is not None:
             raise UsageError(
                 "--kb names an embedded SQLite file; the milvus backend uses kb.milvus.uri "
@@ -103,6 +99,8 @@ def open_store(
             token=token,
             collection=milvus.collection,
             analyzer=analyzer,
+            stemmer=config.kb.stemmer,
+            stop_words=config.kb.stop_words,
             create=create,
         )
     raise UsageError(

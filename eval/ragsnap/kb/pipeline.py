@@ -8,8 +8,11 @@ Steps, each recorded in the trace::
     retry        "unfiltered": drops only the L0 category, never kb_scope, when the
                  filtered attempt is empty (filtered-empty), below weak_score
                  (filtered-weak), or there was no hint (no-l0-hint)
-    fusion       weighted reciprocal rank fusion of the lexical (BM25) and vector
-                 (cosine) lists: sum of w / (k + rank), profile wrrf-v1
+    fusion       the method's fusion profile merges the lexical (BM25) and vector
+                 (cosine) lists: by default cc-max-v1, the weighted mean of
+                 BM25 / best BM25 and cosine / best cosine (weights by embedder,
+                 ``ragsnap.settings.EMBEDDER_FUSION``); or wrrf-v1, the sum of
+                 w / (k + rank)
     rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
     evidence     dedupe by chunk, drop confidences below min_score (or below
                  relative_score x the best), keep top_k; status none / partial /
@@ -19,7 +22,9 @@ Steps, each recorded in the trace::
 Scores. Every candidate gets a *confidence* in [0, 1] that does not depend on
 which list found it: ``lexical`` = IDF-weighted share of the query's terms the
 chunk contains (IDF = BM25's ln(1 + (N - df + 0.5) / (df + 0.5))); ``vector`` =
-cosine clamped at 0; ``hybrid`` = the fusion-weighted mean of both. Rankings
+cosine clamped at 0; ``hybrid`` = the mean of both, whatever the fusion
+weights (they set the ranking; the floors read the same scale for every
+profile). Rankings
 come from the method (BM25 order, cosine order, fused order, reranked order),
 and an evidence block's ``score`` is the value its list is ranked by: BM25 for
 ``lexical``, the cosine for ``vector``, the fused value for ``hybrid``, the
@@ -139,6 +144,18 @@ def _on_grid(
     grid score, equal grid scores by chunk id."""
     order = grid_order((r, value, cands[r].chunk.chunk_id) for r, value in found)
     return [(cands[r], value) for r, value in order]
+
+
+def _shares(f: FusionProfile, values: Sequence[float], weight: float) -> list[float]:
+    """Each entry's share of the fused value, for a list (best first) with ``weight``."""
+    if f.kind == "rrf":
+        return [weight / (f.k + rank) for rank in range(1, len(values) + 1)]
+    top = max(values, default=0.0)
+    if top <= 0.0:  # nothing similar: the list adds nothing
+        return [0.0] * len(values)
+    scale = weight / (f.lexical_weight + f.vector_weight)
+    # a negative cosine stays negative: the vector list's order holds below 0 too
+    return [scale * (v / top) for v in values]
 
 
 def _ms(start: float) -> float:
@@ -270,12 +287,16 @@ class Pipeline:
         vector_list = _on_grid(vector, cands)
         f = self._fusion(spec)
         method = spec.kind
-        for rank, (c, value) in enumerate(lexical_list, 1):
+        lexical_shares = _shares(f, [v for _, v in lexical_list], f.lexical_weight)
+        for rank, ((c, value), share) in enumerate(
+            zip(lexical_list, lexical_shares, strict=True), 1
+        ):
             c.lexical, c.lexical_rank = value, rank
-            c.fused += f.lexical_weight / (f.k + rank)
-        for rank, (c, value) in enumerate(vector_list, 1):
+            c.fused += share
+        vector_shares = _shares(f, [v for _, v in vector_list], f.vector_weight)
+        for rank, ((c, value), share) in enumerate(zip(vector_list, vector_shares, strict=True), 1):
             c.cosine, c.vector_rank = value, rank
-            c.fused += f.vector_weight / (f.k + rank)
+            c.fused += share
         self._confidences(spec, query, cands)
         if method == "lexical":
             ranked = [c for c, _ in lexical_list]
@@ -296,7 +317,6 @@ class Pipeline:
     def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
         """Set every candidate's confidence (see the module docstring); a hybrid
         candidate that only the lexical list found gets its cosine now."""
-        f = self._fusion(spec)
         missing = [r for r, c in cands.items() if c.cosine is None]
         if spec.fused and missing and query.vector is not None:
             for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
@@ -309,21 +329,51 @@ class Pipeline:
             elif spec.kind == "vector":
                 c.exact_confidence = cos
             else:
-                total = f.lexical_weight + f.vector_weight
-                c.exact_confidence = (f.lexical_weight * lex + f.vector_weight * cos) / total
+                c.exact_confidence = (lex + cos) / 2
             c.confidence = quantize(c.exact_confidence)
 
     # -- the deep ranking -----------------------------------------------------
 
-    def _deep_ranking(self, query: _Query, flt: Filter, spec: Method, depth: int) -> list[ChunkRef]:
-        """The method's ranking of up to ``depth`` chunks under ``flt``, with no score
-        floor and no top K: the lists are searched ``depth`` deep, fused by rank,
-        and the reranker reorders the first ``rerank_depth``, as in a lookup.
+    def _deep_ranking(
+        self, query: _Query, flt: Filter, spec: Method, depth: int, distinct: str
+    ) -> list[ChunkRef]:
+        """The method's ranking under ``flt`` down to its ``depth``-th distinct
+        ``distinct`` (``chunk_id``, ``doc_id`` or ``source``: what the judgments
+        name), with no score floor and no top K. The lists are read ``depth`` deep,
+        and deeper (twice each time) while chunks of the same document leave fewer
+        than ``depth`` distinct targets and the store has more; so a top-1000 run of
+        a chunked corpus names 1,000 documents, as a document-level peer's does.
+        """
+        limit = depth
+        while True:
+            order, refs, exhausted = self._ranked_rows(query, flt, spec, limit)
+            if distinct == "chunk_id":
+                return [refs[r] for r in order[:depth]]
+            seen: set[str | None] = set()
+            kept: list[ChunkRef] = []
+            for r in order:
+                key = getattr(refs[r], distinct)
+                if key not in seen:
+                    if len(seen) == depth:
+                        break
+                    seen.add(key)
+                kept.append(refs[r])
+            if len(seen) >= depth or exhausted:
+                return kept
+            limit *= 2
+
+    def _ranked_rows(
+        self, query: _Query, flt: Filter, spec: Method, limit: int
+    ) -> tuple[list[int], dict[int, ChunkRef], bool]:
+        """The method's order of the rows its lists find ``limit`` deep (fused by the
+        profile, the first ``rerank_depth`` reranked, as in a lookup), their
+        identities, and whether the lists ran out before ``limit``.
 
         Only identities are fetched for the whole list; full chunks only for the
         reranked head. This is what ranking measures (recall@1000, MAP) need.
         """
-        lexical, vector, rows = self._search(spec, query, flt, depth)
+        lexical, vector, rows = self._search(spec, query, flt, limit)
+        exhausted = len(lexical) < limit and len(vector) < limit
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):
             raise _StaleRead
@@ -334,15 +384,14 @@ class Pipeline:
         else:
             f = self._fusion(spec)
             fused: dict[int, float] = {}
-            for rank, (r, _) in enumerate(lexical, 1):
-                fused[r] = fused.get(r, 0.0) + f.lexical_weight / (f.k + rank)
-            for rank, (r, _) in enumerate(vector, 1):
-                fused[r] = fused.get(r, 0.0) + f.vector_weight / (f.k + rank)
+            for found, weight in ((lexical, f.lexical_weight), (vector, f.vector_weight)):
+                shares = _shares(f, [v for _, v in found], weight)
+                for (r, _), share in zip(found, shares, strict=True):
+                    fused[r] = fused.get(r, 0.0) + share
             keys = list(fused)
             grid = ticks_array(np.fromiter(fused.values(), dtype=np.float64, count=len(keys)))
             ids = np.array([refs[r].chunk_id for r in keys], dtype=np.str_)
             order = [keys[i] for i in np.lexsort((ids, -grid)).tolist()]
-        order = order[:depth]
         if spec.reranker is not None and order:
             head = order[: self.settings.rerank_depth]
             stored = self.kb.chunks(head)
@@ -355,7 +404,7 @@ class Pipeline:
             self._confidences(spec, query, cands)
             reranked = self._rerank(query, [cands[r] for r in head])
             order = [c.chunk.row for c in reranked] + order[len(head) :]
-        return [refs[r] for r in order]
+        return order, refs, exhausted
 
     # -- rerank ---------------------------------------------------------------
 
@@ -413,10 +462,15 @@ class Pipeline:
         method: str | Method | None = None,
         record_latency: bool = True,
         depth: int | None = None,
+        distinct: str = "chunk_id",
     ) -> tuple[dict[str, Any], list[ChunkRef] | None]:
         """``lookup``, and with ``depth`` the method's deep ranking in the selected
-        attempt's filter (``_deep_ranking``), read from the same state of the store.
+        attempt's filter down to ``depth`` distinct ``distinct`` (``chunk_id``,
+        ``doc_id`` or ``source``; ``_deep_ranking``), read from the same state of
+        the store.
         """
+        if distinct not in ("chunk_id", "doc_id", "source"):
+            raise UsageError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
         s = self.settings
         spec = self.method(method)
         if depth is not None and depth < 1:
@@ -428,7 +482,7 @@ class Pipeline:
             generation = self.kb.read_meta().get("generation", "0")
             try:
                 result = self._lookup(
-                    query, kb_scope, top_k, spec, record_latency, generation, depth
+                    query, kb_scope, top_k, spec, record_latency, generation, depth, distinct
                 )
             except _StaleRead:
                 continue
@@ -448,6 +502,7 @@ class Pipeline:
         record_latency: bool,
         generation: str,
         depth: int | None,
+        distinct: str,
     ) -> tuple[dict[str, Any], list[ChunkRef] | None]:
         s = self.settings
         base = spec.kind
@@ -528,7 +583,7 @@ class Pipeline:
             "retrievalTrace": trace,
             "rerankTrace": rerank_json,
         }
-        deep = None if depth is None else self._deep_ranking(q, selected.flt, spec, depth)
+        deep = None if depth is None else self._deep_ranking(q, selected.flt, spec, depth, distinct)
         return result, deep
 
     @staticmethod
@@ -680,20 +735,21 @@ class _HintIndex:
     """Per-category vocabularies from document metadata, for L0 hints.
 
     A category scores the sum, over distinct query terms in its vocabulary, of
-    1 / (number of categories whose vocabulary has the term); the best
-    category wins unless two tie. Its breadcrumb prefix is the longest common
+    the share of the term's documents that are in the category (a term found
+    in two database documents and one cache document gives database 2/3 and
+    cache 1/3); the best category wins unless two tie. Its breadcrumb prefix is the longest common
     prefix of its documents that share the most query terms (all of its
     documents when none shares any).
     """
 
-    term_categories: dict[str, list[str]]
+    term_categories: dict[str, dict[str, int]]  # term -> category -> documents
     postings: dict[tuple[str, str], list[int]]  # (category, term) -> documents
     breadcrumbs: list[str]
     by_category: dict[str, list[int]]  # documents with a breadcrumb
 
     @classmethod
     def build(cls, kb: KnowledgeBase, tokenizer: Tokenizer, kb_scope: str | None) -> _HintIndex:
-        term_categories: dict[str, list[str]] = {}
+        term_categories: dict[str, dict[str, int]] = {}
         postings: dict[tuple[str, str], list[int]] = {}
         breadcrumbs: list[str] = []
         by_category: dict[str, list[int]] = {}
@@ -714,9 +770,8 @@ class _HintIndex:
                 breadcrumbs.append(info.breadcrumb)
                 by_category.setdefault(info.category, []).append(doc)
             for term in vocab:
-                categories = term_categories.setdefault(term, [])
-                if info.category not in categories:
-                    categories.append(info.category)
+                categories = term_categories.setdefault(term, {})
+                categories[info.category] = categories.get(info.category, 0) + 1
                 if doc >= 0:
                     postings.setdefault((info.category, term), []).append(doc)
         return cls(term_categories, postings, breadcrumbs, by_category)
@@ -727,9 +782,10 @@ class _HintIndex:
         distinct = sorted(set(tokens))  # a fixed order: float sums must not vary by run
         scores: dict[str, float] = {}
         for term in distinct:
-            categories = self.term_categories.get(term, ())
-            for category in categories:
-                scores[category] = scores.get(category, 0.0) + 1.0 / len(categories)
+            categories = self.term_categories.get(term, {})
+            documents = sum(categories.values())
+            for category, count in categories.items():
+                scores[category] = scores.get(category, 0.0) + count / documents
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         if not ranked or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
             return {}

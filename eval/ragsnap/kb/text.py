@@ -15,9 +15,10 @@ space-separated in SQLite FTS5, whose own ``unicode61`` tokeniser then only
 splits on those spaces; nothing depends on SQLite extensions.
 
 The *analyzer* of Latin runs is configurable (``kb.analyzer`` in ragsnap.yaml):
-``stemmer`` (``none``, the default, or a Snowball language such as ``english``,
-through PyStemmer: ``connections`` and ``connection`` become ``connect``) and
-``stopWords`` (``english``, the default, or ``none``). Both are part of the
+``stemmer`` (a Snowball language through PyStemmer, ``english`` by default in
+ragsnap.yaml: ``connections`` and ``connection`` become ``connect``; or
+``none``; a ``Tokenizer`` made in code has none unless asked) and ``stopWords``
+(``english``, the default, or ``none``). Chinese runs keep their segmenter. Both are part of the
 tokeniser's name, which the knowledge base records: an index built with one
 analyzer is refused by another until ``ragsnap seed --reindex``.
 """

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..models import JUDGMENT_TARGETS
 from .plan import canonical_sha256
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ def run_pass(
             method=methods[name],
             record_latency=False,
             depth=depth,
+            # depth counts what the case's judgments name: documents for a corpus
+            # judged by source, so a chunked document does not shorten the run
+            distinct=JUDGMENT_TARGETS[case.judgment_kind or "chunkId"],
         )
         out.latencies[name].append((time.perf_counter() - start) * 1000.0)
         out.lookups[name][case_id] = result

@@ -58,7 +58,7 @@ def test_the_committed_fixture_has_the_shape_these_tests_rely_on() -> None:
     assert f["generator"]["settings"]["minScore"] == 0.22
     assert [b["chunkId"] for b in blocks(f)] == [TOP, SECOND]
     assert [b["rank"] for b in blocks(f)] == [1, 2]
-    assert blocks(f)[0]["score"] == 0.563151
+    assert blocks(f)[0]["score"] == 0.662239
     assert len(rerank(f)) == len(rerank(f, "before")) == 20
     assert [a["name"] for a in trace(f)["attempts"]] == ["filtered"]
     assert trace(f)["evidenceStatus"] == "sufficient"
@@ -98,7 +98,7 @@ def test_retrieved_at_and_latencies_are_never_compared() -> None:
 
 def test_score_moved_within_the_tolerance_is_counted_but_not_a_change() -> None:
     old, new = fixture(), fixture()
-    blocks(new)[0]["score"] = 0.563201  # 5e-5
+    blocks(new)[0]["score"] = 0.662289  # 5e-5
     blocks(new)[1]["metadata"]["cosine"] = 0.354691  # -5e-5
     c = compare_fixtures(old, new)
     assert not c.changed
@@ -109,33 +109,33 @@ def test_score_moved_within_the_tolerance_is_counted_but_not_a_change() -> None:
 
 def test_score_moved_beyond_the_tolerance_is_a_number_change() -> None:
     old, new = fixture(), fixture()
-    blocks(new)[0]["score"] = 0.563651  # 5e-4
+    blocks(new)[0]["score"] = 0.662739  # 5e-4
     c = compare_fixtures(old, new)
     assert c.changed
     assert c.within_tolerance == 0
     (change,) = c.changes
-    assert change == Change("number", f"{BLOCKS}[{TOP}].score", 0.563151, 0.563651)
-    assert change.describe() == f"{BLOCKS}[{TOP}].score 0.563151 -> 0.563651"
+    assert change == Change("number", f"{BLOCKS}[{TOP}].score", 0.662239, 0.662739)
+    assert change.describe() == f"{BLOCKS}[{TOP}].score 0.662239 -> 0.662739"
     assert c.of_kind("number") == [change] and c.of_kind("identity") == []
 
 
 def test_a_custom_tolerance_changes_the_verdict() -> None:
     old, near, far = fixture(), fixture(), fixture()
-    blocks(near)[0]["score"] = 0.563201  # 5e-5
-    blocks(far)[0]["score"] = 0.563651  # 5e-4
+    blocks(near)[0]["score"] = 0.662289  # 5e-5
+    blocks(far)[0]["score"] = 0.662739  # 5e-4
     assert not compare_fixtures(old, far, tolerance=1e-3).changed
     assert compare_fixtures(old, far, tolerance=1e-3).within_tolerance == 1
     assert compare_fixtures(old, far, tolerance=1e-3).tolerance == 1e-3
     assert fixture_changes(old, far, tolerance=1e-3) == []
     # a move of exactly the tolerance (as the same float subtraction computes it) is within
-    exact = abs(0.563651 - 0.563151)
+    exact = abs(0.662739 - 0.662239)
     assert compare_fixtures(old, far, tolerance=exact).within_tolerance == 1
     assert compare_fixtures(old, far, tolerance=exact - 1e-9).changed
     strict = compare_fixtures(old, near, tolerance=0.0)
     assert strict.changed and strict.within_tolerance == 0
-    assert described(strict.changes) == [f"{BLOCKS}[{TOP}].score 0.563151 -> 0.563201"]
+    assert described(strict.changes) == [f"{BLOCKS}[{TOP}].score 0.662239 -> 0.662289"]
     assert fixture_changes(old, near, tolerance=0.0) == [
-        f"{BLOCKS}[{TOP}].score 0.563151 -> 0.563201"
+        f"{BLOCKS}[{TOP}].score 0.662239 -> 0.662289"
     ]
 
 
@@ -160,9 +160,9 @@ def test_a_grid_score_moved_by_exactly_the_tolerance_is_within_it(
 
 
 def test_the_same_exact_tolerance_move_elsewhere_is_within_it() -> None:
-    """100 ticks at 0.563151 is not a change either."""
+    """100 ticks at 0.662239 is not a change either."""
     old, new = fixture(), fixture()
-    blocks(new)[0]["score"] = 0.563251
+    blocks(new)[0]["score"] = 0.662339
     c = compare_fixtures(old, new)
     assert (c.changed, c.within_tolerance) == (False, 1)
 
@@ -191,8 +191,9 @@ def test_bool_against_int_is_an_identity_change() -> None:
 def test_int_against_an_equal_float_is_not_a_change() -> None:
     old, new = fixture(), fixture()
     new["lookupResult"]["contextPack"]["charCount"] = 969.0
-    trace(new)["fusion"]["k"] = 60.0
+    new["lookupResult"]["contextPack"]["budgetChars"] = 2000.0
     trace(old)["fusion"]["weights"]["lexical"] = 1  # 1 against 1.0, the other way round
+    trace(new)["fusion"]["weights"]["lexical"] = 1.0
     c = compare_fixtures(old, new)
     assert not c.changed
     assert c.within_tolerance == 0
@@ -386,7 +387,7 @@ def test_rerank_item_rising_from_below_top_k() -> None:
     c = compare_fixtures(old, new)
     text = described(c.changes)
     assert f"{AFTER}[mysql-slow-query-log#2] below top 5 -> position 1" in text
-    assert f"{AFTER}[mysql-connection-pool#0] position 5 -> below top 5" in text
+    assert f"{AFTER}[mysql-connection-pool-payment#0] position 5 -> below top 5" in text
     assert f"{AFTER}[{TOP}] position 1 -> 2" in text
     assert [x.kind for x in c.changes] == ["rank"] * 4 + ["identity"] * 2
     assert c.diagnostics == 1  # the tail moved too
@@ -527,7 +528,7 @@ def test_lists_without_unique_keys_are_compared_by_position() -> None:
     blocks(new)[1]["score"] = 0.5
     blocks(new)[1]["metadata"]["bm25"] = 1.0  # still a diagnostic by position
     c = compare_fixtures(old, new)
-    assert described(c.changes) == [f"{BLOCKS}[1].score 0.389015 -> 0.5"]
+    assert described(c.changes) == [f"{BLOCKS}[1].score 0.407034 -> 0.5"]
     assert c.diagnostics == 1
 
 

@@ -13,8 +13,19 @@ prefix (``kb.milvus.collection``, default ``ragsnap``)::
     <prefix>_documents  one row per source: metadata and the index hash
     <prefix>_meta       embedder / tokenizer fingerprints, generation counter
 
-Lexical search is Milvus's own BM25 over the chunk text, analysed by the
-``standard`` analyzer or by ``jieba`` where the corpus holds Chinese. Its
+Lexical search is Milvus's own BM25 (k1 1.5, b 0.75, as the embedded backend's;
+a server's default k1 is 1.2, so the index sets both). With ``kb.milvus.analyzer:
+ragsnap`` (the default) it reads ragsnap's own tokens, the embedded backend's
+analyzer (stop words, stemmer, Chinese segmenter) stored space-separated, so the
+two backends see the same terms and Milvus Lite stems too. With ``standard`` or
+``jieba`` (``auto``: jieba where the corpus holds Chinese) Milvus analyses the
+chunk text itself, then lowercases it, drops ragsnap's stop words
+(``kb.analyzer.stopWords``) and, with ``kb.analyzer.stemmer``, applies Milvus's
+Snowball ``stemmer`` filter, which Milvus Lite (3.2) accepts in a schema and
+ignores: that combination is refused on a Milvus Lite file. The analyzer is fixed
+when the chunks collection is created and recorded in the meta collection
+(``analyzer``, ``stemmer``, ``stopWords``); writing with another one is refused
+until ``seed --reindex``. Its
 scores are not comparable with FTS5's (and negative in Milvus Lite), so only
 the order is used: a score is the absolute distance, ranked on the
 ``ragsnap.kb.numeric`` grid with ties broken by chunk id. Vectors are stored
@@ -67,10 +78,28 @@ from . import (
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["ANALYZERS", "DEFAULT_COLLECTION", "MilvusKnowledgeBase"]
+__all__ = [
+    "ANALYZERS",
+    "DEFAULT_COLLECTION",
+    "STEMMER_LANGUAGES",
+    "MilvusKnowledgeBase",
+    "analyzer_params",
+]
 
 DEFAULT_COLLECTION = "ragsnap"
-ANALYZERS = ("standard", "jieba")
+#: ``ragsnap``: Milvus's BM25 reads ragsnap's own tokens (the embedded backend's
+#: analyzer, stemmer and Chinese segmenter); ``standard``, ``jieba``: Milvus analyses
+#: the chunk text itself
+ANALYZERS = ("ragsnap", "standard", "jieba")
+#: Milvus's BM25 with the embedded backend's parameters (a server's k1 is 1.2 by default)
+BM25_PARAMS = {"bm25_k1": 1.5, "bm25_b": 0.75}
+#: the languages of Milvus's ``stemmer`` filter (Snowball, through tantivy): the
+#: ``kb.analyzer.stemmer`` values the milvus backend takes
+STEMMER_LANGUAGES = (
+    "arabic", "danish", "dutch", "english", "finnish", "french", "german", "greek",
+    "hungarian", "italian", "norwegian", "portuguese", "romanian", "russian", "spanish",
+    "swedish", "tamil", "turkish",
+)  # fmt: skip
 SCHEMA_VERSION = "1"
 _MAX_VARCHAR = 65535
 _BATCH = 500
@@ -119,6 +148,55 @@ def _or_none(value: Any) -> Any:
     return None if value == "" else value
 
 
+def analyzer_params(
+    analyzer: str = "standard", stemmer: str | None = None, stop_words: bool = True
+) -> dict[str, Any]:
+    """The Milvus analyzer of the chunk text: the ``analyzer`` tokenizer, lowercase, a
+    stop filter with what ragsnap's tokenizer drops (its stop words unless
+    ``stop_words`` is false, and punctuation), then the ``stemmer`` filter."""
+    from ..text import STOP_WORDS
+
+    # a "stop" filter, which Milvus Lite honours (it ignores the standard analyzer's own
+    # "stop_words" parameter)
+    stop = (sorted(STOP_WORDS) if stop_words else []) + list(_PUNCTUATION)
+    filters: list[Any] = ["lowercase", {"type": "stop", "stop_words": stop}]
+    if stemmer is not None:
+        filters.append({"type": "stemmer", "language": stemmer})
+    return {"tokenizer": analyzer, "filter": filters}
+
+
+def _describe(analyzer: str, stemmer: str | None, stop_words: bool) -> str:
+    """An analyzer in ragsnap.yaml's words, for messages."""
+    return (
+        f"{analyzer} analyzer with stemmer {stemmer or 'none'} and stopWords "
+        f"{'english' if stop_words else 'none'}"
+    )
+
+
+def _lite_stems() -> bool:
+    """Whether this process's Milvus Lite applies Milvus's stemmer filter: its analyzer
+    (what it runs on inserted and query text) asked for ``connections``. Milvus Lite 3.2
+    takes the filter in a schema and ignores it."""
+    try:
+        from milvus_lite.analyzer import factory  # type: ignore[import-untyped]
+    except ImportError:  # pymilvus reports a missing milvus-lite when it opens the file
+        return True
+    try:
+        analyzer = factory.create_analyzer(analyzer_params("standard", "english", False))
+        return bool(analyzer.tokenize("connections") == ["connect"])
+    except Exception:  # another Milvus Lite: what it does cannot be told
+        return False
+
+
+def _lite_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("milvus-lite")
+    except PackageNotFoundError:
+        return "(version unknown)"
+
+
 class MilvusKnowledgeBase:
     """A knowledge base in Milvus (Lite file or server), behind the ``KnowledgeBase`` interface."""
 
@@ -131,14 +209,24 @@ class MilvusKnowledgeBase:
         token: str | None = None,
         collection: str = DEFAULT_COLLECTION,
         analyzer: str = "standard",
+        stemmer: str | None = None,
+        stop_words: bool = True,
         create: bool = True,
     ):
+        """``analyzer``, ``stemmer`` and ``stop_words`` are the text analyzer of a chunks
+        collection created now; an existing one keeps the analyzer it was built with,
+        and writing to it with another ``stemmer`` or ``stop_words`` is refused."""
         try:
             from pymilvus import MilvusClient
         except ImportError:
             raise MissingDependency("the milvus backend (pymilvus)", "milvus") from None
         if analyzer not in ANALYZERS:
             raise BackendError(f"unknown analyzer {analyzer!r}; use one of {', '.join(ANALYZERS)}")
+        if stemmer is not None and stemmer not in STEMMER_LANGUAGES:
+            raise BackendError(
+                f"Milvus's stemmer filter has no {stemmer!r} stemmer; set kb.analyzer.stemmer "
+                f"to none or one of {', '.join(STEMMER_LANGUAGES)}, or use the embedded backend"
+            )
         # pymilvus logs (and Milvus Lite warns about client-side timestamps) on stderr;
         # every failure reaches the caller as an exception with its own message
         logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
@@ -155,6 +243,15 @@ class MilvusKnowledgeBase:
                     f"{path}: a Milvus Lite file name ends in .db (pymilvus reads any other "
                     "URI as a server address); set kb.milvus.uri to e.g. .ragsnap/milvus.db"
                 )
+            if stemmer is not None and analyzer != "ragsnap" and not _lite_stems():
+                raise BackendError(
+                    f"{path}: Milvus Lite {_lite_version()} does not apply Milvus's stemmer "
+                    "filter (it accepts one in a collection's analyzer and ignores it), so "
+                    f"kb.analyzer.stemmer {stemmer} cannot work with Milvus's {analyzer} "
+                    "analyzer on a Milvus Lite file; use kb.milvus.analyzer ragsnap (the "
+                    "default: Milvus indexes ragsnap's own stemmed tokens), a Milvus server "
+                    "(kb.milvus.uri: http(s)://host:19530), or stemmer none"
+                )
             if not create and not path.exists():
                 raise BackendError(
                     f"{path}: no Milvus Lite knowledge base here; run `ragsnap seed --backend "
@@ -162,6 +259,8 @@ class MilvusKnowledgeBase:
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
         self._analyzer = analyzer
+        self._wanted: tuple[str | None, bool] = (stemmer, stop_words)
+        self._stemmer, self._stop_words = self._wanted
         self._names = {
             "chunks": f"{collection}_chunks",
             "documents": f"{collection}_documents",
@@ -186,14 +285,30 @@ class MilvusKnowledgeBase:
             if self._names[role] in existing:
                 self._client.load_collection(self._names[role])
         if self._has_chunks():  # an existing collection keeps the analyzer it was built with
-            self._analyzer = self.read_meta().get("analyzer", self._analyzer)
+            meta = self.read_meta()
+            if "analyzer" in meta:  # stores of older ragsnaps record no stemmer: none
+                self._analyzer = meta["analyzer"]
+                stem = meta.get("stemmer", "none")
+                self._stemmer = None if stem == "none" else stem
+                self._stop_words = meta.get("stopWords", "english") == "english"
         if self._analyzer == "jieba":
             _quiet_jieba()
 
     @property
     def analyzer(self) -> str:
-        """The text analyzer of the chunks collection (``standard`` or ``jieba``)."""
+        """The text analyzer of the chunks collection (``ragsnap``, ``standard`` or
+        ``jieba``)."""
         return self._analyzer
+
+    @property
+    def stemmer(self) -> str | None:
+        """The Snowball language of the chunks collection's stemmer filter, if any."""
+        return self._stemmer
+
+    @property
+    def stop_words(self) -> bool:
+        """Whether the chunks collection's analyzer drops ragsnap's stop words."""
+        return self._stop_words
 
     def set_analyzer(self, analyzer: str) -> None:
         """The analyzer for a chunks collection not created yet (after ``drop``)."""
@@ -202,6 +317,7 @@ class MilvusKnowledgeBase:
         if self._has_chunks():
             raise BackendError(f"{self.where}: the chunks collection exists; drop it first")
         self._analyzer = analyzer
+        self._stemmer, self._stop_words = self._wanted
         if analyzer == "jieba":
             _quiet_jieba()
 
@@ -261,36 +377,45 @@ class MilvusKnowledgeBase:
         schema.add_field("title", DataType.VARCHAR, max_length=2048)
         schema.add_field("heading", DataType.VARCHAR, max_length=2048)
         schema.add_field("metadata", DataType.JSON)
-        from ..text import STOP_WORDS
-
-        # the words (and marks) ragsnap's own tokenizer drops; a "stop" filter, which Milvus
-        # Lite honours (it ignores the standard analyzer's own "stop_words" parameter)
-        stop = sorted(STOP_WORDS) + list(_PUNCTUATION)
-        analyzer: dict[str, Any] = {
-            "tokenizer": self._analyzer,
-            "filter": ["lowercase", {"type": "stop", "stop_words": stop}],
-        }
-        schema.add_field(
-            "text",
-            DataType.VARCHAR,
-            max_length=_MAX_VARCHAR,
-            enable_analyzer=True,
-            analyzer_params=analyzer,
-        )
-        schema.add_field("tokens", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+        if self._analyzer == "ragsnap":  # BM25 over ragsnap's tokens, split at spaces
+            # (Milvus Lite has no whitespace tokenizer; its standard one splits at \W,
+            # and ragsnap's tokens are runs of word characters)
+            bm25_input = "tokens"
+            split = {"tokenizer": "standard" if self._lite else "whitespace"}
+            schema.add_field("text", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+            schema.add_field(
+                "tokens",
+                DataType.VARCHAR,
+                max_length=_MAX_VARCHAR,
+                enable_analyzer=True,
+                analyzer_params=split,
+            )
+        else:
+            bm25_input = "text"
+            analyzer = analyzer_params(self._analyzer, self._stemmer, self._stop_words)
+            schema.add_field(
+                "text",
+                DataType.VARCHAR,
+                max_length=_MAX_VARCHAR,
+                enable_analyzer=True,
+                analyzer_params=analyzer,
+            )
+            schema.add_field("tokens", DataType.VARCHAR, max_length=_MAX_VARCHAR)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
         schema.add_function(
             Function(
                 name="text_bm25",
                 function_type=FunctionType.BM25,
-                input_field_names=["text"],
+                input_field_names=[bm25_input],
                 output_field_names=["sparse"],
             )
         )
         index = c.prepare_index_params()
         index.add_index("vector", index_type="FLAT", metric_type="COSINE")
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        index.add_index(
+            "sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS
+        )
         c.create_collection(self._names["chunks"], schema=schema, index_params=index)
 
     def _has_chunks(self) -> bool:
@@ -374,6 +499,14 @@ class MilvusKnowledgeBase:
         """Deletes, then uploads (each document's chunks before its row), then meta."""
         c = self._client
         with self._lock:
+            if self._has_chunks() and (self._stemmer, self._stop_words) != self._wanted:
+                built = _describe(self._analyzer, self._stemmer, self._stop_words)
+                wanted = _describe(self._analyzer, *self._wanted)
+                raise BackendError(
+                    f"{self.where} was built with the {built}, not the {wanted}; run `ragsnap "
+                    "seed --backend milvus --reindex` to rebuild it, or configure the old one "
+                    "again"
+                )
             for source in batch.deletes:
                 self._delete(source)
             next_row = self._next_row()
@@ -449,6 +582,8 @@ class MilvusKnowledgeBase:
             meta["schemaVersion"] = SCHEMA_VERSION
             meta["vectorEncoding"] = VECTOR_ENCODING
             meta["analyzer"] = self._analyzer
+            meta["stemmer"] = self._stemmer or "none"
+            meta["stopWords"] = "english" if self._stop_words else "none"
             previous = self.read_meta().get("generation", "0")
             meta["generation"] = str(int(previous) + 1)
             c.upsert(
@@ -466,9 +601,11 @@ class MilvusKnowledgeBase:
     def lexical_search(
         self, tokens: Sequence[str], flt: Filter, limit: int, text: str | None = None
     ) -> list[tuple[int, float]]:
-        """Milvus BM25 over the analysed chunk text for ``text`` (the query as typed;
-        the tokens joined when absent). Scores are |distance|: only the order counts."""
-        query = text if text is not None else " ".join(tokens)
+        """Milvus BM25 for the query: ragsnap's ``tokens`` (analyzer ``ragsnap``), or
+        ``text`` as typed for Milvus's own analyzers (the tokens joined when absent).
+        Scores are |distance|: only the order counts."""
+        own = self._analyzer != "ragsnap" and text is not None
+        query = text if own and text is not None else " ".join(dict.fromkeys(tokens))
         if limit <= 0 or not query.strip():
             return []
         with self._lock:
@@ -616,6 +753,7 @@ class MilvusKnowledgeBase:
             self._vocab = None
             self._dimension = None
             self._chunks_exist = False
+            self._stemmer, self._stop_words = self._wanted  # for the collection created next
 
     def close(self) -> None:
         """Close the client; for Milvus Lite also stop this process's server of the file,

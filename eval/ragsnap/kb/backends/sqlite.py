@@ -7,7 +7,10 @@ Tables::
     chunks(id, chunk_id, source, ordinal, heading, text, vector)   vector: float32 bytes
     chunks_fts(body)              FTS5 over the pre-tokenised chunk text, rowid = chunks.id
 
-Lexical search is FTS5's BM25 (k1 = 1.2, b = 0.75) over tokens produced by
+Lexical search is BM25 as Lucene, bm25s and Milvus compute it (k1 = 1.5, b =
+0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over FTS5's index: FTS5's own
+``bm25()`` (k1 = 1.2, an idf that is almost 0 for a word in half the chunks)
+ranked Cranfield's dev split lower (``benchmarks/README.md``). Tokens come from
 ``ragsnap.kb.text`` (stored space-separated, so FTS5's ``unicode61`` tokeniser, with
 diacritics kept, only splits at the spaces and every normalisation and the
 Chinese segmentation happen in Python). Vector search is exact cosine in numpy
@@ -52,21 +55,24 @@ from . import ChunkRef, DocumentInfo, Filter, StoredChunk, WriteBatch, normalize
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
+__all__ = ["BM25_K1", "FTS5_K1", "SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
 
 SCHEMA_VERSION = "1"
 #: chunks kept in memory per generation (a few hundred MB at most for long chunks)
 CHUNK_CACHE = 50_000
 
 
-def _idf(df: NDArray[np.int64], n: int) -> NDArray[np.float64]:
-    """FTS5's idf, ln((N - n + 0.5) / (n + 0.5)) and at least 1e-6, with the C
-    library's ``log`` once per distinct document frequency (numpy's SIMD ``log``
-    differs between CPUs in the last bit)."""
+def _idf(df: NDArray[np.int64], n: int, fts5: bool) -> NDArray[np.float64]:
+    """BM25's idf: ln(1 + (N - n + 0.5) / (n + 0.5)) (Lucene's, bm25s's, Milvus's),
+    or with ``fts5`` FTS5's, ln((N - n + 0.5) / (n + 0.5)) and at least 1e-6; with
+    the C library's ``log`` once per distinct document frequency (numpy's SIMD
+    ``log`` differs between CPUs in the last bit)."""
     values, inverse = np.unique(df, return_inverse=True)
-    logs = np.array([math.log((n - int(v) + 0.5) / (int(v) + 0.5)) for v in values])
+    one = 0.0 if fts5 else 1.0
+    logs = np.array([math.log(one + (n - int(v) + 0.5) / (int(v) + 0.5)) for v in values])
     idf = logs[inverse.reshape(-1)] if len(values) else np.zeros(0)
-    idf[idf <= 0.0] = 1e-6
+    if fts5:
+        idf[idf <= 0.0] = 1e-6
     return idf
 
 
@@ -100,17 +106,22 @@ def _match_expression(tokens: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
 
 
+#: ragsnap's BM25 k1 (bm25s's, rank_bm25's and Milvus's default)
+BM25_K1 = 1.5
+#: FTS5's k1, fixed in its C code: what ``lexical_search_fts5`` computes
+FTS5_K1 = 1.2
+
+
 class _Bm25:
     """In-memory BM25 postings over the stored FTS5 token text.
 
-    Scores are FTS5's ``bm25()`` exactly (k1 = 1.2, b = 0.75, idf =
-    ln((N - n + 0.5) / (n + 0.5)), at least 1e-6; document length = tokens in
-    the row), computed over the whole file as FTS5 does; a test checks the two
-    agree. FTS5 itself scores and sorts every matching row in SQL, about 20
-    times slower than summing these precomputed per-posting weights in numpy.
+    Scores are BM25 (k1 = 1.5, b = 0.75, Lucene's idf; document length = tokens
+    in the row), computed over the whole file as FTS5 does; ``fts5=True`` gives
+    FTS5's ``bm25()`` exactly (k1 = 1.2, its idf), which a test checks. FTS5 itself
+    scores and sorts every matching row in SQL, about 20 times slower than
+    summing these precomputed per-posting weights in numpy.
     """
 
-    K1 = 1.2
     B = 0.75
 
     def __init__(
@@ -130,7 +141,8 @@ class _Bm25:
         self.n = n
 
     @classmethod
-    def build(cls, bodies: Sequence[str]) -> _Bm25:
+    def build(cls, bodies: Sequence[str], fts5: bool = False) -> _Bm25:
+        k1 = FTS5_K1 if fts5 else BM25_K1
         n = len(bodies)
         vocab: dict[str, int] = {}
         lengths = np.zeros(n, dtype=np.int64)
@@ -155,12 +167,12 @@ class _Bm25:
         posting_terms, posting_docs = keys // n, keys % n
         df = np.bincount(posting_terms, minlength=len(vocab)).astype(np.int64)
         indptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-        idf = _idf(df, n)
+        idf = _idf(df, n, fts5)
         tf_f = tf.astype(np.float64)
         length = lengths[posting_docs].astype(np.float64)
         avgdl = float(lengths.sum()) / n
-        weights = (idf[posting_terms] * tf_f * (cls.K1 + 1.0)) / (
-            tf_f + cls.K1 * (1.0 - cls.B + cls.B * length / avgdl)
+        weights = (idf[posting_terms] * tf_f * (k1 + 1.0)) / (
+            tf_f + k1 * (1.0 - cls.B + cls.B * length / avgdl)
         )
         return cls(vocab, indptr, posting_docs.astype(np.int32), weights, df, n)
 
@@ -255,6 +267,9 @@ class SqliteKnowledgeBase:
     """A knowledge base in one SQLite file (see the module docstring)."""
 
     backend = "embedded"
+    #: score ``lexical_search`` with FTS5's own k1 and idf (set before the first
+    #: search, as the parity tests do); ragsnap's BM25 is the Lucene variant
+    fts5_scores: bool = False
 
     def __init__(self, path: Path, *, create: bool = True):
         self.path = path
@@ -461,7 +476,7 @@ class SqliteKnowledgeBase:
     def _postings(self, index: _Index) -> _Bm25:
         if index.bm25 is None:
             bodies = [b for (b,) in self._db.execute("SELECT body FROM chunks_fts ORDER BY rowid")]
-            index.bm25 = _Bm25.build(bodies)
+            index.bm25 = _Bm25.build(bodies, self.fts5_scores)
         return index.bm25
 
     def lexical_search(
@@ -490,8 +505,9 @@ class SqliteKnowledgeBase:
         """The same search run by FTS5 itself (``bm25()``, with SQL filters), ranked
         by the same rule (grid score, then chunk id).
 
-        The reference the in-memory scorer is tested against; about 20 times
-        slower at 10^5 chunks, because FTS5 scores every match.
+        The reference the in-memory scorer is tested against (with ``bm25_k1``
+        set to FTS5's 1.2); about 20 times slower at 10^5 chunks, because FTS5
+        scores every match.
         """
         expression = _match_expression(tokens)
         if not expression or limit <= 0:
