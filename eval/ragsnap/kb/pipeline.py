@@ -344,20 +344,23 @@ class Pipeline:
         than ``depth`` distinct targets and the store has more; so a top-1000 run of
         a chunked corpus names 1,000 documents, as a document-level peer's does.
         """
-        limit = depth
+        # a single list's order does not depend on how deep it is read: read it twice
+        # as deep at once; a fused ranking's does (a chunk one short list misses loses
+        # that list's share), so it always goes depth, 2 x depth, 4 x depth ...
+        limit = depth if spec.fused or distinct == "chunk_id" else 2 * depth
         while True:
             order, refs, exhausted = self._ranked_rows(query, flt, spec, limit)
             if distinct == "chunk_id":
                 return [refs[r] for r in order[:depth]]
             seen: set[str | None] = set()
             kept: list[ChunkRef] = []
-            for r in order:
-                key = getattr(refs[r], distinct)
+            for ref in map(refs.__getitem__, order):
+                key = ref.source if distinct == "source" else ref.doc_id
                 if key not in seen:
                     if len(seen) == depth:
                         break
                     seen.add(key)
-                kept.append(refs[r])
+                kept.append(ref)
             if len(seen) >= depth or exhausted:
                 return kept
             limit *= 2
