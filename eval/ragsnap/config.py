@@ -83,7 +83,7 @@ from .scoring.diff import Tolerances
 from .settings import (
     ALIAS_NOTE,
     BUILTIN_METHODS,
-    FUSION_NAMES,
+    FUSION_KIND_DEFAULTS,
     SNAPSHOT_TOLERANCE,
     ChunkSettings,
     FusionProfile,
@@ -236,7 +236,7 @@ def _fusion(
             "drop `k`, or set `kind: rrf`",
             pointer,
         )
-    base = default if kind == default.kind else FUSION_DEFAULTS[kind]
+    base = default if kind == default.kind else FUSION_KIND_DEFAULTS[kind]
     return FusionProfile(
         name=data.get("profile", base.name),
         kind=kind,
@@ -244,15 +244,6 @@ def _fusion(
         lexical_weight=float(data.get("lexicalWeight", base.lexical_weight)),
         vector_weight=float(data.get("vectorWeight", base.vector_weight)),
     )
-
-
-#: each kind's profile when a ``fusion:`` mapping changes the kind
-FUSION_DEFAULTS = {
-    "convex": FusionProfile(),
-    "rrf": FusionProfile(
-        name=FUSION_NAMES["rrf"], kind="rrf", lexical_weight=1.0, vector_weight=1.0
-    ),
-}
 
 
 def _methods(

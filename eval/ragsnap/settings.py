@@ -32,6 +32,7 @@ __all__ = [
     "BUILTIN_METHODS",
     "EMBEDDER_FUSION",
     "FUSION_KINDS",
+    "FUSION_KIND_DEFAULTS",
     "FUSION_NAMES",
     "METHODS",
     "PIPELINE_VERSION",
@@ -107,6 +108,15 @@ class FusionProfile:
             return {"profile": self.name, "kind": self.kind, "k": self.k, "weights": weights}
         return {"profile": self.name, "kind": self.kind, "weights": weights}
 
+
+#: each kind's profile, for a ``fusion:`` mapping that names another kind than the
+#: embedder's default
+FUSION_KIND_DEFAULTS: dict[str, FusionProfile] = {
+    "convex": FusionProfile(),
+    "rrf": FusionProfile(
+        name=FUSION_NAMES["rrf"], kind="rrf", lexical_weight=1.0, vector_weight=1.0
+    ),
+}
 
 #: The default fusion of each embedder kind, chosen on development data only
 #: (Cranfield's dev split, the example set's dev cases; benchmarks/README.md has
