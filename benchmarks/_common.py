@@ -4,22 +4,28 @@ The scripts run as ``python benchmarks/<name>.py``, which puts this folder on
 ``sys.path``, so they import these with ``from _common import ...``. Only what
 two or more scripts do the same way lives here: package versions, peak-RSS
 readers, the ``--seed``/``--workdir``/``--keep``/``--sizes``/``--data``
-options and the work folder those options describe.
+options and the work folder those options describe, ``python -m ragsnap`` as a
+timed process, and reading what ``ragsnap import`` wrote.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
+import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 #: The GoodBuddy bilingual set, in ``../shared/data/`` next to the repository.
 GOODBUDDY_DATA = (
@@ -120,6 +126,42 @@ def add_data_option(parser: argparse.ArgumentParser) -> None:
         default=GOODBUDDY_DATA,
         help="the GoodBuddy JSON file (default: ../shared/data/ next to the repository)",
     )
+
+
+# --------------------------------------------------------------------------- ragsnap
+
+
+def ragsnap_process(
+    argv: Sequence[str], cwd: Path
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``python -m ragsnap ARGV`` as its own process: the result and its wall time."""
+    gc.collect()
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "ragsnap", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done, time.perf_counter() - start
+
+
+def read_import(folder: Path) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """What ``ragsnap import`` wrote in ``folder``: the corpus's sources and texts, in
+    file order, and the golden cases."""
+    sources: list[str] = []
+    texts: list[str] = []
+    with (folder / "corpus.jsonl").open("rb") as lines:
+        for raw in lines:
+            if raw.strip():
+                doc = json.loads(raw)
+                sources.append(doc["source"])
+                texts.append(doc["text"])
+    cases: list[dict[str, Any]] = json.loads((folder / "golden-cases.json").read_text("utf-8"))[
+        "cases"
+    ]
+    return sources, texts, cases
 
 
 # --------------------------------------------------------------------------- work folder

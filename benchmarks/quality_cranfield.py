@@ -93,7 +93,7 @@ from typing import Any
 
 import yaml
 
-from _common import version, work_folder
+from _common import ragsnap_process, read_import, version, work_folder
 
 REPO = Path(__file__).resolve().parents[1]
 #: Cranfield in SMART format, in ``../shared/data/`` next to the repository.
@@ -131,21 +131,6 @@ class Steps:
     def add(self, name: str, seconds: float, note: str = "") -> None:
         self.rows.append((name, seconds, note))
         print(f"  [{seconds:7.1f} s] {name}{'  ' + note if note else ''}", flush=True)
-
-
-def ragsnap_process(
-    argv: Sequence[str], cwd: Path
-) -> tuple[subprocess.CompletedProcess[str], float]:
-    """``python -m ragsnap ARGV`` as its own process: the result and its wall time."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "ragsnap", *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done, time.perf_counter() - start
 
 
 def fail(what: str, done: subprocess.CompletedProcess[str]) -> None:
@@ -257,14 +242,7 @@ def import_cranfield(data: Path, work: Path, steps: Steps) -> Inputs:
     if done.returncode != 0:
         fail("ragsnap import smart", done)
     steps.add("ragsnap import smart", seconds, done.stdout.splitlines()[0] if done.stdout else "")
-    sources, texts = [], []
-    with (out / "corpus.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                doc = json.loads(line)
-                sources.append(doc["source"])
-                texts.append(doc["text"])
-    cases = json.loads((out / "golden-cases.json").read_text("utf-8"))["cases"]
+    sources, texts, cases = read_import(out)
     return Inputs(
         sources,
         texts,

@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import version, work_folder
+from _common import ragsnap_process, read_import, version, work_folder
 from ragsnap.cli import main as ragsnap_main
 from ragsnap.kb.text import STOP_WORDS
 
@@ -137,22 +137,6 @@ def run_cli(argv: Sequence[str]) -> str:
         sys.stderr.write(out.getvalue() + err.getvalue())
         raise SystemExit(f"ragsnap {' '.join(argv[:2])} exited {code}")
     return out.getvalue()
-
-
-def ragsnap_process(
-    argv: Sequence[str], cwd: Path
-) -> tuple[subprocess.CompletedProcess[str], float]:
-    """``python -m ragsnap ARGV`` as its own process: the result and its wall time."""
-    gc.collect()
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "ragsnap", *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done, time.perf_counter() - start
 
 
 def cpu_description() -> dict[str, str]:
@@ -230,15 +214,7 @@ class Inputs:
 
     @classmethod
     def read(cls, folder: Path, import_s: float, summary: str) -> Inputs:
-        sources: list[str] = []
-        texts: list[str] = []
-        with (folder / "corpus.jsonl").open("rb") as lines:
-            for raw in lines:
-                if raw.strip():
-                    doc = json.loads(raw)
-                    sources.append(doc["source"])
-                    texts.append(doc["text"])
-        cases = json.loads((folder / "golden-cases.json").read_text("utf-8"))["cases"]
+        sources, texts, cases = read_import(folder)
         return cls(
             sources,
             texts,

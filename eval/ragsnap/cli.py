@@ -506,8 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--depth",
         type=_positive_int,
         metavar="N",
-        help="also rank N candidates per query with no score floor and no top K, for the "
-        "ranking measures and the TREC runs (default: trial.depth, else the evidence only)",
+        help="also rank N candidates per query (N documents when the judgments name "
+        "documents) with no score floor and no top K, for the ranking measures and the TREC "
+        "runs (default: trial.depth, else the evidence only)",
     )
     trial.add_argument(
         "--split",

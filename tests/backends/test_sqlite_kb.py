@@ -102,6 +102,18 @@ def lexical(kb: SqliteKnowledgeBase, text: str, flt: Filter | None = None) -> se
 # -- what a seed stores --------------------------------------------------------------
 
 
+def rewrite_kafka_lag(docs_dir: Path) -> None:
+    """Edit one document: another intro (with ``brandnewword``) and one section."""
+    write_doc(
+        docs_dir,
+        "kafka-lag",
+        "Rewritten intro with brandnewword.\n\n## Only section\n\nConsumers lag, quartzshared.",
+        category="messaging",
+        kb_scope="eval",
+        breadcrumb="Messaging > Kafka",
+    )
+
+
 def test_seed_stores_documents_chunks_and_settings(kb: SqliteKnowledgeBase, docs_dir: Path) -> None:
     docs = load_seed_docs(docs_dir)
     stored = kb.documents()
@@ -145,14 +157,7 @@ def test_editing_one_file_updates_only_that_source(kb: SqliteKnowledgeBase, docs
     others = raw_rows(kb.path, others_sql)
     old_hashes = {s: info.index_hash for s, info in kb.documents().items()}
     generation = kb.read_meta()["generation"]
-    write_doc(
-        docs_dir,
-        "kafka-lag",
-        "Rewritten intro with brandnewword.\n\n## Only section\n\nConsumers lag, quartzshared.",
-        category="messaging",
-        kb_scope="eval",
-        breadcrumb="Messaging > Kafka",
-    )
+    rewrite_kafka_lag(docs_dir)
     plan = seed_folder(kb, docs_dir)
     assert (plan.added, plan.updated, plan.removed) == ((), ("kafka-lag",), ())
     assert kb.read_meta()["generation"] != generation
@@ -525,14 +530,7 @@ def test_chunks_read_from_memory_follow_a_write(
     before = kb.chunks(rows)
     assert len(before) == kb.count()
     assert kb.chunks(rows) == before  # the second read comes from memory, the same
-    write_doc(
-        docs_dir,
-        "kafka-lag",
-        "Rewritten intro with brandnewword.\n\n## Only section\n\nConsumers lag, quartzshared.",
-        category="messaging",
-        kb_scope="eval",
-        breadcrumb="Messaging > Kafka",
-    )
+    rewrite_kafka_lag(docs_dir)
     with SqliteKnowledgeBase(kb.path) as other:  # another writer of the same file
         seed_folder(other, docs_dir)
     after = kb.chunks(rows)

@@ -74,6 +74,24 @@ def ok(run: Run) -> Run:
     return run
 
 
+def score(root: Path) -> Run:
+    """``ragsnap score`` of ``out/fixtures`` against ``out/golden-cases.json``; it must pass."""
+    return ok(
+        run_cli(
+            "score",
+            "--cases",
+            "out/golden-cases.json",
+            "--fixtures",
+            "out/fixtures",
+            "--json-report",
+            "out/report.json",
+            "--markdown-report",
+            "out/report.md",
+            cwd=root,
+        )
+    )
+
+
 def trec_ids(path: Path, columns: int) -> list[tuple[str, str]]:
     """(query, document) of each line of a TREC run (6 columns) or qrels (4)."""
     rows = [line.split(" ") for line in path.read_text(encoding="utf-8").splitlines()]
@@ -141,19 +159,7 @@ def test_ids_with_spaces_go_through_import_seed_snapshot_score_export_metrics_tr
     assert (top["source"], top["chunkId"]) == (FORMS[PAPER], f"{FORMS[PAPER]}#0")
 
     # score: every case found its document first
-    scored = run_cli(
-        "score",
-        "--cases",
-        "out/golden-cases.json",
-        "--fixtures",
-        "out/fixtures",
-        "--json-report",
-        "out/report.json",
-        "--markdown-report",
-        "out/report.md",
-        cwd=tmp_path,
-    )
-    ok(scored)
+    score(tmp_path)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert {c["id"]: c["firstExpectedRank"] for c in report["cases"]} == {
         FORMS[ATTENTION]: 1,
@@ -375,18 +381,5 @@ def test_every_format_imports_such_ids_and_the_loop_scores_them(
             cwd=tmp_path,
         )
     )
-    scored = ok(
-        run_cli(
-            "score",
-            "--cases",
-            "out/golden-cases.json",
-            "--fixtures",
-            "out/fixtures",
-            "--json-report",
-            "out/report.json",
-            "--markdown-report",
-            "out/report.md",
-            cwd=tmp_path,
-        )
-    )
+    scored = score(tmp_path)
     assert "2 cases: 2 passed" in scored.out

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Callable
 
@@ -103,9 +104,9 @@ def _jieba(run: str) -> list[str]:
     return [w for w in _jieba_cut()(run) if w.strip()]
 
 
-@functools.cache
 def _stemmer(language: str) -> Callable[[str], str]:
-    """PyStemmer's Snowball stemmer of ``language``: one word in, its stem out."""
+    """A new PyStemmer Snowball stemmer of ``language``: one word in, its stem out.
+    PyStemmer's stemmers are not thread-safe: a ``Tokenizer`` keeps one a thread."""
     try:
         import Stemmer
     except ImportError:  # a core dependency: only a broken install lands here
@@ -142,20 +143,31 @@ class Tokenizer:
             self.name += "+stop-none"
         self._segment = _bigrams if segmenter == "bigram" else _jieba
         self._stops = STOP_WORDS if stop_words else frozenset()
-        self._stem = _stemmer(stemmer) if stemmer is not None else None
+        self._local = threading.local()  # this thread's stemmer (``_stem``)
+        if stemmer is not None:
+            self._local.stem = _stemmer(stemmer)  # fail now if PyStemmer is missing
         if segmenter == "jieba":
             _jieba_cut()  # fail now, not in the middle of an import
 
     def tokens(self, text: str) -> list[str]:
         """Index/query tokens of ``text`` in order, stop words removed, stemmed."""
         out: list[str] = []
-        stops, stem = self._stops, self._stem
+        stops, stem = self._stops, self._stem()
         for cjk, word in _RUNS.findall(normalize(text)):
             if cjk:
                 out.extend(self._segment(cjk))
             elif word not in stops:
                 out.append(word if stem is None else stem(word))
         return out
+
+    def _stem(self) -> Callable[[str], str] | None:
+        """This thread's stemmer (made on the thread's first use), or None."""
+        if self.stemmer is None:
+            return None
+        stem: Callable[[str], str] | None = getattr(self._local, "stem", None)
+        if stem is None:
+            stem = self._local.stem = _stemmer(self.stemmer)
+        return stem
 
     def words(self, text: str) -> list[tuple[bool, str]]:
         """The raw runs of ``text``: ``(is_cjk, run)``, stop words removed, unstemmed

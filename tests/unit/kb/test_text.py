@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
 import pytest
 
 from ragsnap.errors import UsageError
@@ -104,3 +107,26 @@ def test_stop_words_can_be_kept() -> None:
 def test_unknown_stemmer_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown stemmer 'klingon'"):
         Tokenizer(stemmer="klingon")
+
+
+def test_every_thread_stems_with_its_own_stemmer() -> None:
+    """PyStemmer's stemmers are not thread-safe: the lookups ``ragsnap serve`` runs in
+    threads each use their own, and stem exactly as one thread does."""
+    tokenizer = Tokenizer("bigram", "english")
+    texts = [f"connections pooling retries throttled leaks {i} generalizations" for i in range(200)]
+    expected = [tokenizer.tokens(t) for t in texts]
+    stemmers: set[int] = set()
+    barrier = threading.Barrier(4)
+
+    def work() -> list[list[str]]:
+        barrier.wait()
+        stem = tokenizer._stem()
+        assert stem is not None
+        stemmers.add(id(stem))
+        return [tokenizer.tokens(t) for _ in range(5) for t in texts]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = [f.result() for f in [pool.submit(work) for _ in range(4)]]
+    assert all(r == expected * 5 for r in results)
+    assert len(stemmers) == 4  # one a thread, none shared
+    assert Tokenizer("bigram")._stem() is None

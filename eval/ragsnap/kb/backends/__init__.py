@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ..corpus import Chunk, SeedDocument
 
 __all__ = [
+    "BM25_B",
+    "BM25_K1",
     "ChunkRef",
     "DocumentInfo",
     "Filter",
@@ -41,6 +43,11 @@ __all__ = [
     "breadcrumb_segments",
     "normalize_breadcrumb",
 ]
+
+#: BM25's parameters in every backend (Lucene's, bm25s's and Milvus Lite's k1; a
+#: Milvus server's default is 1.2, so the milvus backend sets both on its index)
+BM25_K1 = 1.5
+BM25_B = 0.75
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,8 @@ from ..numeric import (
     squared_norms,
 )
 from . import (
+    BM25_B,
+    BM25_K1,
     ChunkRef,
     DocumentInfo,
     Filter,
@@ -92,7 +94,7 @@ DEFAULT_COLLECTION = "ragsnap"
 #: the chunk text itself
 ANALYZERS = ("ragsnap", "standard", "jieba")
 #: Milvus's BM25 with the embedded backend's parameters (a server's k1 is 1.2 by default)
-BM25_PARAMS = {"bm25_k1": 1.5, "bm25_b": 0.75}
+BM25_PARAMS = {"bm25_k1": BM25_K1, "bm25_b": BM25_B}
 #: the languages of Milvus's ``stemmer`` filter (Snowball, through tantivy): the
 #: ``kb.analyzer.stemmer`` values the milvus backend takes
 STEMMER_LANGUAGES = (
@@ -604,7 +606,7 @@ class MilvusKnowledgeBase:
         """Milvus BM25 for the query: ragsnap's ``tokens`` (analyzer ``ragsnap``), or
         ``text`` as typed for Milvus's own analyzers (the tokens joined when absent).
         Scores are |distance|: only the order counts."""
-        own = self._analyzer != "ragsnap" and text is not None
+        own = self._analyzer != "ragsnap"
         query = text if own and text is not None else " ".join(dict.fromkeys(tokens))
         if limit <= 0 or not query.strip():
             return []

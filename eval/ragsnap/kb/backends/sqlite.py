@@ -50,12 +50,21 @@ from ..numeric import (
     squared_norms,
     ticks_array,
 )
-from . import ChunkRef, DocumentInfo, Filter, StoredChunk, WriteBatch, normalize_breadcrumb
+from . import (
+    BM25_B,
+    BM25_K1,
+    ChunkRef,
+    DocumentInfo,
+    Filter,
+    StoredChunk,
+    WriteBatch,
+    normalize_breadcrumb,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["BM25_K1", "FTS5_K1", "SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
+__all__ = ["FTS5_K1", "SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
 
 SCHEMA_VERSION = "1"
 #: chunks kept in memory per generation (a few hundred MB at most for long chunks)
@@ -106,8 +115,6 @@ def _match_expression(tokens: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
 
 
-#: ragsnap's BM25 k1 (bm25s's, rank_bm25's and Milvus's default)
-BM25_K1 = 1.5
 #: FTS5's k1, fixed in its C code: what ``lexical_search_fts5`` computes
 FTS5_K1 = 1.2
 
@@ -121,8 +128,6 @@ class _Bm25:
     scores and sorts every matching row in SQL, about 20 times slower than
     summing these precomputed per-posting weights in numpy.
     """
-
-    B = 0.75
 
     def __init__(
         self,
@@ -172,7 +177,7 @@ class _Bm25:
         length = lengths[posting_docs].astype(np.float64)
         avgdl = float(lengths.sum()) / n
         weights = (idf[posting_terms] * tf_f * (k1 + 1.0)) / (
-            tf_f + k1 * (1.0 - cls.B + cls.B * length / avgdl)
+            tf_f + k1 * (1.0 - BM25_B + BM25_B * length / avgdl)
         )
         return cls(vocab, indptr, posting_docs.astype(np.int32), weights, df, n)
 
@@ -505,8 +510,8 @@ class SqliteKnowledgeBase:
         """The same search run by FTS5 itself (``bm25()``, with SQL filters), ranked
         by the same rule (grid score, then chunk id).
 
-        The reference the in-memory scorer is tested against (with ``bm25_k1``
-        set to FTS5's 1.2); about 20 times slower at 10^5 chunks, because FTS5
+        The reference the in-memory scorer is tested against (with
+        ``fts5_scores`` set); about 20 times slower at 10^5 chunks, because FTS5
         scores every match.
         """
         expression = _match_expression(tokens)
