@@ -935,6 +935,22 @@ def test_a_stemmer_with_a_milvus_lite_file_is_refused(seeded: Store, tmp_path: P
     assert_exit_2(seed_cli(tmp_path, basque), "no 'basque' stemmer", "english, finnish")
 
 
+def test_the_default_analyzer_takes_any_snowball_stemmer(tmp_path: Path) -> None:
+    """With ``analyzer: ragsnap`` ragsnap stems the tokens Milvus indexes, so a language
+    Milvus's own stemmer filter lacks (basque) works, on a Milvus Lite file too."""
+    docs = tmp_path / "docs"
+    write_doc(docs, "etxe", "Etxeak eta etxeetan dago liburua.")
+    config = write_config(tmp_path / "conf", own=False, analyzer={"stemmer": "basque"})
+    run = seed_cli(tmp_path, config, docs=docs)
+    assert run.code == 0, run.out + run.err
+    with MilvusKnowledgeBase(str(tmp_path / "conf" / "store" / "milvus.db"), create=False) as kb:
+        meta = kb.read_meta()
+        assert (meta["analyzer"], meta["tokenizer"]) == ("ragsnap", "bigram-v1+snowball-basque")
+        stemmed = get_tokenizer("bigram", "basque")
+        hits = kb.lexical_search(stemmed.tokens("etxe"), Filter(), 5)
+        assert sources_of(kb, hits) == {"etxe"}
+
+
 @pytest.fixture
 def pretend_lite_stems(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let Milvus Lite build collections with the stemmer filter, which it ignores: for

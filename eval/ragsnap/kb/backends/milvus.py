@@ -224,10 +224,12 @@ class MilvusKnowledgeBase:
             raise MissingDependency("the milvus backend (pymilvus)", "milvus") from None
         if analyzer not in ANALYZERS:
             raise BackendError(f"unknown analyzer {analyzer!r}; use one of {', '.join(ANALYZERS)}")
-        if stemmer is not None and stemmer not in STEMMER_LANGUAGES:
+        # analyzer ragsnap stems with ragsnap's own stemmer: any Snowball language works
+        if stemmer is not None and analyzer != "ragsnap" and stemmer not in STEMMER_LANGUAGES:
             raise BackendError(
                 f"Milvus's stemmer filter has no {stemmer!r} stemmer; set kb.analyzer.stemmer "
-                f"to none or one of {', '.join(STEMMER_LANGUAGES)}, or use the embedded backend"
+                f"to none or one of {', '.join(STEMMER_LANGUAGES)}, or use kb.milvus.analyzer "
+                "ragsnap (ragsnap stems) or the embedded backend"
             )
         # pymilvus logs (and Milvus Lite warns about client-side timestamps) on stderr;
         # every failure reaches the caller as an exception with its own message
