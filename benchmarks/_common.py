@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 import os
+import platform
 import resource
 import shutil
 import subprocess
@@ -202,3 +203,52 @@ def work_folder(
             shutil.rmtree(folder, ignore_errors=True)
         else:
             print(f"{what} kept in {folder}")
+
+
+def cpu_description() -> dict[str, str]:
+    """CPU model, family/model numbers, MHz and cache from ``/proc/cpuinfo``; cores."""
+    info: dict[str, str] = {}
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model", "cpu MHz", "cache size"):
+                info.setdefault(key, value.strip())
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        lscpu = ""
+    for line in lscpu.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("Hypervisor vendor", "Thread(s) per core"):
+            info.setdefault(key.strip(), value.strip())
+    info["cores"] = str(os.cpu_count())
+    with contextlib.suppress(AttributeError):
+        info["usable cores"] = str(len(os.sched_getaffinity(0)))
+    cpu_max = Path("/sys/fs/cgroup/cpu.max")
+    if cpu_max.is_file():
+        info["cgroup cpu.max"] = cpu_max.read_text().strip()
+    return info
+
+
+def cpu_model() -> str:
+    """The CPU's model name and core count, for every printed result."""
+    info = cpu_description()
+    return f"{info.get('model name', platform.processor() or 'unknown CPU')}, {info['cores']} cores"
+
+
+def bm25s_numba(**params: Any) -> Any:
+    """``bm25s.BM25(**params)`` on its numba backend, its fastest configuration; exits
+    (status 2) when bm25s or numba is missing rather than time a slower peer."""
+    try:
+        import bm25s
+        import numba  # noqa: F401  (bm25s falls back to numpy silently without it)
+    except ImportError as exc:
+        raise SystemExit(
+            f"the peer needs bm25s with numba ({exc.name} is missing): pip install -e '.[bench]'"
+        ) from None
+    retriever = bm25s.BM25(backend="numba", **params)
+    if retriever.backend != "numba":
+        raise SystemExit(f"bm25s chose its {retriever.backend} backend, not numba")
+    return retriever

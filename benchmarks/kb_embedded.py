@@ -7,8 +7,12 @@ index of the same chunk texts in the same run, and times single-query lookups
 on both. Targets, at 100,000 chunks:
 
 - lexical lookup p95 (``Pipeline.lookup(method="lexical")``) at most
-  ``LEXICAL_TARGET_RATIO`` x bm25s's single-query ``retrieve`` p95;
-- hybrid+rerank lookup p95 under ``RERANK_TARGET_MS`` with the hashing embedder.
+  ``LEXICAL_TARGET_RATIO`` x bm25s's single-query ``retrieve`` p95, bm25s on
+  its numba backend (its fastest; the benchmark exits if numba is missing);
+- hybrid+rerank lookup p95 at most ``RERANK_TARGET_MS`` with the hashing embedder.
+
+ragsnap's store runs its ``auto`` search kernels (``ragsnap.kb.kernels``):
+numba at this size when it is installed, as it is with the ``bench`` extra.
 
 Steps, per size:
 
@@ -27,8 +31,8 @@ Steps, per size:
    share.
 3. Peer index: the chunk texts as stored (read back from the file) are
    tokenised with the same ragsnap tokenizer, so both sides index identical
-   tokens, and indexed with ``bm25s.BM25(method="robertson", k1=1.2,
-   b=0.75)``, FTS5's BM25 parameters.
+   tokens, and indexed with ``bm25s.BM25(backend="numba")``: its defaults
+   (method ``lucene``, k1 1.5, b 0.75), which are ragsnap's BM25.
 4. Queries (``--warmup`` untimed, then ``--queries`` timed, the same list for
    every side): 3-8 words taken from chunks, contiguous or scattered, some
    with words that are in no chunk, ~6% Chinese. On the knowledge base
@@ -80,17 +84,26 @@ from typing import Any
 
 import numpy as np
 
-from _common import add_folder_options, add_sizes_option, peak_rss_mb, version, work_folder
+from _common import (
+    add_folder_options,
+    add_sizes_option,
+    bm25s_numba,
+    cpu_model,
+    peak_rss_mb,
+    version,
+    work_folder,
+)
 from ragsnap.kb.backends import Filter
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
 from ragsnap.kb.embedders import HashingEmbedder
+from ragsnap.kb.kernels import resolve_kernel
 from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
 from ragsnap.kb.seeding import seed
 from ragsnap.kb.text import STOP_WORDS, Tokenizer, get_tokenizer
 
 LEXICAL_TARGET_RATIO = 2.0
-RERANK_TARGET_MS = 50.0
+RERANK_TARGET_MS = 15.0
 TARGET_SIZE = 100_000
 DEFAULT_SEED = 20261130
 #: Bump when the generated data changes, so a reused --workdir is rebuilt.
@@ -562,8 +575,6 @@ def run_size(
     n_rounds: int,
 ) -> tuple[SizeResult, dict[str, Any]]:
     """Build (or reuse) one corpus and knowledge base, build the peer, time every side."""
-    import bm25s  # benchmark-only dependency (extra `bench`)
-
     size = settings.size
     folder = root / f"kb-{size}"
     docs_dir, kb_path, manifest = folder / "docs", folder / "kb.sqlite", folder / "benchmark.json"
@@ -609,7 +620,7 @@ def run_size(
     start = time.perf_counter()
     corpus_tokens = [tokenizer.tokens(t) for t in texts]
     tokenized = time.perf_counter()
-    retriever = bm25s.BM25(method="robertson", k1=1.2, b=0.75)
+    retriever = bm25s_numba()  # lucene, k1 1.5, b 0.75: ragsnap's BM25
     retriever.index(corpus_tokens, show_progress=False)
     indexed = time.perf_counter()
     del corpus_tokens
@@ -894,13 +905,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def kernel_note() -> str:
+    """What ``auto`` runs at the target size."""
+    return f"{resolve_kernel('auto', TARGET_SIZE)} at {TARGET_SIZE:,} chunks"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; return 0 when the targets measured are met, else 1."""
     args = parse_args(argv)
-    try:
-        import bm25s  # noqa: F401
-    except ImportError:
-        raise SystemExit("bm25s is needed: pip install 'ragsnap[bench]' (or bm25s)") from None
+    bm25s_numba()  # the peer must run in its fastest configuration: fail before building
+    print(f"CPU: {cpu_model()}; ragsnap search kernels: auto ({kernel_note()})")
     results: list[tuple[SizeResult, dict[str, Any]]] = []
     with work_folder(
         args.workdir, "ragsnap-kb-embedded-", args.keep, "Corpora and knowledge bases"
@@ -918,7 +932,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
             f"numpy {version('numpy')}, scipy {version('scipy')}, bm25s {version('bm25s')} "
-            f"(backend numpy), {platform.machine()}"
+            f"(backend numba {version('numba')}), {platform.machine()}, {cpu_model()}"
         )
         passed = True
         failed = False
@@ -930,14 +944,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = lat["lexical"].pct(95) / lat["bm25s"].pct(95)
             ok_lex = ratio <= LEXICAL_TARGET_RATIO
             p95 = lat["hybrid+rerank"].pct(95)
-            ok_rerank = p95 < RERANK_TARGET_MS
+            ok_rerank = p95 <= RERANK_TARGET_MS
             print(
                 f"Target lexical lookup p95 <= {LEXICAL_TARGET_RATIO:.1f} x bm25s p95 at "
                 f"{TARGET_SIZE:,}: {'PASS' if ok_lex else 'FAIL'} "
                 f"({lat['lexical'].pct(95):.2f} / {lat['bm25s'].pct(95):.2f} ms = {ratio:.2f})"
             )
             print(
-                f"Target hybrid+rerank p95 < {RERANK_TARGET_MS:.0f} ms at {TARGET_SIZE:,}: "
+                f"Target hybrid+rerank p95 <= {RERANK_TARGET_MS:.0f} ms at {TARGET_SIZE:,}: "
                 f"{'PASS' if ok_rerank else 'FAIL'} ({p95:.2f} ms)"
             )
             passed = ok_lex and ok_rerank

@@ -87,7 +87,6 @@ import resource
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -95,7 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import ragsnap_process, read_import, version, work_folder
+from _common import bm25s_numba, cpu_description, ragsnap_process, read_import, version, work_folder
 from ragsnap.cli import main as ragsnap_main
 from ragsnap.kb.text import STOP_WORDS
 
@@ -137,33 +136,6 @@ def run_cli(argv: Sequence[str]) -> str:
         sys.stderr.write(out.getvalue() + err.getvalue())
         raise SystemExit(f"ragsnap {' '.join(argv[:2])} exited {code}")
     return out.getvalue()
-
-
-def cpu_description() -> dict[str, str]:
-    """CPU model, family/model numbers, MHz and cache from ``/proc/cpuinfo``; cores."""
-    info: dict[str, str] = {}
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key in ("model name", "cpu family", "model", "cpu MHz", "cache size"):
-                info.setdefault(key, value.strip())
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    except OSError:
-        lscpu = ""
-    for line in lscpu.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("Hypervisor vendor", "Thread(s) per core"):
-            info.setdefault(key.strip(), value.strip())
-    info["cores"] = str(os.cpu_count())
-    with contextlib.suppress(AttributeError):
-        info["usable cores"] = str(len(os.sched_getaffinity(0)))
-    cpu_max = Path("/sys/fs/cgroup/cpu.max")
-    if cpu_max.is_file():
-        info["cgroup cpu.max"] = cpu_max.read_text().strip()
-    return info
 
 
 def busy_cpu_s() -> float:
@@ -329,7 +301,7 @@ def run_peer(inputs: Inputs, stopwords: Any) -> PeerRound:
     busy, own = busy_cpu_s(), time.process_time()
     start = time.perf_counter()
     corpus_tokens = bm25s.tokenize(inputs.texts, stopwords=stopwords, show_progress=False)
-    retriever = bm25s.BM25()  # defaults: lucene, k1 1.5, b 0.75, numpy backend
+    retriever = bm25s_numba()  # defaults: lucene, k1 1.5, b 0.75; numba backend
     retriever.index(corpus_tokens, show_progress=False)
     index_s = time.perf_counter() - start
     del corpus_tokens

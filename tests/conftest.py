@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -34,6 +35,17 @@ def shared_data(name: str) -> Path:
     if os.environ.get("CI") == "true":
         pytest.fail(f"shared data file {name} not found in {where}; set RAGSNAP_SHARED_DATA")
     pytest.skip(f"shared data file {name} not found in {where}")
+
+
+def require_numba() -> None:
+    """Skip on a workstation without numba (the ``fast`` extra); fail under
+    ``CI=true``, where `.ci/run` installs it and a skip would hide that the compiled
+    kernels went untested."""
+    if importlib.util.find_spec("numba") is None:
+        message = "numba not installed; pip install -e '.[fast]' to test the compiled kernels"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
 
 
 def make_case(case_id: str = "c1", **fields: Any) -> dict[str, Any]:

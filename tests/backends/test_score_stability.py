@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require_numba
 from ragsnap.config import Config
 from ragsnap.io.inputs import load_cases
 from ragsnap.io.jsonio import dump_json
@@ -45,10 +45,10 @@ FIXTURES = REPO / "fixtures"
 CASES = load_cases(REPO / "cases" / "golden-cases.json").cases
 
 
-def seeded(path: Path) -> SqliteKnowledgeBase:
+def seeded(path: Path, kernel: str = "auto") -> SqliteKnowledgeBase:
     """A knowledge base at ``path`` holding the repo's seed-docs/, with the defaults."""
     config = Config()
-    store = SqliteKnowledgeBase(path)
+    store = SqliteKnowledgeBase(path, kernel=kernel)
     seed(
         store,
         load_seed_docs(REPO / "seed-docs"),
@@ -244,7 +244,7 @@ def test_dot_products_in_another_summation_order_give_the_same_bytes(
 ) -> None:
     """The store's dot products replaced by other summation orders (what another BLAS
     kernel or thread count does): the fixtures' bytes stay."""
-    import ragsnap.kb.backends.sqlite as sqlite_backend
+    import ragsnap.kb.kernels as kernels
 
     calls = []
 
@@ -252,7 +252,20 @@ def test_dot_products_in_another_summation_order_give_the_same_bytes(
         calls.append(len(matrix))
         return DOT_ORDERS[order](matrix, vector)
 
-    monkeypatch.setattr(sqlite_backend, "dot_rows", dot)
+    monkeypatch.setattr(kernels, "dot_rows", dot)
     with seeded(tmp_path / "kb.sqlite") as store:
         assert fixtures_from(pipeline_over(store)) == committed()
     assert calls  # the replacement really computed the scores
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_each_search_kernel_gives_the_committed_fixtures(tmp_path: Path, kernel: str) -> None:
+    """The compiled kernels (numba, int16 dot products) and the numpy ones reproduce
+    every committed fixture byte for byte (``ragsnap.kb.kernels``)."""
+    if kernel == "numba":
+        require_numba()
+    with seeded(tmp_path / "kb.sqlite", kernel=kernel) as store:
+        assert fixtures_from(pipeline_over(store)) == committed()
+        assert store._memory is not None and store._memory.bm25 is not None
+        assert store._memory.bm25.kernel is not None
+        assert store._memory.bm25.kernel.kernel == kernel  # really ran that kernel

@@ -97,7 +97,7 @@ __all__ = [
 _PUNCT = ".,;:?!()[]\"'"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Candidate:
     chunk: StoredChunk
     lexical: float | None = None
@@ -142,6 +142,10 @@ def _on_grid(
 ) -> list[tuple[_Candidate, float]]:
     """A store's ``(row, score)`` list as candidates with their scores, best first by
     grid score, equal grid scores by chunk id."""
+    out = [(cands[r], value) for r, value in found]
+    keys = [(-ticks(value), c.chunk.chunk_id) for c, value in out]
+    if all(a <= b for a, b in itertools.pairwise(keys)):  # stores return this order
+        return out
     order = grid_order((r, value, cands[r].chunk.chunk_id) for r, value in found)
     return [(cands[r], value) for r, value in order]
 
@@ -310,7 +314,8 @@ class Pipeline:
             ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
             for c in ranked:
                 c.ranking = quantize(c.fused)
-        hits = sum(1 for c in ranked if c.confidence >= self._min_score(spec))
+        floor = self._min_score(spec)
+        hits = sum(1 for c in ranked if c.confidence >= floor)
         top = max((c.confidence for c in ranked), default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
 
@@ -321,15 +326,15 @@ class Pipeline:
         if spec.fused and missing and query.vector is not None:
             for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
                 cands[r].cosine = sim
+        kind = spec.kind
+        coverage = query.coverage
         for c in cands.values():
-            lex = query.coverage(c.chunk.tokens)  # stored tokens: never re-tokenised
-            cos = max(c.cosine or 0.0, 0.0)
-            if spec.kind == "lexical":
-                c.exact_confidence = lex
-            elif spec.kind == "vector":
-                c.exact_confidence = cos
+            if kind == "lexical":
+                c.exact_confidence = coverage(c.chunk.token_set)  # stored tokens, as indexed
+            elif kind == "vector":
+                c.exact_confidence = max(c.cosine or 0.0, 0.0)
             else:
-                c.exact_confidence = (lex + cos) / 2
+                c.exact_confidence = (coverage(c.chunk.token_set) + max(c.cosine or 0.0, 0.0)) / 2
             c.confidence = quantize(c.exact_confidence)
 
     # -- the deep ranking -----------------------------------------------------
@@ -418,7 +423,7 @@ class Pipeline:
             tokens = c.chunk.tokens
             meta = " ".join(x for x in (c.chunk.title, c.chunk.breadcrumb, c.chunk.heading) if x)
             title = query.share_in(set(self.tokenizer.tokens(meta)))
-            coverage = query.share_in(set(tokens))
+            coverage = query.share_in(c.chunk.token_set)
             phrase = query.phrase_share(tokens)
             ident = query.identifier_share(c.chunk.text, coverage)
             c.rerank = quantize(
@@ -699,19 +704,27 @@ class _Query:
             t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
             for t in self.distinct
         }
-        self.idf_total = sum(self.idf.values())
+        total_idf = 0.0  # added in order, as coverage adds (sum() compensates on 3.12+)
+        for w in self.idf.values():
+            total_idf += w
+        self.idf_total = total_idf
+        self.idf_items = tuple(self.idf.items())
         self.pairs = set(itertools.pairwise(tokens))
         words = (w.strip(_PUNCT) for w in text.replace("`", " ").split())
         self.identifiers = [w for w in dict.fromkeys(words) if is_identifier(w)]
 
-    def coverage(self, chunk_tokens: Sequence[str]) -> float:
-        """IDF-weighted share of the query's terms found in the chunk."""
+    def coverage(self, have: frozenset[str]) -> float:
+        """IDF-weighted share of the query's terms found in the chunk (its distinct
+        tokens ``have``); the weights are added in the query's term order."""
         if self.idf_total <= 0:
             return 0.0
-        have = set(chunk_tokens)
-        return sum(w for t, w in self.idf.items() if t in have) / self.idf_total
+        found = 0.0
+        for t, w in self.idf_items:
+            if t in have:
+                found += w
+        return found / self.idf_total
 
-    def share_in(self, terms: set[str]) -> float:
+    def share_in(self, terms: frozenset[str] | set[str]) -> float:
         """Unweighted share of distinct query terms in ``terms``."""
         if not self.distinct:
             return 0.0
@@ -720,7 +733,7 @@ class _Query:
     def phrase_share(self, chunk_tokens: Sequence[str]) -> float:
         """Share of the query's adjacent term pairs that are adjacent in the chunk."""
         if not self.pairs:
-            return self.share_in(set(chunk_tokens))
+            return self.share_in(frozenset(chunk_tokens))
         have = set(itertools.pairwise(chunk_tokens))
         return len(self.pairs & have) / len(self.pairs)
 

@@ -6,8 +6,8 @@ under a metadata ``Filter`` and applies a ``WriteBatch`` (deletes by source,
 then uploads) as one unit: either all of it is visible afterwards or none.
 
 =============  =========================================================
-``embedded``   ``ragsnap.kb.backends.sqlite``: one SQLite file, FTS5 BM25,
-               float32 vectors with exact cosine in numpy (the default)
+``embedded``   ``ragsnap.kb.backends.sqlite``: one SQLite file, BM25 over its
+               FTS5 tokens, exact cosines (numpy, or numba kernels; the default)
 ``milvus``     ``ragsnap.kb.backends.milvus``: Milvus Lite or a Milvus
                server through pymilvus (extra ``milvus``)
 ``http``       ``ragsnap.kb.backends.http``: a retrieval service; it answers
@@ -137,6 +137,11 @@ class StoredChunk:
     category: str | None
     kb_scope: str | None
     tokens: tuple[str, ...] = ()  # the index tokens, as lexical search saw them
+    #: the distinct index tokens (made once: stores cache chunks, lookups test membership)
+    token_set: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "token_set", frozenset(self.tokens))
 
 
 @dataclass(frozen=True, slots=True)

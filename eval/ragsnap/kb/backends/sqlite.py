@@ -13,9 +13,10 @@ Lexical search is BM25 as Lucene, bm25s and Milvus compute it (k1 = 1.5, b =
 ranked Cranfield's dev split lower (``benchmarks/README.md``). Tokens come from
 ``ragsnap.kb.text`` (stored space-separated, so FTS5's ``unicode61`` tokeniser, with
 diacritics kept, only splits at the spaces and every normalisation and the
-Chinese segmentation happen in Python). Vector search is exact cosine in numpy
-over every vector of the file, loaded once into memory and reloaded when the
-file's generation changes; vectors are stored encoded (``ragsnap.kb.numeric``), so
+Chinese segmentation happen in Python). Vector search is exact cosine over
+every vector of the file, loaded once into memory and reloaded when the file's
+generation changes. Both searches run in ``ragsnap.kb.kernels``: numba when it
+is installed and the file is large, numpy otherwise, with identical results; vectors are stored encoded (``ragsnap.kb.numeric``), so
 every dot product is exact on any CPU. Both searches rank by scores on the
 ``ragsnap.kb.numeric`` grid, equal grid scores by chunk id, and return the exact
 scores. Filters are SQL conditions for lexical search and precomputed row masks
@@ -40,15 +41,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import BackendError
+from ..kernels import Bm25Kernel, VectorKernel, chunk_id_ranks, resolve_kernel
 from ..numeric import (
     VECTOR_ENCODING,
-    cosines,
-    dot_rows,
     encode_vectors,
     inverse_norms,
     ranked,
     squared_norms,
-    ticks_array,
 )
 from . import (
     BM25_B,
@@ -144,6 +143,12 @@ class _Bm25:
         self.weights = weights
         self.df = df
         self.n = n
+        self.kernel: Bm25Kernel | None = None  # set by ``attach``
+
+    def attach(self, ranks: NDArray[np.int64], kernel: str) -> _Bm25:
+        """Bind the search kernel (``ragsnap.kb.kernels``) with the index's tie order."""
+        self.kernel = Bm25Kernel(self.indptr, self.docs, self.weights, ranks, kernel)
+        return self
 
     @classmethod
     def build(cls, bodies: Sequence[str], fts5: bool = False) -> _Bm25:
@@ -185,19 +190,12 @@ class _Bm25:
         term = self.vocab.get(token)
         return 0 if term is None else int(self.df[term])
 
-    def scores(self, tokens: Sequence[str]) -> tuple[NDArray[np.float64], NDArray[np.bool_] | None]:
-        """BM25 of every row for the OR of ``tokens``, and which rows match (None: none)."""
-        terms = [self.vocab[t] for t in dict.fromkeys(tokens) if t in self.vocab]
-        scores = np.zeros(self.n, dtype=np.float64)
-        if not terms:
-            return scores, None
-        hit = np.zeros(self.n, dtype=bool)
-        for term in terms:
-            start, end = self.indptr[term], self.indptr[term + 1]
-            rows = self.docs[start:end]
-            scores[rows] += self.weights[start:end]
-            hit[rows] = True
-        return scores, hit
+    def terms(self, tokens: Sequence[str]) -> NDArray[np.int64]:
+        """The ids of ``tokens``' distinct indexed terms, in the query's order (the
+        order BM25 sums in)."""
+        vocab = self.vocab
+        ids = [vocab[t] for t in dict.fromkeys(tokens) if t in vocab]
+        return np.array(ids, dtype=np.int64)
 
 
 @dataclass
@@ -212,10 +210,13 @@ class _Index:
     breadcrumb: list[str | None]
     sources: list[str]
     doc_ids: list[str | None]
-    matrix: NDArray[np.float32] | None = None  # encoded vectors
-    inverse: NDArray[np.float64] | None = None  # 1 / their norms (``ragsnap.kb.numeric``)
+    vectors: VectorKernel | None = None  # encoded vectors, 1 / their norms, the kernel
     bm25: _Bm25 | None = None
-    masks: dict[Filter, NDArray[np.intp] | None] = field(default_factory=dict)
+    ranks: NDArray[np.int64] | None = None  # each position's place in chunk-id order
+    masks: dict[Filter, tuple[NDArray[np.int64], NDArray[np.bool_]] | None] = field(
+        default_factory=dict
+    )
+    all_positions: NDArray[np.int64] | None = None
     last_query: bytes = b""
     last_scores: NDArray[np.float64] | None = None
     #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
@@ -233,38 +234,35 @@ class _Index:
             ]
         return self.ref_list
 
-    def positions(self, flt: Filter) -> NDArray[np.intp] | None:
-        """Positions admitted by ``flt``; None means all of them."""
+    def admitted(self, flt: Filter) -> tuple[NDArray[np.int64], NDArray[np.bool_]] | None:
+        """Positions admitted by ``flt`` and the same as a mask; None means all."""
         if flt not in self.masks:
             if flt == Filter():
                 self.masks[flt] = None
             else:
-                keep = [
-                    i
-                    for i, (s, c, b) in enumerate(
-                        zip(self.scope, self.category, self.breadcrumb, strict=True)
-                    )
-                    if flt.admits(s, c, b)
-                ]
-                self.masks[flt] = np.asarray(keep, dtype=np.intp)
+                mask = np.fromiter(
+                    (
+                        flt.admits(s, c, b)
+                        for s, c, b in zip(self.scope, self.category, self.breadcrumb, strict=True)
+                    ),
+                    dtype=bool,
+                    count=len(self.rows),
+                )
+                self.masks[flt] = (np.flatnonzero(mask).astype(np.int64), mask)
         return self.masks[flt]
 
-    def top(
-        self, positions: NDArray[Any], scores: NDArray[Any], limit: int
+    def tie_ranks(self) -> NDArray[np.int64]:
+        """Each position's place in chunk-id order (made once per generation)."""
+        if self.ranks is None:
+            self.ranks = chunk_id_ranks(self.chunk_ids)
+        return self.ranks
+
+    def found(
+        self, positions: NDArray[np.int64], scores: NDArray[np.float64]
     ) -> list[tuple[int, float]]:
-        """The best ``limit`` of ``positions`` by grid score (``ragsnap.kb.numeric``),
-        ties by chunk id, with their exact scores."""
-        if len(positions) == 0 or limit <= 0:
-            return []
-        k = min(limit, len(positions))
-        negative = -ticks_array(scores)
-        if k < len(positions):  # keep everything tied with the k-th score, then sort exactly
-            kth = np.partition(negative, k - 1)[k - 1]
-            keep = np.flatnonzero(negative <= kth)
-            positions, negative, scores = positions[keep], negative[keep], scores[keep]
-        order = np.lexsort((self.chunk_ids[positions], negative))[:k]
-        rows: list[int] = self.rows[positions[order]].tolist()
-        values: list[float] = scores[order].tolist()
+        """A kernel's ``(positions, exact scores)`` as ``(row, score)`` pairs."""
+        rows: list[int] = self.rows[positions].tolist()
+        values: list[float] = scores.tolist()
         return list(zip(rows, values, strict=True))
 
 
@@ -276,8 +274,11 @@ class SqliteKnowledgeBase:
     #: search, as the parity tests do); ragsnap's BM25 is the Lucene variant
     fts5_scores: bool = False
 
-    def __init__(self, path: Path, *, create: bool = True):
+    def __init__(self, path: Path, *, create: bool = True, kernel: str = "auto"):
+        resolve_kernel(kernel, 0)  # an unknown name fails here, not at the first search
         self.path = path
+        #: search kernels (``ragsnap.kb.kernels``): auto, numba or numpy; same results
+        self.kernel = kernel
         if not create and not path.is_file():
             raise BackendError(
                 f"{path}: no knowledge base here; run `ragsnap seed` first "
@@ -466,22 +467,25 @@ class SqliteKnowledgeBase:
             )
         return self._memory
 
-    def _vectors(self, index: _Index) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
-        """The encoded vectors of every row and their inverse norms."""
-        if index.matrix is None or index.inverse is None:
+    def _vectors(self, index: _Index) -> VectorKernel:
+        """The encoded vectors of every row, their inverse norms, and the kernel."""
+        if index.vectors is None:
             blobs = [b for (b,) in self._db.execute("SELECT vector FROM chunks ORDER BY id")]
             if blobs:
                 dim = len(blobs[0]) // 4
-                index.matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dim)
+                matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, dim)
             else:
-                index.matrix = np.zeros((0, 1), dtype=np.float32)
-            index.inverse = inverse_norms(squared_norms(index.matrix))
-        return index.matrix, index.inverse
+                matrix = np.zeros((0, 1), dtype=np.float32)
+            index.vectors = VectorKernel(
+                matrix, inverse_norms(squared_norms(matrix)), index.tie_ranks(), self.kernel
+            )
+        return index.vectors
 
     def _postings(self, index: _Index) -> _Bm25:
         if index.bm25 is None:
             bodies = [b for (b,) in self._db.execute("SELECT body FROM chunks_fts ORDER BY rowid")]
-            index.bm25 = _Bm25.build(bodies, self.fts5_scores)
+            bm25 = _Bm25.build(bodies, self.fts5_scores)
+            index.bm25 = bm25.attach(index.tie_ranks(), self.kernel)
         return index.bm25
 
     def lexical_search(
@@ -493,16 +497,15 @@ class SqliteKnowledgeBase:
             if limit <= 0 or len(index.rows) == 0:
                 return []
             bm25 = self._postings(index)
-            scores, hit = bm25.scores(tokens)
-            if hit is None:
+            terms = bm25.terms(tokens)
+            if len(terms) == 0:
                 return []
-            positions = index.positions(flt)
-            if positions is not None:
-                allowed = np.zeros(len(index.rows), dtype=bool)
-                allowed[positions] = True
-                hit &= allowed
-            candidates = np.flatnonzero(hit)
-            return index.top(candidates, scores[candidates], limit)
+            admitted = index.admitted(flt)
+            assert bm25.kernel is not None
+            positions, scores = bm25.kernel.top(
+                terms, None if admitted is None else admitted[1], limit
+            )
+            return index.found(positions, scores)
 
     def lexical_search_fts5(
         self, tokens: Sequence[str], flt: Filter, limit: int
@@ -540,36 +543,40 @@ class SqliteKnowledgeBase:
             index = self._index()
             if limit <= 0 or len(index.rows) == 0:
                 return []
-            matrix, inverse = self._vectors(index)
-            if matrix.shape[1] != vector.shape[0]:
+            vectors = self._vectors(index)
+            if vectors.dim != vector.shape[0]:
                 raise BackendError(
-                    f"{self.path}: stored vectors have dimension {matrix.shape[1]}, the "
+                    f"{self.path}: stored vectors have dimension {vectors.dim}, the "
                     f"query vector {vector.shape[0]}; run `ragsnap seed --reindex`"
                 )
             key = vector.tobytes()
             if index.last_query != key or index.last_scores is None:
                 query = encode_vectors(vector)
                 query_inverse = float(inverse_norms(squared_norms(query))[0])
-                index.last_scores = cosines(dot_rows(matrix, query), inverse, query_inverse)
+                index.last_scores = vectors.cosines(query, query_inverse)
                 index.last_query = key
             scores = index.last_scores
-            positions = index.positions(flt)
-        if positions is None:
-            return index.top(np.arange(len(scores)), scores, limit)
-        return index.top(positions, scores[positions], limit)
+            admitted = index.admitted(flt)
+            if admitted is None:
+                if index.all_positions is None:
+                    index.all_positions = np.arange(len(index.rows), dtype=np.int64)
+                positions = index.all_positions
+            else:
+                positions = admitted[0]
+            top, values = vectors.top(scores, positions, limit)
+            return index.found(top, values)
 
     def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
         """Cosine similarity of ``vector`` with each stored chunk in ``rows``
         (exact, not yet on the grid: the caller quantises what it keeps)."""
         with self._lock:
             index = self._index()
-            matrix, inverse = self._vectors(index)
+            vectors = self._vectors(index)
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
             query = encode_vectors(vector)
-            dots = dot_rows(matrix[positions], query)
             query_inverse = float(inverse_norms(squared_norms(query))[0])
-            found = cosines(dots, inverse[positions], query_inverse)
-            return [float(x) for x in found]
+            found: list[float] = vectors.rows_cosines(positions, query, query_inverse).tolist()
+            return found
 
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
         with self._lock:

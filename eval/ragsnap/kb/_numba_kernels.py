@@ -1,0 +1,143 @@
+"""The numba side of ``ragsnap.kb.kernels`` (imported only when numba is installed
+and a large index is searched; see that module for why the results equal numpy's).
+
+No ``fastmath``: every float operation is the IEEE one numpy performs, in the same
+order. Compiled functions are cached on disk by numba.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+
+@_jit
+def kth_largest(ticks: Any, count: int, k: int) -> Any:
+    """The ``k``-th largest of the first ``count`` ticks (``count > k >= 1``): a
+    min-heap of the ``k`` largest seen, so most ticks cost one comparison."""
+    heap = np.empty(k, dtype=np.int64)
+    for i in range(k):  # heapify the first k
+        heap[i] = ticks[i]
+    for start in range(k // 2 - 1, -1, -1):
+        _sift_down(heap, start, k)
+    for i in range(k, count):
+        t = ticks[i]
+        if t > heap[0]:
+            heap[0] = t
+            _sift_down(heap, 0, k)
+    return heap[0]
+
+
+@_jit
+def _sift_down(heap: Any, at: int, size: int) -> None:
+    value = heap[at]
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= value:
+            break
+        heap[at] = heap[child]
+        at = child
+    heap[at] = value
+
+
+@_jit
+def select(
+    cand: Any, values: Any, ticks: Any, count: int, ranks: Any, limit: int
+) -> tuple[Any, Any]:
+    """The best ``limit`` of the first ``count`` candidates by ticks, ties by rank."""
+    if count > limit:  # keep everything tied with the limit-th, then sort exactly
+        kth = kth_largest(ticks, count, limit)
+        kept = 0
+        for i in range(count):
+            if ticks[i] >= kth:
+                cand[kept], values[kept], ticks[kept] = cand[i], values[i], ticks[i]
+                kept += 1
+        count = kept
+    cand, values, ticks = cand[:count], values[:count], ticks[:count]
+    by_rank = np.argsort(ranks[cand], kind="mergesort")
+    cand, values, ticks = cand[by_rank], values[by_rank], ticks[by_rank]
+    by_tick = np.argsort(-ticks, kind="mergesort")[:limit]
+    return cand[by_tick], values[by_tick]
+
+
+@_jit
+def bm25(
+    indptr: Any,
+    docs: Any,
+    weights: Any,
+    terms: Any,
+    allowed: Any,
+    use_allowed: bool,
+    ranks: Any,
+    limit: int,
+    scores: Any,
+    seen: Any,
+    touched: Any,
+) -> tuple[Any, Any]:
+    """BM25 top ``limit``: postings summed term by term into ``scores`` (scratch,
+    zero on entry and on exit), then ``select``."""
+    m = 0
+    for i in range(terms.shape[0]):
+        t = terms[i]
+        for p in range(indptr[t], indptr[t + 1]):
+            d = docs[p]
+            if not seen[d]:
+                seen[d] = True
+                touched[m] = d
+                m += 1
+            scores[d] += weights[p]
+    cand = np.empty(m, dtype=np.int64)
+    values = np.empty(m, dtype=np.float64)
+    ticks = np.empty(m, dtype=np.int64)
+    count = 0
+    for i in range(m):
+        d = touched[i]
+        s = scores[d]
+        scores[d] = 0.0  # the scratch buffers are left clean for the next query
+        seen[d] = False
+        if use_allowed and not allowed[d]:
+            continue
+        cand[count] = d
+        values[count] = s
+        ticks[count] = np.int64(np.rint(s * 1e6))
+        count += 1
+    if count == 0 or limit <= 0:
+        return cand[:0], values[:0]
+    return select(cand, values, ticks, count, ranks, limit)
+
+
+@_jit
+def cosines(matrix: Any, query: Any, inverse: Any, q_inv: float) -> Any:
+    """``dot * inverse[i] * q_inv`` per row; the dot of int16 rows in int32 (exact)."""
+    n, dim = matrix.shape
+    out = np.empty(n, dtype=np.float64)
+    q = query.astype(np.int32)
+    for i in range(n):
+        acc = np.int32(0)
+        for j in range(dim):
+            acc += np.int32(matrix[i, j]) * q[j]
+        out[i] = np.float64(acc) * inverse[i] * q_inv
+    return out
+
+
+@_jit
+def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, Any]:
+    """The best ``limit`` of ``positions`` by ticks of ``values_all[positions]``."""
+    m = positions.shape[0]
+    if m == 0 or limit <= 0:
+        return positions[:0], values_all[:0]
+    values = np.empty(m, dtype=np.float64)
+    ticks = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        v = values_all[positions[i]]
+        values[i] = v
+        ticks[i] = np.int64(np.rint(v * 1e6))
+    return select(positions.copy(), values, ticks, m, ranks, limit)

@@ -1,0 +1,252 @@
+"""The embedded store's search kernels: compiled with numba when it is installed,
+numpy otherwise, with the same results bit for bit.
+
+Two kernels do the per-query work over every chunk of a large knowledge base:
+
+``Bm25Kernel.top``
+    BM25 of every chunk that holds a query term (precomputed per-posting
+    weights summed term by term, in the query's term order), then the best
+    ``limit`` of the admitted ones by grid ticks (``ragsnap.kb.numeric``), equal
+    ticks by chunk id.
+``VectorKernel.cosines`` / ``VectorKernel.top``
+    exact dot products of encoded vectors (integers, ``ragsnap.kb.numeric``),
+    their cosines ``dot * (1/|a|) * (1/|b|)`` left to right, and the same top
+    selection.
+
+Why the results cannot differ between the two implementations: a chunk's BM25 is
+the float64 sum of its postings' weights taken in the same order (the query's
+distinct terms) by both; a dot product of encoded vectors is an integer below
+2^24 whatever the order or width of the arithmetic (numba's int32 lanes, BLAS's
+float32); the cosine is the same two IEEE products; ticks are ``rint(x * 10^6)``
+(round half to even) in both; and the selection keeps every candidate tied with
+the ``limit``-th tick before sorting by (ticks, chunk-id rank), a total order.
+``tests/kb/test_kernels.py`` runs both on the same data and compares the bytes.
+
+numba is optional (the ``fast`` extra). It is imported on the first search of an
+index with at least ``COMPILED_MIN_ROWS`` chunks (below that, numpy is as fast
+and the import and compilation, about a second, would dominate a one-shot
+lookup); compiled kernels are cached on disk, next to this module or in the
+user's cache folder, by numba.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from .numeric import cosines, dot_rows
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = [
+    "COMPILED_MIN_ROWS",
+    "KERNELS",
+    "Bm25Kernel",
+    "VectorKernel",
+    "chunk_id_ranks",
+    "numba_available",
+    "resolve_kernel",
+]
+
+KernelName = Literal["auto", "numba", "numpy"]
+KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+#: ``auto`` compiles for indexes this large; smaller ones run numpy
+COMPILED_MIN_ROWS = 20_000
+_PER_UNIT = 1e6  # the score grid (``ragsnap.kb.numeric``)
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (without importing it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def resolve_kernel(kernel: str, rows: int) -> str:
+    """The implementation ``kernel`` means for an index of ``rows`` chunks."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, not {kernel!r}")
+    if kernel == "auto":
+        return "numba" if rows >= COMPILED_MIN_ROWS and numba_available() else "numpy"
+    if kernel == "numba" and not numba_available():
+        raise ImportError("the numba kernel needs numba: pip install 'ragsnap[fast]'")
+    return kernel
+
+
+def chunk_id_ranks(chunk_ids: NDArray[np.str_]) -> NDArray[np.int64]:
+    """Each position's place in chunk-id order (code points, as ``sorted`` and
+    ``np.lexsort`` compare strings): ties on the grid are broken by it."""
+    order = np.argsort(chunk_ids, kind="stable")
+    ranks = np.empty(len(chunk_ids), dtype=np.int64)
+    ranks[order] = np.arange(len(chunk_ids), dtype=np.int64)
+    return ranks
+
+
+# --------------------------------------------------------------------------- numpy
+
+
+def _ticks(x: NDArray[np.float64]) -> NDArray[np.int64]:
+    return np.rint(x * _PER_UNIT).astype(np.int64)
+
+
+def _order(
+    positions: NDArray[np.int64],
+    values: NDArray[np.float64],
+    ranks: NDArray[np.int64],
+    limit: int,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The best ``limit`` of ``positions`` by ticks of ``values``, ties by rank."""
+    if len(positions) == 0 or limit <= 0:
+        return positions[:0], values[:0]
+    negative = -_ticks(values)
+    if limit < len(positions):  # keep everything tied with the limit-th, then sort exactly
+        kth = np.partition(negative, limit - 1)[limit - 1]
+        keep = np.flatnonzero(negative <= kth)
+        positions, values, negative = positions[keep], values[keep], negative[keep]
+    order = np.lexsort((ranks[positions], negative))[:limit]
+    return positions[order], values[order]
+
+
+def _bm25_numpy(
+    indptr: NDArray[np.int64],
+    docs: NDArray[np.int32],
+    weights: NDArray[np.float64],
+    terms: NDArray[np.int64],
+    allowed: NDArray[np.bool_] | None,
+    ranks: NDArray[np.int64],
+    limit: int,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    n = len(ranks)
+    scores = np.zeros(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=bool)
+    for term in terms.tolist():
+        start, end = int(indptr[term]), int(indptr[term + 1])
+        rows = docs[start:end]
+        scores[rows] += weights[start:end]
+        hit[rows] = True
+    if allowed is not None:
+        hit &= allowed
+    positions = np.flatnonzero(hit).astype(np.int64)
+    return _order(positions, scores[positions], ranks, limit)
+
+
+def _cosines_numpy(
+    matrix: NDArray[Any], query: NDArray[np.float32], inverse: NDArray[np.float64], q_inv: float
+) -> NDArray[np.float64]:
+    return cosines(dot_rows(matrix, query), inverse, q_inv)
+
+
+# --------------------------------------------------------------------------- numba
+
+_compiled: dict[str, Callable[..., Any]] = {}
+_compile_lock = threading.Lock()
+
+
+def _numba_kernels() -> dict[str, Callable[..., Any]]:
+    """Compile (or load from numba's cache) the kernels, once per process."""
+    with _compile_lock:
+        if not _compiled:
+            from . import _numba_kernels as compiled  # optional: the ``fast`` extra
+
+            _compiled.update(bm25=compiled.bm25, cosines=compiled.cosines, top=compiled.top)
+    return _compiled
+
+
+# --------------------------------------------------------------------------- the kernels
+
+
+class Bm25Kernel:
+    """BM25 top-k over CSR postings (term -> chunks) with per-posting weights."""
+
+    def __init__(
+        self,
+        indptr: NDArray[np.int64],
+        docs: NDArray[np.int32],
+        weights: NDArray[np.float64],
+        ranks: NDArray[np.int64],
+        kernel: str = "auto",
+    ):
+        self.indptr, self.docs, self.weights, self.ranks = indptr, docs, weights, ranks
+        self.kernel = resolve_kernel(kernel, len(ranks))
+        n = len(ranks)
+        if self.kernel == "numba":  # scratch space, cleaned by every call (callers serialise)
+            self._scores = np.zeros(n, dtype=np.float64)
+            self._seen = np.zeros(n, dtype=np.bool_)
+            self._touched = np.zeros(n, dtype=np.int64)
+            self._fn = _numba_kernels()["bm25"]
+
+    def top(
+        self, terms: NDArray[np.int64], allowed: NDArray[np.bool_] | None, limit: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Positions and exact BM25 of the best ``limit`` chunks holding any of
+        ``terms`` (distinct term ids, in the query's order) that ``allowed``
+        admits (None: all), best grid score first, ties by chunk id."""
+        if self.kernel == "numpy":
+            return _bm25_numpy(
+                self.indptr, self.docs, self.weights, terms, allowed, self.ranks, limit
+            )
+        mask = allowed if allowed is not None else self._seen
+        positions, values = self._fn(
+            self.indptr,
+            self.docs,
+            self.weights,
+            terms,
+            mask,
+            allowed is not None,
+            self.ranks,
+            limit,
+            self._scores,
+            self._seen,
+            self._touched,
+        )
+        return positions, values
+
+
+class VectorKernel:
+    """Exact cosines of a query with every stored encoded vector, and their top k."""
+
+    def __init__(
+        self,
+        encoded: NDArray[np.float32],
+        inverse: NDArray[np.float64],
+        ranks: NDArray[np.int64],
+        kernel: str = "auto",
+    ):
+        self.kernel = resolve_kernel(kernel, len(ranks))
+        self.inverse, self.ranks = inverse, ranks
+        self.dim = encoded.shape[1]
+        # numba reads int16 (half the memory traffic; encoded values are at most 2048)
+        self.matrix: NDArray[Any] = encoded.astype(np.int16) if self.kernel == "numba" else encoded
+        if self.kernel == "numba":
+            fns = _numba_kernels()
+            self._cosines, self._top = fns["cosines"], fns["top"]
+
+    def cosines(self, query: NDArray[np.float32], query_inverse: float) -> NDArray[np.float64]:
+        """Cosine of the encoded ``query`` with every stored vector."""
+        if self.kernel == "numpy":
+            return _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
+        out: NDArray[np.float64] = self._cosines(
+            self.matrix, query.astype(np.int16), self.inverse, query_inverse
+        )
+        return out
+
+    def rows_cosines(
+        self, positions: NDArray[np.intp], query: NDArray[np.float32], query_inverse: float
+    ) -> NDArray[np.float64]:
+        """Cosines with the vectors at ``positions`` only."""
+        rows = self.matrix[positions].astype(np.float32, copy=False)
+        return cosines(dot_rows(rows, query), self.inverse[positions], query_inverse)
+
+    def top(
+        self, values: NDArray[np.float64], positions: NDArray[np.int64], limit: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The best ``limit`` of ``positions`` by grid ticks of ``values[positions]``."""
+        if self.kernel == "numpy":
+            return _order(positions, values[positions], self.ranks, limit)
+        out: tuple[NDArray[np.int64], NDArray[np.float64]] = self._top(
+            values, positions, self.ranks, limit
+        )
+        return out

@@ -1,0 +1,138 @@
+"""The compiled (numba) and numpy search kernels give the same bytes (ragsnap.kb.kernels).
+
+Seeded random postings and vectors with many exact ties, filters, limits from 1 to
+past the candidate count; each case runs both implementations and compares the
+positions and the scores bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_numba
+from ragsnap.kb.kernels import (
+    COMPILED_MIN_ROWS,
+    Bm25Kernel,
+    VectorKernel,
+    chunk_id_ranks,
+    resolve_kernel,
+)
+from ragsnap.kb.numeric import encode_vectors, inverse_norms, squared_norms, ticks_array
+
+N = 3_000
+VOCAB = 400
+
+
+def postings(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR postings: a few very common terms, weights on a coarse grid (many ties)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 60, VOCAB)
+    lengths[:5] = N // 2
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    docs = np.concatenate([np.sort(rng.choice(N, n, replace=False)) for n in lengths])
+    weights = rng.integers(1, 40, len(docs)) / 8.0 + rng.choice([0.0, 1e-7], len(docs))
+    return indptr, docs.astype(np.int32), weights
+
+
+def chunk_ids(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.array([f"doc-{rng.integers(50):02d}#{i:05d}" for i in range(N)], dtype=np.str_)
+
+
+def reference_top(scores: np.ndarray, positions: np.ndarray, ids: np.ndarray, limit: int) -> list:
+    """The contract, written the slow way: best grid ticks first, then chunk id."""
+    ticks = ticks_array(scores[positions]).tolist()
+    keyed = sorted(
+        zip((-t for t in ticks), ids[positions].tolist(), positions.tolist(), strict=True)
+    )
+    return [p for _, _, p in keyed[:limit]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bm25_numba_equals_numpy_and_the_contract(seed: int) -> None:
+    require_numba()
+    indptr, docs, weights = postings(seed)
+    ids = chunk_ids(seed)
+    ranks = chunk_id_ranks(ids)
+    compiled = Bm25Kernel(indptr, docs, weights, ranks, "numba")
+    plain = Bm25Kernel(indptr, docs, weights, ranks, "numpy")
+    rng = np.random.default_rng(100 + seed)
+    allowed = rng.random(N) < 0.7
+    for trial in range(60):
+        terms = rng.choice(VOCAB, rng.integers(1, 9), replace=False).astype(np.int64)
+        if trial % 2:
+            terms[0] = trial % 5  # a very common term: thousands of candidates
+        limit = int(rng.choice([1, 5, 50, 1000, 5000]))
+        mask = allowed if trial % 3 else None
+        got = compiled.top(terms, mask, limit)
+        want = plain.top(terms, mask, limit)
+        assert got[0].tobytes() == want[0].tobytes(), (seed, trial)
+        assert got[1].tobytes() == want[1].tobytes(), (seed, trial)
+        # and both follow the contract, summed in the query's term order
+        scores = np.zeros(N)
+        for t in terms.tolist():
+            scores[docs[indptr[t] : indptr[t + 1]]] += weights[indptr[t] : indptr[t + 1]]
+        hit = np.zeros(N, dtype=bool)
+        for t in terms.tolist():
+            hit[docs[indptr[t] : indptr[t + 1]]] = True
+        if mask is not None:
+            hit &= mask
+        expected = reference_top(scores, np.flatnonzero(hit), ids, limit)
+        assert got[0].tolist() == expected
+        assert got[1].tobytes() == scores[expected].tobytes()
+
+
+def test_bm25_numba_leaves_its_scratch_clean_between_queries() -> None:
+    """A query after another gives what it gives alone (the scratch buffers are reset)."""
+    require_numba()
+    indptr, docs, weights = postings(7)
+    ranks = chunk_id_ranks(chunk_ids(7))
+    first = Bm25Kernel(indptr, docs, weights, ranks, "numba")
+    terms = np.array([3, 17, 250], dtype=np.int64)
+    alone = Bm25Kernel(indptr, docs, weights, ranks, "numba").top(terms, None, 100)
+    first.top(np.array([0, 1, 2, 17], dtype=np.int64), None, 10)
+    again = first.top(terms, None, 100)
+    assert again[0].tobytes() == alone[0].tobytes()
+    assert again[1].tobytes() == alone[1].tobytes()
+
+
+@pytest.mark.parametrize("dim", [8, 256, 384])
+def test_vector_numba_equals_numpy(dim: int) -> None:
+    require_numba()
+    rng = np.random.default_rng(dim)
+    base = rng.standard_normal((40, dim))
+    # near-duplicates and exact duplicates give equal cosines: ties broken by chunk id
+    matrix = encode_vectors(np.repeat(base, N // 40, axis=0) + rng.normal(0, 1e-3, (N, dim)))
+    matrix[::7] = matrix[0]
+    matrix[5] = 0.0  # a zero vector: cosine 0
+    inverse = inverse_norms(squared_norms(matrix))
+    ids = chunk_ids(dim)
+    ranks = chunk_id_ranks(ids)
+    compiled = VectorKernel(matrix, inverse, ranks, "numba")
+    plain = VectorKernel(matrix, inverse, ranks, "numpy")
+    assert compiled.matrix.dtype == np.int16
+    admitted = np.flatnonzero(rng.random(N) < 0.8).astype(np.int64)
+    for trial in range(10):
+        query = encode_vectors(rng.standard_normal(dim))
+        q_inv = float(inverse_norms(squared_norms(query))[0])
+        got, want = compiled.cosines(query, q_inv), plain.cosines(query, q_inv)
+        assert got.tobytes() == want.tobytes()
+        positions = admitted if trial % 2 else np.arange(N, dtype=np.int64)
+        for limit in (1, 50, 5000):
+            a, b = compiled.top(got, positions, limit), plain.top(want, positions, limit)
+            assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+            assert a[0].tolist() == reference_top(want, positions, ids, limit)
+        rows = rng.choice(N, 30, replace=False)
+        assert (
+            compiled.rows_cosines(rows, query, q_inv).tobytes()
+            == plain.rows_cosines(rows, query, q_inv).tobytes()
+            == want[rows].tobytes()
+        )
+
+
+def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
+    assert resolve_kernel("auto", COMPILED_MIN_ROWS - 1) == "numpy"
+    assert resolve_kernel("numpy", 10**9) == "numpy"
+    with pytest.raises(ValueError, match="kernel must be one of auto, numba, numpy"):
+        resolve_kernel("simd", 10)
