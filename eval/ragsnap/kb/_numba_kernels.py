@@ -69,21 +69,23 @@ def select(
 
 
 @_jit
-def bm25(
+def accumulate(
     indptr: Any,
     docs: Any,
     weights: Any,
     terms: Any,
-    allowed: Any,
-    use_allowed: bool,
-    ranks: Any,
-    limit: int,
     scores: Any,
     seen: Any,
     touched: Any,
-) -> tuple[Any, Any]:
-    """BM25 top ``limit``: postings summed term by term into ``scores`` (scratch,
-    zero on entry and on exit), then ``select``."""
+    previous: int,
+) -> int:
+    """BM25 of the chunks holding ``terms``, summed term by term into ``scores``;
+    the positions found go to ``touched`` (their count is returned). The previous
+    query's ``previous`` entries are cleared first."""
+    for i in range(previous):
+        d = touched[i]
+        scores[d] = 0.0
+        seen[d] = False
     m = 0
     for i in range(terms.shape[0]):
         t = terms[i]
@@ -94,17 +96,23 @@ def bm25(
                 touched[m] = d
                 m += 1
             scores[d] += weights[p]
+    return m
+
+
+@_jit
+def select_touched(
+    scores: Any, touched: Any, m: int, allowed: Any, use_allowed: bool, ranks: Any, limit: int
+) -> tuple[Any, Any]:
+    """The best ``limit`` of the ``m`` touched positions that ``allowed`` admits."""
     cand = np.empty(m, dtype=np.int64)
     values = np.empty(m, dtype=np.float64)
     ticks = np.empty(m, dtype=np.int64)
     count = 0
     for i in range(m):
         d = touched[i]
-        s = scores[d]
-        scores[d] = 0.0  # the scratch buffers are left clean for the next query
-        seen[d] = False
         if use_allowed and not allowed[d]:
             continue
+        s = scores[d]
         cand[count] = d
         values[count] = s
         ticks[count] = np.int64(np.rint(s * 1e6))

@@ -110,16 +110,14 @@ def _order(
     return positions[order], values[order]
 
 
-def _bm25_numpy(
+def _accumulate_numpy(
     indptr: NDArray[np.int64],
     docs: NDArray[np.int32],
     weights: NDArray[np.float64],
     terms: NDArray[np.int64],
-    allowed: NDArray[np.bool_] | None,
-    ranks: NDArray[np.int64],
-    limit: int,
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    n = len(ranks)
+    n: int,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """BM25 of every chunk (summed term by term) and the positions holding a term."""
     scores = np.zeros(n, dtype=np.float64)
     hit = np.zeros(n, dtype=bool)
     for term in terms.tolist():
@@ -127,10 +125,7 @@ def _bm25_numpy(
         rows = docs[start:end]
         scores[rows] += weights[start:end]
         hit[rows] = True
-    if allowed is not None:
-        hit &= allowed
-    positions = np.flatnonzero(hit).astype(np.int64)
-    return _order(positions, scores[positions], ranks, limit)
+    return scores, np.flatnonzero(hit).astype(np.int64)
 
 
 def _cosines_numpy(
@@ -151,7 +146,12 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
         if not _compiled:
             from . import _numba_kernels as compiled  # optional: the ``fast`` extra
 
-            _compiled.update(bm25=compiled.bm25, cosines=compiled.cosines, top=compiled.top)
+            _compiled.update(
+                accumulate=compiled.accumulate,
+                select_touched=compiled.select_touched,
+                cosines=compiled.cosines,
+                top=compiled.top,
+            )
     return _compiled
 
 
@@ -159,7 +159,12 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
 
 
 class Bm25Kernel:
-    """BM25 top-k over CSR postings (term -> chunks) with per-posting weights."""
+    """BM25 top-k over CSR postings (term -> chunks) with per-posting weights.
+
+    The scores of the last query are kept: a lookup asks for the same terms under
+    two filters (the hinted category, then the scope) and, in a trial, once more
+    deeper; only the selection runs again. Callers serialise calls (the store's lock).
+    """
 
     def __init__(
         self,
@@ -172,11 +177,36 @@ class Bm25Kernel:
         self.indptr, self.docs, self.weights, self.ranks = indptr, docs, weights, ranks
         self.kernel = resolve_kernel(kernel, len(ranks))
         n = len(ranks)
-        if self.kernel == "numba":  # scratch space, cleaned by every call (callers serialise)
-            self._scores = np.zeros(n, dtype=np.float64)
+        self._last: bytes | None = None  # the terms the kept scores are for
+        self._scores = np.zeros(n, dtype=np.float64)
+        self._touched = np.zeros(0, dtype=np.int64)  # positions holding a term, as found
+        if self.kernel == "numba":
+            fns = _numba_kernels()
+            self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
             self._seen = np.zeros(n, dtype=np.bool_)
-            self._touched = np.zeros(n, dtype=np.int64)
-            self._fn = _numba_kernels()["bm25"]
+            self._buffer = np.zeros(n, dtype=np.int64)
+            self._count = 0
+
+    def _scored(self, terms: NDArray[np.int64]) -> None:
+        key = terms.tobytes()
+        if key == self._last:
+            return
+        if self.kernel == "numpy":
+            self._scores, self._touched = _accumulate_numpy(
+                self.indptr, self.docs, self.weights, terms, len(self.ranks)
+            )
+        else:  # the kernel first clears the previous query's entries
+            self._count = self._accumulate(
+                self.indptr,
+                self.docs,
+                self.weights,
+                terms,
+                self._scores,
+                self._seen,
+                self._buffer,
+                self._count,
+            )
+        self._last = key
 
     def top(
         self, terms: NDArray[np.int64], allowed: NDArray[np.bool_] | None, limit: int
@@ -184,25 +214,22 @@ class Bm25Kernel:
         """Positions and exact BM25 of the best ``limit`` chunks holding any of
         ``terms`` (distinct term ids, in the query's order) that ``allowed``
         admits (None: all), best grid score first, ties by chunk id."""
+        self._scored(terms)
         if self.kernel == "numpy":
-            return _bm25_numpy(
-                self.indptr, self.docs, self.weights, terms, allowed, self.ranks, limit
-            )
-        mask = allowed if allowed is not None else self._seen
-        positions, values = self._fn(
-            self.indptr,
-            self.docs,
-            self.weights,
-            terms,
-            mask,
+            positions = self._touched
+            if allowed is not None:
+                positions = positions[allowed[positions]]
+            return _order(positions, self._scores[positions], self.ranks, limit)
+        out: tuple[NDArray[np.int64], NDArray[np.float64]] = self._select(
+            self._scores,
+            self._buffer,
+            self._count,
+            allowed if allowed is not None else self._seen,
             allowed is not None,
             self.ranks,
             limit,
-            self._scores,
-            self._seen,
-            self._touched,
         )
-        return positions, values
+        return out
 
 
 class VectorKernel:

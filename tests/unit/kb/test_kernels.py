@@ -83,18 +83,26 @@ def test_bm25_numba_equals_numpy_and_the_contract(seed: int) -> None:
         assert got[1].tobytes() == scores[expected].tobytes()
 
 
-def test_bm25_numba_leaves_its_scratch_clean_between_queries() -> None:
-    """A query after another gives what it gives alone (the scratch buffers are reset)."""
-    require_numba()
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_bm25_kept_scores_serve_the_same_terms_and_never_leak(kernel: str) -> None:
+    """The kept scores of the last query answer it again under another filter or
+    limit, and a new query after another gives what it gives alone."""
+    if kernel == "numba":
+        require_numba()
     indptr, docs, weights = postings(7)
     ranks = chunk_id_ranks(chunk_ids(7))
-    first = Bm25Kernel(indptr, docs, weights, ranks, "numba")
+    mask = np.random.default_rng(8).random(N) < 0.5
     terms = np.array([3, 17, 250], dtype=np.int64)
-    alone = Bm25Kernel(indptr, docs, weights, ranks, "numba").top(terms, None, 100)
-    first.top(np.array([0, 1, 2, 17], dtype=np.int64), None, 10)
-    again = first.top(terms, None, 100)
-    assert again[0].tobytes() == alone[0].tobytes()
-    assert again[1].tobytes() == alone[1].tobytes()
+
+    def alone(allowed: np.ndarray | None, limit: int) -> tuple[bytes, bytes]:
+        got = Bm25Kernel(indptr, docs, weights, ranks, kernel).top(terms, allowed, limit)
+        return got[0].tobytes(), got[1].tobytes()
+
+    used = Bm25Kernel(indptr, docs, weights, ranks, kernel)
+    used.top(np.array([0, 1, 2, 17], dtype=np.int64), None, 10)
+    for allowed, limit in ((None, 100), (mask, 7), (None, 5000), (mask, 5000)):
+        got = used.top(terms, allowed, limit)
+        assert (got[0].tobytes(), got[1].tobytes()) == alone(allowed, limit)
 
 
 @pytest.mark.parametrize("dim", [8, 256, 384])

@@ -16,8 +16,9 @@ diacritics kept, only splits at the spaces and every normalisation and the
 Chinese segmentation happen in Python). Vector search is exact cosine over
 every vector of the file, loaded once into memory and reloaded when the file's
 generation changes. Both searches run in ``ragsnap.kb.kernels``: numba when it
-is installed and the file is large, numpy otherwise, with identical results; vectors are stored encoded (``ragsnap.kb.numeric``), so
-every dot product is exact on any CPU. Both searches rank by scores on the
+is installed and the file is large, numpy otherwise, with identical results;
+vectors are stored encoded (``ragsnap.kb.numeric``), so every dot product is
+exact on any CPU. Both searches rank by scores on the
 ``ragsnap.kb.numeric`` grid, equal grid scores by chunk id, and return the exact
 scores. Filters are SQL conditions for lexical search and precomputed row masks
 for vector search.
