@@ -357,17 +357,13 @@ class Pipeline:
             order, refs, exhausted = self._ranked_rows(query, flt, spec, limit)
             if distinct == "chunk_id":
                 return [refs[r] for r in order[:depth]]
-            seen: set[str | None] = set()
-            kept: list[ChunkRef] = []
-            for ref in map(refs.__getitem__, order):
-                key = ref.source if distinct == "source" else ref.doc_id
-                if key not in seen:
-                    if len(seen) == depth:
-                        break
-                    seen.add(key)
-                kept.append(ref)
-            if len(seen) >= depth or exhausted:
-                return kept
+            ranked = list(map(refs.__getitem__, order))
+            keys = [r.source if distinct == "source" else r.doc_id for r in ranked]
+            targets = list(dict.fromkeys(keys))  # distinct targets, in rank order
+            if len(targets) > depth:  # stop before the first chunk of target depth + 1
+                return ranked[: keys.index(targets[depth])]
+            if len(targets) == depth or exhausted:
+                return ranked
             limit *= 2
 
     def _ranked_rows(

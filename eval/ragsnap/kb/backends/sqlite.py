@@ -586,10 +586,14 @@ class SqliteKnowledgeBase:
                 return {}
             wanted = np.asarray(rows, dtype=np.int64)
             at = np.minimum(np.searchsorted(index.rows, wanted), len(index.rows) - 1)
-            found = (index.rows[at] == wanted).tolist()
+            found = index.rows[at] == wanted
             refs = index.ref_of()
+            if found.all():
+                return dict(zip(rows, map(refs.__getitem__, at.tolist()), strict=True))
             return {
-                row: refs[pos] for row, pos, ok in zip(rows, at.tolist(), found, strict=True) if ok
+                row: refs[pos]
+                for row, pos, ok in zip(rows, at.tolist(), found.tolist(), strict=True)
+                if ok
             }
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
