@@ -12,6 +12,8 @@ from typing import Any
 import numba
 import numpy as np
 
+from .numeric import TICKS_PER_UNIT
+
 _jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
@@ -115,7 +117,7 @@ def select_touched(
         s = scores[d]
         cand[count] = d
         values[count] = s
-        ticks[count] = np.int64(np.rint(s * 1e6))
+        ticks[count] = np.int64(np.rint(s * TICKS_PER_UNIT))
         count += 1
     if count == 0 or limit <= 0:
         return cand[:0], values[:0]
@@ -147,5 +149,5 @@ def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, A
     for i in range(m):
         v = values_all[positions[i]]
         values[i] = v
-        ticks[i] = np.int64(np.rint(v * 1e6))
+        ticks[i] = np.int64(np.rint(v * TICKS_PER_UNIT))
     return select(positions.copy(), values, ticks, m, ranks, limit)

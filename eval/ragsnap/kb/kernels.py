@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .numeric import cosines, dot_rows
+from .numeric import TICKS_PER_UNIT, cosines, dot_rows
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -57,7 +57,6 @@ KernelName = Literal["auto", "numba", "numpy"]
 KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
 #: ``auto`` compiles for indexes this large; smaller ones run numpy
 COMPILED_MIN_ROWS = 20_000
-_PER_UNIT = 1e6  # the score grid (``ragsnap.kb.numeric``)
 
 
 def numba_available() -> bool:
@@ -89,7 +88,7 @@ def chunk_id_ranks(chunk_ids: NDArray[np.str_]) -> NDArray[np.int64]:
 
 
 def _ticks(x: NDArray[np.float64]) -> NDArray[np.int64]:
-    return np.rint(x * _PER_UNIT).astype(np.int64)
+    return np.rint(x * TICKS_PER_UNIT).astype(np.int64)
 
 
 def _order(

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GRID",
     "SCORE_DIGITS",
+    "TICKS_PER_UNIT",
     "VECTOR_ENCODING",
     "VECTOR_SCALE",
     "cosines",
@@ -77,7 +78,9 @@ __all__ = [
 
 SCORE_DIGITS = 6
 GRID = 1e-6
-_PER_UNIT = 1e6  # exactly representable: x * _PER_UNIT is one exactly rounded product
+#: grid ticks per unit score; exactly representable: x * 10^6 is one exactly rounded product
+TICKS_PER_UNIT = 1e6
+_PER_UNIT = TICKS_PER_UNIT
 
 VECTOR_SCALE = 2048
 #: recorded in every store's meta: vectors written with another encoding are refused

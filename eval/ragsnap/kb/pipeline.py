@@ -77,7 +77,7 @@ from ..errors import BackendError, UsageError
 from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
 from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
-from .numeric import GRID, VECTOR_ENCODING, quantize, ticks, ticks_array
+from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .numeric import ranked as grid_order
 from .text import Tokenizer, is_identifier
 
@@ -143,7 +143,7 @@ def _on_grid(
     """A store's ``(row, score)`` list as candidates with their scores, best first by
     grid score, equal grid scores by chunk id."""
     out = [(cands[r], value) for r, value in found]
-    keys = [(-ticks(value), c.chunk.chunk_id) for c, value in out]
+    keys = [(-round(value * TICKS_PER_UNIT), c.chunk.chunk_id) for c, value in out]  # -ticks
     if all(a <= b for a, b in itertools.pairwise(keys)):  # stores return this order
         return out
     order = grid_order((r, value, cands[r].chunk.chunk_id) for r, value in found)
@@ -302,21 +302,23 @@ class Pipeline:
             c.cosine, c.vector_rank = value, rank
             c.fused += share
         self._confidences(spec, query, cands)
+        per_unit = TICKS_PER_UNIT  # c.ranking = quantize(value), inlined
         if method == "lexical":
             ranked = [c for c, _ in lexical_list]
-            for c in ranked:
-                c.ranking = quantize(c.lexical or 0.0)
+            for c, value in lexical_list:
+                c.ranking = round(value * per_unit) / per_unit
         elif method == "vector":
             ranked = [c for c, _ in vector_list]
-            for c in ranked:
-                c.ranking = quantize(c.cosine or 0.0)
+            for c, value in vector_list:
+                c.ranking = round(value * per_unit) / per_unit
         else:
             ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
             for c in ranked:
                 c.ranking = quantize(c.fused)
         floor = self._min_score(spec)
-        hits = sum(1 for c in ranked if c.confidence >= floor)
-        top = max((c.confidence for c in ranked), default=None)
+        confidences = [c.confidence for c in ranked]
+        hits = sum(1 for x in confidences if x >= floor)
+        top = max(confidences, default=None)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
 
     def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
@@ -328,14 +330,16 @@ class Pipeline:
                 cands[r].cosine = sim
         kind = spec.kind
         coverage = query.coverage
+        per_unit = TICKS_PER_UNIT  # c.confidence = quantize(exact), inlined
         for c in cands.values():
             if kind == "lexical":
-                c.exact_confidence = coverage(c.chunk.token_set)  # stored tokens, as indexed
+                exact = coverage(c.chunk.token_set)  # stored tokens, as indexed
             elif kind == "vector":
-                c.exact_confidence = max(c.cosine or 0.0, 0.0)
+                exact = max(c.cosine or 0.0, 0.0)
             else:
-                c.exact_confidence = (coverage(c.chunk.token_set) + max(c.cosine or 0.0, 0.0)) / 2
-            c.confidence = quantize(c.exact_confidence)
+                exact = (coverage(c.chunk.token_set) + max(c.cosine or 0.0, 0.0)) / 2
+            c.exact_confidence = exact
+            c.confidence = round(exact * per_unit) / per_unit
 
     # -- the deep ranking -----------------------------------------------------
 
