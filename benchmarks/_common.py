@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 import os
+import platform
 import resource
 import shutil
 import subprocess
@@ -55,6 +56,18 @@ def maxrss_mb() -> float:
     """
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
+
+
+def cpu_model() -> str:
+    """The CPU's model name as ``lscpu`` (``/proc/cpuinfo``) gives it, or the platform's
+    processor string where there is none."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def peak_rss_mb() -> float:
