@@ -81,11 +81,15 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _segments(breadcrumb: str) -> list[str]:
-    return [normalize(part.strip()) for part in breadcrumb.split(">")]
+def _segments(breadcrumb: str) -> tuple[str, ...]:
+    """A breadcrumb's normalised segments (an ASCII one in one ``lower()``, which is
+    what ``normalize`` does to each of its segments)."""
+    if breadcrumb.isascii():
+        return tuple(part.strip() for part in breadcrumb.lower().split(">"))
+    return tuple(normalize(part.strip()) for part in breadcrumb.split(">"))
 
 
-def _is_prefix(want: list[str], have: list[str]) -> bool:
+def _is_prefix(want: tuple[str, ...], have: tuple[str, ...]) -> bool:
     return len(want) <= len(have) and have[: len(want)] == want
 
 
