@@ -100,7 +100,7 @@ def _read_all(name: str, size: int, limit: int) -> bytes:
     limit (64 MiB for a fixture) would cost more than parsing the file; only a file
     that grew since its ``stat`` (or a short read) goes on, in 64 KiB steps.
     """
-    fd = os.open(name, os.O_RDONLY)
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # no newline translation
     try:
         data = os.read(fd, size + 1)
         while data and len(data) <= limit:
