@@ -58,6 +58,18 @@ def maxrss_mb() -> float:
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
 
 
+def cpu_model() -> str:
+    """The CPU's model name as ``lscpu`` (``/proc/cpuinfo``) gives it, or the platform's
+    processor string where there is none."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far, in MB.
 

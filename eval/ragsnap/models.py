@@ -169,18 +169,21 @@ class LookupResult:
         rerank = data["rerankTrace"]
         after = rerank["after"]
         pack = data["contextPack"]
+        block = EvidenceBlock  # positional: a fixture set builds ~100,000 of them
         return cls(
             evidence_blocks=tuple(
-                EvidenceBlock(
-                    rank=b["rank"],
-                    chunk_id=b["chunkId"],
-                    doc_id=b.get("docId"),
-                    source=b["source"],
-                    breadcrumb=b.get("breadcrumb"),
-                    text=b["text"],
-                    score=b["score"],
-                )
-                for b in data["evidenceBlocks"]
+                [
+                    block(
+                        b["rank"],
+                        b["chunkId"],
+                        b.get("docId"),
+                        b["source"],
+                        b.get("breadcrumb"),
+                        b["text"],
+                        b["score"],
+                    )
+                    for b in data["evidenceBlocks"]
+                ]
             ),
             context_sources=tuple(pack["sources"]),
             context_chars=len(pack["text"]),

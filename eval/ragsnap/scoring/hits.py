@@ -28,6 +28,7 @@ every reason, in a fixed order.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,27 +53,51 @@ __all__ = [
 FIXTURE_MISSING = "fixture missing"
 
 
+#: The full-width forms of ASCII (U+FF01-U+FF5E) and the ideographic space, each
+#: with its NFKC form: Chinese text is full of them (commas, colons, parentheses),
+#: and every one sends ``unicodedata.normalize`` from its quick check down the
+#: slow path, which decomposes and recomposes the whole text.
+_WIDE_FORMS = {
+    chr(code): unicodedata.normalize("NFKC", chr(code)) for code in (0x3000, *range(0xFF01, 0xFF5F))
+}
+_WIDE = re.compile("[\u3000\uff01-\uff5e]")
+
+
 def normalize(text: str) -> str:
     """NFKC-normalise and case-fold ``text`` for matching.
 
     ASCII text takes a fast path: NFKC leaves it unchanged and case folding
-    equals ``lower()`` there.
+    equals ``lower()`` there. Text that is not NFKC yet first has its
+    full-width forms replaced by their NFKC forms: a character replaced by its
+    NFKC form leaves the text compatibility-equivalent, so NFKC of the result
+    is NFKC of the text, and the quick check then usually finds it normalised
+    already (about 3x faster on Chinese runbook text; a test compares the two).
     """
     if text.isascii():
         return text.lower()
+    if not unicodedata.is_normalized("NFKC", text):
+        for char in set(_WIDE.findall(text)):
+            text = text.replace(char, _WIDE_FORMS[char])
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _segments(breadcrumb: str) -> list[str]:
-    return [normalize(part.strip()) for part in breadcrumb.split(">")]
+def _segments(breadcrumb: str) -> tuple[str, ...]:
+    """A breadcrumb's normalised segments (an ASCII one in one ``lower()``, which is
+    what ``normalize`` does to each of its segments)."""
+    if breadcrumb.isascii():
+        return tuple(part.strip() for part in breadcrumb.lower().split(">"))
+    return tuple(normalize(part.strip()) for part in breadcrumb.split(">"))
+
+
+def _is_prefix(want: tuple[str, ...], have: tuple[str, ...]) -> bool:
+    return len(want) <= len(have) and have[: len(want)] == want
 
 
 def breadcrumb_covers(expected: str, actual: str | None) -> bool:
     """True when ``expected`` is a segment prefix of ``actual``."""
     if not actual:
         return False
-    want, have = _segments(expected), _segments(actual)
-    return len(want) <= len(have) and have[: len(want)] == want
+    return _is_prefix(_segments(expected), _segments(actual))
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,10 +220,13 @@ def _retrieval(
             if block.source not in matched:
                 matched.append(block.source)
 
-    crumbs = sum(
-        any(breadcrumb_covers(want, block.breadcrumb) for block in top)
-        for want in case.expected_breadcrumbs
-    )
+    crumbs = 0
+    if case.expected_breadcrumbs:  # breadcrumb_covers, with each breadcrumb split once
+        have = [_segments(block.breadcrumb) for block in top if block.breadcrumb]
+        crumbs = sum(
+            any(_is_prefix(want, segments) for segments in have)
+            for want in map(_segments, case.expected_breadcrumbs)
+        )
     keywords = 0
     if case.expected_keywords:
         haystack = "\n".join(normalize(block.text) for block in top)

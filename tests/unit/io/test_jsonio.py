@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from ragsnap.errors import InputError, OutputError, UsageError
-from ragsnap.io.jsonio import check_outputs, dump_json, read_json, write_json, write_outputs
+from ragsnap.io.jsonio import (
+    MAX_INPUT_BYTES,
+    check_outputs,
+    dump_json,
+    read_bytes,
+    read_json,
+    write_json,
+    write_outputs,
+)
 
 
 def test_dump_is_sorted_indented_unescaped_rounded_with_newline() -> None:
@@ -115,3 +123,22 @@ def test_reader_errors_name_the_problem(tmp_path: Path) -> None:
     bom = tmp_path / "bom.json"
     bom.write_bytes(b'\xef\xbb\xbf{"a": 1}')
     assert read_json(bom, "fix") == {"a": 1}
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_537, MAX_INPUT_BYTES["config"]])
+def test_read_bytes_reads_whole_files_up_to_the_limit(tmp_path: Path, size: int) -> None:
+    data = bytes(i % 251 for i in range(size))
+    (tmp_path / "f").write_bytes(data)
+    assert read_bytes(tmp_path / "f", "fix", kind="config") == data
+    assert read_bytes(str(tmp_path / "f"), "fix", kind="config") == data
+    (tmp_path / "f").write_bytes(data + b"x" * (MAX_INPUT_BYTES["config"] + 1 - size))
+    with pytest.raises(InputError, match="bytes, more than the 1,048,576 a config may have"):
+        read_bytes(tmp_path / "f", "fix", kind="config")
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs Linux /proc")
+def test_read_bytes_reads_past_a_size_stat_understates() -> None:
+    maps = Path("/proc/self/maps")  # a regular file whose stat size is 0
+    assert maps.stat().st_size == 0
+    data = read_bytes(maps, "fix", kind="config")
+    assert len(data) > 4096 and data.endswith(b"\n")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
 
 from conftest import block, make_case, make_fixture
 from ragsnap.models import Fixture, GoldenCase
-from ragsnap.scoring.hits import FIXTURE_MISSING, breadcrumb_covers, hit_level, score_case
+from ragsnap.scoring.hits import (
+    FIXTURE_MISSING,
+    breadcrumb_covers,
+    hit_level,
+    normalize,
+    score_case,
+)
 
 
 def case(**fields: Any) -> GoldenCase:
@@ -178,3 +185,27 @@ def test_missing_fixture_is_a_failing_miss() -> None:
     assert (r.passed, r.hit_level, r.reasons) == (False, "miss", (FIXTURE_MISSING,))
     na = score_case(case(noAnswer=True, expectedSources=None), None)
     assert (na.passed, na.hit_level) == (False, None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ｄａｔａｂａｓｅ > MySQL",
+        "连接池耗尽，先检查 maximum-pool-size（当前取值：20 ms）。",
+        "Ａ\u0301 and ｅ\u0308\u0323: a combining mark right after a full-width letter",
+        "\u3000全角空格\u3000ＫＥＬＶＩＮ \u212a, ﬁ ligature, ①, ㎒, Straße",
+        "ｶﾀｶﾅ ﾞ half-width kana beside ＡＢＣ",
+        "no full-width forms but é composed and e\u0301 decomposed",
+    ],
+)
+def test_normalize_is_nfkc_then_casefold(text: str) -> None:
+    assert normalize(text) == unicodedata.normalize("NFKC", text).casefold()
+
+
+def test_normalize_matches_nfkc_on_every_full_width_form_beside_combining_marks() -> None:
+    wide = [chr(c) for c in (0x3000, *range(0xFF01, 0xFF5F))]
+    marks = ["", "\u0301", "\u0308\u0323", "\u3099"]
+    texts = [f"中{w}{m}x{m}" for w in wide for m in marks]
+    assert [normalize(t) for t in texts] == [
+        unicodedata.normalize("NFKC", t).casefold() for t in texts
+    ]
