@@ -244,12 +244,6 @@ def cpu_description() -> dict[str, str]:
     return info
 
 
-def cpu_model() -> str:
-    """The CPU's model name and core count, for every printed result."""
-    info = cpu_description()
-    return f"{info.get('model name', platform.processor() or 'unknown CPU')}, {info['cores']} cores"
-
-
 def bm25s_numba(**params: Any) -> Any:
     """``bm25s.BM25(**params)`` on its numba backend, its fastest configuration; exits
     (status 2) when bm25s or numba is missing rather than time a slower peer."""
