@@ -366,7 +366,7 @@ def _open_stores(
     try:
         for number, (key, embedder) in enumerate(embedders.items()):
             if args.kb is not None:
-                store = SqliteKnowledgeBase(args.kb, create=False)
+                store = SqliteKnowledgeBase(args.kb, create=False, kernel="compiled")
                 stores[key] = store
                 check_compatible(
                     store.read_meta(),
@@ -376,7 +376,7 @@ def _open_stores(
                     fix="configure the embedder and segmenter it was built with, or drop --kb",
                 )
                 continue
-            store = SqliteKnowledgeBase(work / f"kb-{number}.sqlite")
+            store = SqliteKnowledgeBase(work / f"kb-{number}.sqlite", kernel="compiled")
             stores[key] = store
             progress = Progress(
                 len(hashes), f"trial: seed ({embedder.fingerprint.kind})", "documents"

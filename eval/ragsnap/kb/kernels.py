@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 KernelName = Literal["auto", "numba", "numpy"]
-KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+KERNELS: tuple[str, ...] = ("auto", "compiled", "numba", "numpy")
 #: ``auto`` compiles for indexes this large; smaller ones run numpy
 COMPILED_MIN_ROWS = 20_000
 
@@ -65,11 +65,16 @@ def numba_available() -> bool:
 
 
 def resolve_kernel(kernel: str, rows: int) -> str:
-    """The implementation ``kernel`` means for an index of ``rows`` chunks."""
+    """The implementation ``kernel`` means for an index of ``rows`` chunks: ``auto``
+    compiles for large indexes, ``compiled`` whenever numba is installed (a process
+    that runs many lookups, such as a trial, repays the compilation at any size),
+    ``numba`` and ``numpy`` name one."""
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, not {kernel!r}")
     if kernel == "auto":
         return "numba" if rows >= COMPILED_MIN_ROWS and numba_available() else "numpy"
+    if kernel == "compiled":
+        return "numba" if numba_available() else "numpy"
     if kernel == "numba" and not numba_available():
         raise ImportError("the numba kernel needs numba: pip install 'ragsnap[fast]'")
     return kernel

@@ -16,6 +16,7 @@ from ragsnap.kb.kernels import (
     Bm25Kernel,
     VectorKernel,
     chunk_id_ranks,
+    numba_available,
     resolve_kernel,
 )
 from ragsnap.kb.numeric import encode_vectors, inverse_norms, squared_norms, ticks_array
@@ -142,5 +143,6 @@ def test_vector_numba_equals_numpy(dim: int) -> None:
 def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
     assert resolve_kernel("auto", COMPILED_MIN_ROWS - 1) == "numpy"
     assert resolve_kernel("numpy", 10**9) == "numpy"
-    with pytest.raises(ValueError, match="kernel must be one of auto, numba, numpy"):
+    assert resolve_kernel("compiled", 1) == ("numba" if numba_available() else "numpy")
+    with pytest.raises(ValueError, match="kernel must be one of auto, compiled, numba, numpy"):
         resolve_kernel("simd", 10)

@@ -222,18 +222,22 @@ class _Index:
     last_scores: NDArray[np.float64] | None = None
     #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
     chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
-    ref_list: list[ChunkRef] | None = None  # every position's identities, made once
+    ref_by_row: dict[int, ChunkRef] | None = None  # every row's identities, made once
 
-    def ref_of(self) -> list[ChunkRef]:
-        """Every position's ``ChunkRef`` (built on first use in this generation)."""
-        if self.ref_list is None:
-            self.ref_list = [
-                ChunkRef(chunk_id, doc_id, source)
-                for chunk_id, doc_id, source in zip(
-                    self.chunk_ids.tolist(), self.doc_ids, self.sources, strict=True
+    def refs_by_row(self) -> dict[int, ChunkRef]:
+        """Every row's ``ChunkRef`` (built on first use in this generation)."""
+        if self.ref_by_row is None:
+            self.ref_by_row = {
+                row: ChunkRef(chunk_id, doc_id, source)
+                for row, chunk_id, doc_id, source in zip(
+                    self.rows.tolist(),
+                    self.chunk_ids.tolist(),
+                    self.doc_ids,
+                    self.sources,
+                    strict=True,
                 )
-            ]
-        return self.ref_list
+            }
+        return self.ref_by_row
 
     def admitted(self, flt: Filter) -> tuple[NDArray[np.int64], NDArray[np.bool_]] | None:
         """Positions admitted by ``flt`` and the same as a mask; None means all."""
@@ -584,17 +588,10 @@ class SqliteKnowledgeBase:
             index = self._index()
             if not rows or len(index.rows) == 0:
                 return {}
-            wanted = np.asarray(rows, dtype=np.int64)
-            at = np.minimum(np.searchsorted(index.rows, wanted), len(index.rows) - 1)
-            found = index.rows[at] == wanted
-            refs = index.ref_of()
-            if found.all():
-                return dict(zip(rows, map(refs.__getitem__, at.tolist()), strict=True))
-            return {
-                row: refs[pos]
-                for row, pos, ok in zip(rows, at.tolist(), found.tolist(), strict=True)
-                if ok
-            }
+            found = list(map(index.refs_by_row().get, rows))
+        if None not in found:
+            return dict(zip(rows, found, strict=True))  # type: ignore[arg-type]
+        return {row: ref for row, ref in zip(rows, found, strict=True) if ref is not None}
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         """Stored chunks by row; chunks read before in this generation come from memory
