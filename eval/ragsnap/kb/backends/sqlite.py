@@ -588,10 +588,10 @@ class SqliteKnowledgeBase:
             index = self._index()
             if not rows or len(index.rows) == 0:
                 return {}
-            found = list(map(index.refs_by_row().get, rows))
-        if None not in found:
-            return dict(zip(rows, found, strict=True))  # type: ignore[arg-type]
-        return {row: ref for row, ref in zip(rows, found, strict=True) if ref is not None}
+            by_row = index.refs_by_row()
+        if all(map(by_row.__contains__, rows)):  # C-level checks (`None in refs` is not)
+            return dict(zip(rows, map(by_row.__getitem__, rows), strict=True))
+        return {row: by_row[row] for row in rows if row in by_row}
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         """Stored chunks by row; chunks read before in this generation come from memory
