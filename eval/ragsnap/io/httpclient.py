@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import heapq
 import ipaddress
+import itertools
 import json
 import os
 import socket
@@ -130,17 +132,17 @@ class _Watchdog:
     per-read timeout; ``fired`` tells the request why its read failed or ended.
     The socket is learnt from ``_watched_adapter``'s connections, which report
     themselves to ``_inflight.watchdog`` when they connect and send a request.
+    Every watchdog of the process is kept by one ``_Alarms`` thread: a thread
+    started per request cost more than the request itself on a busy machine.
     """
 
     def __init__(self, seconds: float):
         self.fired = False
-        self._done = False
+        self.done = False
         self._connection: Any = None
         self._socket: socket.socket | None = None
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        _ALARMS.arm(self, time.monotonic() + seconds)
 
     def watch(self, connection: Any) -> None:
         with self._lock:
@@ -149,9 +151,9 @@ class _Watchdog:
             if sock is not None:
                 self._socket = sock
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         with self._lock:
-            if self._done:
+            if self.done:
                 return
             self.fired = True
             sock = getattr(self._connection, "sock", None) or self._socket
@@ -161,10 +163,46 @@ class _Watchdog:
 
     def stop(self) -> None:
         with self._lock:
-            self._done = True
-        self._timer.cancel()
+            self.done = True
 
 
+class _Alarms:
+    """One daemon thread that fires each armed ``_Watchdog`` at its time, unless stopped.
+
+    Watchdogs wait in a heap by time; stopped ones are dropped when they reach its
+    top (on the next ``arm`` or wake-up), so the heap holds about the requests in
+    flight. The thread starts on the first ``arm`` and sleeps until the earliest time.
+    """
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._heap: list[tuple[float, int, _Watchdog]] = []
+        self._order = itertools.count()  # ties in time never compare watchdogs
+        self._thread: threading.Thread | None = None
+
+    def arm(self, watchdog: _Watchdog, at: float) -> None:
+        with self._state:
+            while self._heap and self._heap[0][2].done:
+                heapq.heappop(self._heap)
+            heapq.heappush(self._heap, (at, next(self._order), watchdog))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="ragsnap-http-deadlines", daemon=True
+                )
+                self._thread.start()
+            elif self._heap[0][2] is watchdog:  # earlier than the thread is sleeping for
+                self._state.notify()
+
+    def _run(self) -> None:
+        with self._state:
+            while True:
+                now = time.monotonic()
+                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
+                    heapq.heappop(self._heap)[2].fire()  # a no-op once stopped
+                self._state.wait(self._heap[0][0] - now if self._heap else None)
+
+
+_ALARMS = _Alarms()
 _inflight = threading.local()  # .watchdog: the _Watchdog of this thread's request
 
 
