@@ -28,12 +28,14 @@ Steps:
    process (its first stdout line is its URL, printed once every worker is
    ready; ``--workers`` defaults to serve's own default) and warm it with
    ``WARMUP`` lookups from 8 threads (every worker gets some), so the timed
-   runs see a running service, as a user's snapshot would. Then time
-   ``SPLIT`` lookups one at a time from here through ``HttpService`` (the
-   snapshot's own client): the round trip of each, and the pipeline's own
-   time inside the service (the ``latencyMs`` of the attempts it answers
-   with); the difference is HTTP (client library, loopback, uvicorn,
-   FastAPI).
+   runs see a running service, as a user's snapshot would. Then the
+   latency split: ``SPLIT`` lookups one at a time from here through
+   ``HttpService`` (the snapshot's own client), each timed (wall, and this
+   thread's CPU) with the serve processes' CPU read before and after; then
+   the same lookups in this process with ``Pipeline.lookup`` over the same
+   file (wall and CPU). Serve CPU minus pipeline CPU is the service's HTTP
+   stack; round trip minus client and serve CPU is time neither process was
+   on a CPU (loopback, wake-ups, other processes).
 4. For ``--rounds`` rounds, sides in rotating order, each a real process run
    under ``/usr/bin/time`` into a fresh fixtures folder, with ``--retrieved-at
    2026-01-01T00:00:00Z --skip-eval``:
@@ -51,11 +53,13 @@ Steps:
    command fsyncs one by one: seconds of disk time that are the same work on
    every side). The CPU time of the serve process and its workers during each
    HTTP run is read from ``/proc/PID/stat``.
-5. Check that every HTTP fixture equals the embedded one once the
-   ``generator`` block is removed (``ragsnap.snapshot.fixturediff.compare_fixtures``
-   with tolerance 0 and no diagnostic moved: everything but ``retrievedAt``
-   and latencies, which the service records, is equal), and that
-   the embedded runs of every round are byte-identical.
+5. Check that the http c=8 fixtures of every round are byte-identical to the
+   http c=1 ones of that round, that every HTTP fixture equals the embedded
+   one once the ``generator`` block is removed
+   (``ragsnap.snapshot.fixturediff.compare_fixtures`` with tolerance 0 and no
+   diagnostic moved: everything but ``retrievedAt`` and latencies, which the
+   service records, is equal), and that the embedded runs of every round are
+   byte-identical.
 6. Print the table (medians over the rounds), the ratios, where a case's
    time goes at concurrency 1 (client work, HTTP, pipeline; CPU of each
    side) and the target's PASS/FAIL; with ``--profile``, profile one more
@@ -944,22 +948,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             setup.server.stop()
         reference = runs[EMBEDDED][0].fixtures
-        checks = [
-            compare(
-                reference,
-                r.fixtures,
-                f"embedded round {r.round_no + 1} vs round 1, bytes",
-                exact=True,
-            )
-            for r in runs[EMBEDDED][1:]
-        ] + [
-            compare(
-                reference, r.fixtures, f"{r.side} round {r.round_no + 1} vs embedded", exact=False
-            )
-            for side in SIDES
-            if side != EMBEDDED
-            for r in runs[side]
-        ]
+        checks = (
+            [
+                compare(
+                    c1.fixtures,
+                    c8.fixtures,
+                    f"http-c8 round {c8.round_no + 1} vs http-c1, bytes",
+                    exact=True,
+                )
+                for c1, c8 in zip(runs[PEER], runs[TARGET_SIDE], strict=True)
+            ]
+            + [
+                compare(
+                    reference,
+                    r.fixtures,
+                    f"embedded round {r.round_no + 1} vs round 1, bytes",
+                    exact=True,
+                )
+                for r in runs[EMBEDDED][1:]
+            ]
+            + [
+                compare(
+                    reference,
+                    r.fixtures,
+                    f"{r.side} round {r.round_no + 1} vs embedded",
+                    exact=False,
+                )
+                for side in SIDES
+                if side != EMBEDDED
+                for r in runs[side]
+            ]
+        )
         passed = print_report(args.cases, runs, checks, split, serving)
         print(
             "serve processes' peak RSS (VmHWM; the serve process, then its workers): "
