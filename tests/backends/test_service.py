@@ -598,7 +598,7 @@ def test_workers_answer_together_and_sigterm_stops_them_all(
     serve: Callable[..., Served], kb_copy: Path
 ) -> None:
     server = serve("--kb", str(kb_copy), "--workers", "3", cwd=kb_copy.parent)
-    assert "chunks, 3 workers); OpenAPI" in server.banner
+    assert "chunks); 3 workers; OpenAPI" in server.banner
     workers = _workers(server)
     assert len(workers) == 3
     # an upload through one worker is seen by the lookups of every other

@@ -171,7 +171,7 @@ def test_http_fixtures_are_the_same_bytes_at_any_concurrency_and_worker_count(
     kb = seed_kb(tmp_path)
     two = serve("--kb", str(kb), "--workers", "2", cwd=tmp_path)
     one = serve("--kb", str(kb), "--workers", "1", cwd=tmp_path)
-    assert "chunks, 2 workers)" in two.banner and "chunks, 1 worker)" in one.banner
+    assert "chunks); 2 workers;" in two.banner and "chunks); 1 worker;" in one.banner
     written = {}
     for server, concurrency in ((two, "1"), (two, "8"), (one, "8")):
         out = tmp_path / f"fx-{server.base_url.rsplit(':', 1)[1]}-c{concurrency}"

@@ -180,8 +180,8 @@ def _banner(sock: socket.socket, path: str, chunks: int, workers: int) -> None:
     shown = f"[{host}]" if ":" in host else host
     plural = "s" if workers > 1 else ""
     print(
-        f"serve: http://{shown}:{port} over {path} ({chunks} chunks, {workers} "
-        f"worker{plural}); OpenAPI at /openapi.json; Ctrl-C stops",
+        f"serve: http://{shown}:{port} over {path} ({chunks} chunks); {workers} "
+        f"worker{plural}; OpenAPI at /openapi.json; Ctrl-C stops",
         flush=True,
     )
 
