@@ -280,8 +280,9 @@ def _supervise(
                     assert isinstance(done, Connection)
                     _check_started(done, starting.pop(done))
             on_ready()
-            wait([p.sentinel for p in processes])  # until a signal, or a worker's end
-            ended = next(p for p in processes if not p.is_alive())
+            gone = wait([p.sentinel for p in processes])  # until a signal, or a worker's end
+            ended = next(p for p in processes if p.sentinel in gone)
+            ended.join()  # its sentinel can close a moment before it can be reaped
             raise BackendError(
                 f"serve: worker process {ended.pid} ended (exit code {ended.exitcode}); "
                 "the service stopped: see the messages above, then start it again"
