@@ -638,6 +638,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="uvicorn log level (default: warning)",
     )
     serve.add_argument("--access-log", action="store_true", help="log every request (default: off)")
+    serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes answering requests, each opening the knowledge base; N "
+        "lookups run at once (default: the CPUs, at most 4, for the embedded store; 1 for "
+        "milvus)",
+    )
     serve.set_defaults(handler="serve")
     for command in sub.choices.values():  # --debug after the command works too
         command.add_argument(

@@ -8,7 +8,9 @@ copy of it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import socket
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -576,6 +578,66 @@ def test_sigterm_stops_the_server_with_exit_code_0(
     assert "Traceback" not in err
     with pytest.raises(requests.ConnectionError):
         requests.get(server.base_url + "/api/health", timeout=5)
+
+
+def _workers(server: Served) -> list[int]:
+    """The worker processes of a serve process: its spawned children, from /proc (not
+    multiprocessing's resource tracker)."""
+    tasks = Path(f"/proc/{server.proc.pid}/task")
+    children = [
+        int(pid) for task in tasks.iterdir() for pid in (task / "children").read_text().split()
+    ]
+    return [pid for pid in children if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
+
+
+@needs_proc
+def test_workers_answer_together_and_sigterm_stops_them_all(
+    serve: Callable[..., Served], kb_copy: Path
+) -> None:
+    server = serve("--kb", str(kb_copy), "--workers", "3", cwd=kb_copy.parent)
+    assert "chunks); 3 workers; OpenAPI" in server.banner
+    workers = _workers(server)
+    assert len(workers) == 3
+    # an upload through one worker is seen by the lookups of every other
+    sessions = [requests.Session() for _ in range(6)]  # one connection each
+    body = {"query": "quokka flux capacitor gigawatts", "kbScope": "rag-eval", "topK": 1}
+    uploaded = sessions[0].post(
+        server.base_url + DOCUMENTS, json={"name": "q.md", "content": NEW_DOC}, timeout=30
+    )
+    assert uploaded.status_code == 200, uploaded.text
+    for session in sessions:
+        answer = session.post(server.base_url + LOOKUP, json=body, timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["lookupResult"]["evidenceBlocks"][0]["source"] == "quokka-capacitor"
+    out, err = server.stop()  # SIGTERM to the serve process only
+    assert server.proc.returncode == 0, err
+    assert out.rstrip().endswith("serve: stopped")
+    assert "Traceback" not in err
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+@needs_proc
+def test_a_worker_that_dies_stops_the_service_with_exit_code_2(
+    serve: Callable[..., Served], kb_copy: Path
+) -> None:
+    server = serve("--kb", str(kb_copy), "--workers", "2", cwd=kb_copy.parent)
+    first, second = _workers(server)
+    os.kill(first, signal.SIGKILL)
+    server.proc.wait(timeout=60)
+    out, err = server.stop()
+    assert server.proc.returncode == 2, out + err
+    assert f"BackendError: serve: worker process {first} ended (exit code -9)" in err
+    assert not Path(f"/proc/{second}").exists()
+
+
+def test_workers_above_1_need_the_embedded_store(tmp_path: Path) -> None:
+    run = run_cli("serve", "--backend", "milvus", "--workers", "2", "--port", "0", cwd=tmp_path)
+    assert run.code == 2, run.out + run.err
+    assert run.err.startswith("UsageError: --workers 2: several worker processes need the ")
+    assert "drop --workers" in run.err
 
 
 def test_port_in_use_exits_2_with_a_clear_message(kb: Path, tmp_path: Path) -> None:

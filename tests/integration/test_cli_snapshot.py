@@ -164,6 +164,29 @@ def test_no_knowledge_base_exits_2_with_the_next_step(tmp_path: Path) -> None:
     assert not (tmp_path / "fx").exists()
 
 
+def test_http_fixtures_are_the_same_bytes_at_any_concurrency_and_worker_count(
+    tmp_path: Path, serve: Callable[..., Served]
+) -> None:
+    """Concurrency and serve's worker processes change how fast, never what is written."""
+    kb = seed_kb(tmp_path)
+    two = serve("--kb", str(kb), "--workers", "2", cwd=tmp_path)
+    one = serve("--kb", str(kb), "--workers", "1", cwd=tmp_path)
+    assert "chunks); 2 workers;" in two.banner and "chunks); 1 worker;" in one.banner
+    written = {}
+    for server, concurrency in ((two, "1"), (two, "8"), (one, "8")):
+        out = tmp_path / f"fx-{server.base_url.rsplit(':', 1)[1]}-c{concurrency}"
+        run = snapshot(
+            tmp_path, "--backend", "http", "--base-url", server.base_url, "--fixtures",
+            str(out), "--retrieved-at", PINNED, "--concurrency", concurrency, "--skip-eval",
+        )  # fmt: skip
+        assert run.code == 0, run.out + run.err
+        assert "29 new" in run.out
+        written[out.name] = files(out)
+    first, *others = written.values()
+    assert len(first) == 29
+    assert all(other == first for other in others)
+
+
 def test_http_snapshot_equals_the_embedded_one(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:

@@ -14,6 +14,20 @@ writes ``***`` for
   names included; and
 * the configured bearer token wherever it appears (as sent or
   percent-encoded), and any query value that decodes to something holding it.
+
+Worker processes (``--workers N``). A lookup is CPU-bound Python: one process
+answers one lookup at a time whatever the number of connections, as its threads
+share one interpreter lock. With ``N`` above 1 this process binds the socket,
+checks the knowledge base, then starts ``N`` worker processes (spawned, not
+forked) that share the listening socket; each opens the knowledge base itself
+(never creating one) and runs its own event loop, so ``N`` lookups run at once
+on ``N`` cores. The banner is printed once every worker is ready. Uploads and
+deletes hold the store's writer lock across processes, and a lookup in one
+worker reads one state of the store whatever another worker writes (as with
+``ragsnap seed`` from another process). The default is the number of CPUs, at
+most ``MAX_DEFAULT_WORKERS``, for the embedded store, and 1 for Milvus (a Milvus
+Lite file is opened by one process). SIGTERM or Ctrl-C stops every worker; a
+worker that dies stops the service with exit code 2.
 """
 
 from __future__ import annotations
@@ -21,17 +35,29 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import multiprocessing
+import os
 import re
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from types import FrameType
+from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus, unquote_plus
 
-from ..config import load_config
-from ..errors import MissingDependency, UsageError
+from ..config import Config, load_config
+from ..errors import BackendError, MissingDependency, RagsnapError, UsageError
 from ..io.httpclient import is_loopback, read_token
 from ._kb import backend_of, open_pipeline, store_lock, store_name
+
+if TYPE_CHECKING:
+    from ..kb.pipeline import Pipeline
+
+#: the default number of worker processes of the embedded store: the CPUs, at most this
+MAX_DEFAULT_WORKERS = 4
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -96,15 +122,26 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+#: the signals that stop the service
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def default_workers(backend: str) -> int:
+    """Worker processes when ``--workers`` is not given (module docstring)."""
+    if backend != "embedded":
+        return 1
+    return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
-        from ..live.service import ServiceState, create_app
+        from ..live import service  # noqa: F401
     except ImportError as exc:
         raise MissingDependency(f"ragsnap serve ({exc.name} is missing)", "serve") from None
     config = load_config(args.config)
@@ -116,46 +153,159 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     backend = backend_of(args, config)
+    workers: int = args.workers or default_workers(backend)
+    if workers > 1 and backend != "embedded":
+        raise UsageError(
+            f"--workers {workers}: several worker processes need the embedded store; "
+            f"the {backend} backend is served by one (drop --workers)"
+        )
     path = store_name(backend, args, config)
-    with open_pipeline(backend, args, config, create=True) as pipeline:
-        kb = pipeline.kb
-        state = ServiceState(
-            kb=kb,
-            pipeline=pipeline,
-            embedder=pipeline.embedder,
-            chunking=config.kb.chunking,
-            where=str(path),
-            token=token,
-            store_lock=lambda: store_lock(backend, args, config),
-        )
-        app = create_app(state, max_body=args.max_body)
+    if workers == 1:
+        with open_pipeline(backend, args, config, create=True) as pipeline:
+            sock = _bind(args.host, args.port)
+            _banner(sock, path, pipeline.kb.count(), workers)
+            _serve(args, config, token, pipeline, sock)
+    else:
+        with open_pipeline(backend, args, config, create=True) as pipeline:
+            chunks = pipeline.kb.count()  # checked (and created) once, before any worker
         sock = _bind(args.host, args.port)
-        host, port = sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        print(
-            f"serve: http://{shown}:{port} over {path} ({kb.count()} chunks); "
-            f"OpenAPI at /openapi.json; Ctrl-C stops",
-            flush=True,
-        )
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level=args.log_level, access_log=args.access_log)
-        )
-        # after uvicorn.Config, which configures uvicorn's loggers
-        if args.access_log:  # uvicorn logs requests at info: --access-log means see them
-            access = logging.getLogger("uvicorn.access")
-            access.setLevel(min(access.level or logging.INFO, logging.INFO))
-        redact = RedactSecrets(token)
-        loggers = [logging.getLogger(name) for name in _LOGGERS]
-        for logger in loggers:
-            logger.addFilter(redact)
-        # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal:
-        # both end here as a clean stop, exit code 0
-        signal.signal(signal.SIGTERM, _interrupt)
-        try:
-            with contextlib.suppress(KeyboardInterrupt):
-                server.run(sockets=[sock])
-        finally:
-            for logger in loggers:
-                logger.removeFilter(redact)
-        print("serve: stopped", flush=True)
+        _supervise(args, token, sock, workers, lambda: _banner(sock, path, chunks, workers))
+    print("serve: stopped", flush=True)
     return 0
+
+
+def _banner(sock: socket.socket, path: str, chunks: int, workers: int) -> None:
+    """The first line on stdout: the URL, printed once requests are answered."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    plural = "s" if workers > 1 else ""
+    print(
+        f"serve: http://{shown}:{port} over {path} ({chunks} chunks); {workers} "
+        f"worker{plural}; OpenAPI at /openapi.json; Ctrl-C stops",
+        flush=True,
+    )
+
+
+def _serve(
+    args: argparse.Namespace,
+    config: Config,
+    token: str | None,
+    pipeline: Pipeline,
+    sock: socket.socket,
+) -> None:
+    """Answer requests on ``sock`` with ``pipeline`` until SIGINT or SIGTERM."""
+    import uvicorn
+
+    from ..live.service import ServiceState, create_app
+
+    backend = backend_of(args, config)
+    state = ServiceState(
+        kb=pipeline.kb,
+        pipeline=pipeline,
+        embedder=pipeline.embedder,
+        chunking=config.kb.chunking,
+        where=store_name(backend, args, config),
+        token=token,
+        store_lock=lambda: store_lock(backend, args, config),
+    )
+    app = create_app(state, max_body=args.max_body)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level=args.log_level, access_log=args.access_log)
+    )
+    # after uvicorn.Config, which configures uvicorn's loggers
+    if args.access_log:  # uvicorn logs requests at info: --access-log means see them
+        access = logging.getLogger("uvicorn.access")
+        access.setLevel(min(access.level or logging.INFO, logging.INFO))
+    redact = RedactSecrets(token)
+    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    for logger in loggers:
+        logger.addFilter(redact)
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal:
+    # both end here as a clean stop
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run(sockets=[sock])
+    finally:
+        for logger in loggers:
+            logger.removeFilter(redact)
+
+
+def _worker(
+    args: argparse.Namespace, token: str | None, sock: socket.socket, ready: Connection
+) -> None:
+    """One worker process: open the store (never create it), say so on ``ready``
+    (None, or the error's message), then serve ``sock``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # until uvicorn installs its own handlers
+    try:
+        config = load_config(args.config)
+        backend = backend_of(args, config)
+        with open_pipeline(backend, args, config, create=False) as pipeline:
+            ready.send(None)
+            ready.close()
+            signal.signal(signal.SIGINT, _interrupt)
+            _serve(args, config, token, pipeline, sock)
+    except RagsnapError as exc:
+        if not ready.closed:
+            ready.send(f"{type(exc).__name__}: {exc}")
+        sys.exit(exc.exit_code)
+
+
+def _supervise(
+    args: argparse.Namespace,
+    token: str | None,
+    sock: socket.socket,
+    workers: int,
+    on_ready: Callable[[], None],
+) -> None:
+    """Start ``workers`` processes serving ``sock``; call ``on_ready`` once all are, then
+    wait for SIGINT/SIGTERM (stop them all) or a worker's end (stop the rest, fail)."""
+    context = multiprocessing.get_context("spawn")  # nothing of this process's state is shared
+    processes: list[BaseProcess] = []
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            starting: dict[Connection, BaseProcess] = {}
+            for _ in range(workers):
+                reader, writer = context.Pipe(duplex=False)
+                worker: BaseProcess = context.Process(
+                    target=_worker, args=(args, token, sock, writer), daemon=True
+                )
+                worker.start()
+                writer.close()
+                processes.append(worker)
+                starting[reader] = worker
+            while starting:
+                for done in wait(list(starting)):
+                    assert isinstance(done, Connection)
+                    _check_started(done, starting.pop(done))
+            on_ready()
+            gone = wait([p.sentinel for p in processes])  # until a signal, or a worker's end
+            ended = next(p for p in processes if p.sentinel in gone)
+            ended.join()  # its sentinel can close a moment before it can be reaped
+            raise BackendError(
+                f"serve: worker process {ended.pid} ended (exit code {ended.exitcode}); "
+                "the service stopped: see the messages above, then start it again"
+            )
+    finally:
+        # a second Ctrl-C or SIGTERM must not cut the stop short and leave workers behind
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _STOPS}
+        for worker in processes:
+            if worker.is_alive():
+                worker.terminate()  # SIGTERM: uvicorn stops gracefully
+        for worker in processes:
+            worker.join()
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _check_started(ready: Connection, worker: BaseProcess) -> None:
+    """Raise ``BackendError`` when ``worker`` reported a problem on ``ready`` or died."""
+    try:
+        problem = ready.recv()
+    except EOFError:
+        worker.join()
+        problem = f"a worker process exited with code {worker.exitcode} while starting"
+    if problem is not None:
+        raise BackendError(f"serve: {problem}")
