@@ -1,16 +1,9 @@
 """The one HTTP client ragsnap uses to talk to services, with its safety rules.
 
-It speaks HTTP/1.1 through urllib3: one connection pool and one cookie jar per
-thread, connections kept alive. requests' session layer is not used: it cost
-about as much CPU again as urllib3 itself for each small JSON request.
-
 * Plain ``http://`` only to a loopback host (``127.0.0.0/8``, ``::1``,
   ``localhost``); any other host must use ``https://``.
 * Redirects are refused, never followed: a bearer token is never forwarded
-  to a URL the user did not name. Proxy settings and ``.netrc`` credentials in
-  the environment are never used; HTTPS certificates are checked against
-  certifi's bundle (as requests does) when certifi is installed, else the
-  system's.
+  to a URL the user did not name.
 * The token is read from a file or an environment variable, sent only in the
   ``Authorization`` header, and never appears in a message, log or report.
   Neither does a request's query string (it may carry a key): messages name
@@ -47,14 +40,14 @@ import functools
 import heapq
 import ipaddress
 import itertools
-import json as _json
+import json
 import os
 import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from ..errors import BackendError, InputError, ServiceUnreachable, UsageError
 
@@ -220,9 +213,10 @@ def _report(connection: Any) -> None:
 
 
 @functools.cache
-def _watched_pools() -> dict[str, type[Any]]:
-    """urllib3 connection pools whose connections report to the thread's ``_Watchdog``,
-    by scheme (built on first use: urllib3 is imported lazily)."""
+def _watched_adapter() -> type[Any]:
+    """A requests adapter whose connections report to the thread's ``_Watchdog``
+    (built on first use: requests and urllib3 are imported lazily)."""
+    from requests.adapters import HTTPAdapter
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -250,50 +244,15 @@ def _watched_pools() -> dict[str, type[Any]]:
     class WatchedHTTPSConnectionPool(HTTPSConnectionPool):
         ConnectionCls = WatchedHTTPSConnection
 
-    return {"http": WatchedHTTPConnectionPool, "https": WatchedHTTPSConnectionPool}
+    class WatchedAdapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {
+                "http": WatchedHTTPConnectionPool,
+                "https": WatchedHTTPSConnectionPool,
+            }
 
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """What a failed connection, send or read raises: retried, then "cannot connect"."""
-    import http.client
-
-    from urllib3.exceptions import HTTPError
-
-    return (HTTPError, OSError, http.client.HTTPException)
-
-
-def _kind(exc: BaseException) -> str:
-    """A transport failure's name in messages: requests' names, which users search for."""
-    from urllib3 import exceptions
-
-    if isinstance(exc, exceptions.NewConnectionError):  # before its base, ConnectTimeoutError
-        return "ConnectionError"
-    if isinstance(exc, exceptions.ConnectTimeoutError):
-        return "ConnectTimeout"
-    if isinstance(exc, (exceptions.ReadTimeoutError, TimeoutError)):
-        return "ReadTimeout"
-    if isinstance(exc, exceptions.DecodeError):
-        return "ContentDecodingError"
-    if isinstance(exc, exceptions.SSLError):
-        return "SSLError"
-    return "ConnectionError"
-
-
-def _charset(content_type: str | None) -> str | None:
-    """The charset an answer's ``Content-Type`` declares, with requests' defaults:
-    ISO-8859-1 for text, UTF-8 for JSON, else None (``json.loads`` detects it)."""
-    if not content_type:
-        return None
-    mime, *params = content_type.split(";")
-    for param in params:
-        key, _, value = param.partition("=")
-        if key.strip(" \"'").lower() == "charset" and value:
-            return value.strip(" \"'")
-    if "text" in mime:
-        return "ISO-8859-1"
-    if "application/json" in mime:
-        return "utf-8"
-    return None
+    return WatchedAdapter
 
 
 def _size(n: int) -> str:
@@ -339,68 +298,47 @@ class HttpClient:
                     "quote or dash?); copy the token again as plain text"
                 ) from None
             self._headers["Authorization"] = f"Bearer {token}"
-        self._headers["Accept-Encoding"] = "gzip, deflate"
-        # one pool and one cookie jar per thread: a connection each, kept alive
-        self._local = threading.local()
-        self._pools: list[Any] = []
-        self._pools_lock = threading.Lock()
+        self._local = threading.local()  # one session per thread: requests sessions are not
+        self._sessions: list[Any] = []  # safe to share between threads
+        self._sessions_lock = threading.Lock()
 
     @property
-    def _pool(self) -> Any:
-        pool = getattr(self._local, "pool", None)
-        if pool is None:
-            import http.cookiejar
+    def _session(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
 
-            import urllib3
-
-            options: dict[str, Any] = {}
-            with contextlib.suppress(ImportError):
-                import certifi
-
-                options["ca_certs"] = certifi.where()
-            pool = urllib3.PoolManager(retries=False, **options)
-            pool.pool_classes_by_scheme = _watched_pools()  # the watchdog learns the sockets
-            self._local.pool = pool
-            self._local.cookies = http.cookiejar.CookieJar()
-            with self._pools_lock:
-                self._pools.append(pool)
-        return pool
+            session = requests.Session()
+            session.trust_env = False  # no proxies or .netrc credentials from the environment
+            session.headers.update(self._headers)
+            adapter = _watched_adapter()()  # the deadline's watchdog learns the sockets
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            self._local.session = session
+            with self._sessions_lock:
+                self._sessions.append(session)
+        return session
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, Any] | None = None,
-        json: Any = None,
-    ) -> Any:
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Send one request; return the parsed JSON body (None when empty).
 
-        ``params`` go to the query string (None values left out), ``json`` is the
-        body. The rules, the deadline, the retries and the size cap are the module
-        docstring's.
+        ``kwargs`` go to ``requests`` (``params``, ``json`` ...). The rules, the
+        deadline, the retries and the size cap are the module docstring's.
         """
+        import requests
+
         url = self._url(path)
         shown = url.split("?", 1)[0]  # a query string may carry a key: never in a message
-        kept = [(k, v) for k, v in (params or {}).items() if v is not None]
-        if kept:
-            url += ("&" if "?" in url else "?") + urlencode(kept, doseq=True)
-        headers = dict(self._headers)
-        payload = None
-        if json is not None:
-            payload = _json.dumps(json, allow_nan=False).encode("utf-8")
-            headers["Content-Type"] = "application/json"
-        failures: tuple[type[BaseException], ...] = (*_transport_errors(), _DeadlineMissed)
         attempt = 0
         while True:
             try:
                 status, body, encoding = self._attempt(
-                    method, url, shown, payload, headers, retry_5xx=attempt < self._retries
+                    method, url, shown, kwargs, retry_5xx=attempt < self._retries
                 )
-            except failures as exc:
+            except (requests.RequestException, _DeadlineMissed) as exc:
                 if attempt < self._retries:
                     attempt += 1
                     time.sleep(self._backoff * 2 ** (attempt - 1))
@@ -413,7 +351,7 @@ class HttpClient:
                         "check the service"
                     ) from None
                 raise ServiceUnreachable(
-                    f"{method} {shown}: cannot connect ({_kind(exc)}) after "
+                    f"{method} {shown}: cannot connect ({type(exc).__name__}) after "
                     f"{self._retries + 1} attempt(s); check that the service is running and the "
                     "URL is right"
                 ) from None  # the transport error stays the __context__
@@ -439,59 +377,38 @@ class HttpClient:
                 return None
             try:  # in the charset the answer declares, as requests' Response.json() does;
                 # undeclared, json.loads detects UTF-8, -16 or -32 (a BOM included)
-                return _json.loads(body.decode(encoding, errors="replace") if encoding else body)
+                return json.loads(body.decode(encoding, errors="replace") if encoding else body)
             except (ValueError, LookupError):  # LookupError: a charset Python does not know
                 raise BackendError(
                     f"{method} {shown}: the answer is not JSON; check the endpoint path"
                 ) from None
 
     def _attempt(
-        self,
-        method: str,
-        url: str,
-        shown: str,
-        payload: bytes | None,
-        headers: dict[str, str],
-        *,
-        retry_5xx: bool,
+        self, method: str, url: str, shown: str, kwargs: dict[str, Any], *, retry_5xx: bool
     ) -> tuple[int, bytearray, str | None]:
         """One attempt within the deadline: the status, the body (capped; only a prefix
         of an error answer; none of a 5xx when ``retry_5xx``) and its charset.
 
-        Raises ``_DeadlineMissed`` when the budget ran out, a transport error
-        (``_transport_errors``) when the connection failed, ``BackendError`` for a
-        redirect or an answer over the cap. The thread's cookie jar sends the
-        cookies earlier answers set, and keeps the ones this answer sets.
+        Raises ``_DeadlineMissed`` when the budget ran out, a ``requests`` exception
+        when the transport failed, ``BackendError`` for a redirect or an answer over
+        the cap.
         """
-        import urllib.request
-
-        import urllib3
-
-        pool = self._pool
-        cookies = self._local.cookies  # the thread's http.cookiejar.CookieJar
-        asked = urllib.request.Request(url, method=method, headers=headers)
-        cookies.add_cookie_header(asked)
         deadline = time.monotonic() + self._timeout
         watchdog = _Watchdog(self._timeout + _GRACE)
         _inflight.watchdog = watchdog
         try:
-            response = pool.urlopen(
+            response = self._session.request(
                 method,
                 url,
-                body=payload,
-                headers={**headers, **asked.unredirected_hdrs},
-                redirect=False,
-                retries=False,
-                preload_content=False,
-                # per read: the watchdog enforces the total
-                timeout=urllib3.Timeout(connect=self._timeout, read=self._timeout),
+                timeout=self._timeout,  # per read: the watchdog enforces the total
+                allow_redirects=False,
+                stream=True,
+                **kwargs,
             )
-            read_whole = False
-            try:
-                cookies.extract_cookies(response, asked)
+            with contextlib.closing(response):
                 if time.monotonic() > deadline:
                     raise _DeadlineMissed
-                status: int = response.status
+                status: int = response.status_code
                 if 300 <= status < 400:
                     target = self._redact(response.headers.get("Location", "?").split("?", 1)[0])
                     raise BackendError(
@@ -503,19 +420,14 @@ class HttpClient:
                 if status >= 500 and retry_5xx:
                     pass  # the attempt will be repeated: its body is not needed
                 elif status >= 400:
-                    read_whole = self._read(response, body, _ERROR_PREFIX, deadline)
+                    self._read(response, body, _ERROR_PREFIX, deadline, truncate=True)
                 else:
                     declared = response.headers.get("Content-Length", "")
                     if declared.strip().isdigit() and int(declared) > self.max_bytes:
                         raise self._too_large(method, shown)
                     if not self._read(response, body, self.max_bytes, deadline):
                         raise self._too_large(method, shown)
-                    read_whole = True
-                encoding = _charset(response.headers.get("Content-Type"))
-            finally:
-                if not read_whole:  # the rest of the body is unread: drop the connection
-                    response.close()
-                response.release_conn()
+                encoding: str | None = response.encoding
         except Exception:
             if watchdog.fired:  # whatever failed, it failed because the socket was shut
                 raise _DeadlineMissed from None
@@ -528,15 +440,18 @@ class HttpClient:
         return status, body, encoding
 
     @staticmethod
-    def _read(response: Any, into: bytearray, limit: int, deadline: float) -> bool:
-        """Stream ``response``'s body (decoded) into ``into``, at most ``limit`` bytes;
-        True when it ended within them, False when it grew past (``into`` then holds
-        its first ``limit`` bytes)."""
-        for piece in response.stream(_CHUNK, decode_content=True):
+    def _read(
+        response: Any, into: bytearray, limit: int, deadline: float, *, truncate: bool = False
+    ) -> bool:
+        """Stream ``response``'s body into ``into``; False when it grew past ``limit``
+        (``truncate``: keep its first ``limit`` bytes and stop, still True)."""
+        for piece in response.iter_content(chunk_size=_CHUNK):
             if time.monotonic() > deadline:
                 raise _DeadlineMissed
             if len(into) + len(piece) > limit:
-                into += piece[: limit - len(into)]
+                if truncate:
+                    into += piece[: limit - len(into)]
+                    return True
                 return False
             into += piece
         return True
@@ -561,7 +476,7 @@ class HttpClient:
         return self.request("POST", path, json=body)
 
     def close(self) -> None:
-        with self._pools_lock:
-            for pool in self._pools:
-                pool.clear()
-            self._pools.clear()
+        with self._sessions_lock:
+            for session in self._sessions:
+                session.close()
+            self._sessions.clear()
