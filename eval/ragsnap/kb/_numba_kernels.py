@@ -125,17 +125,16 @@ def select_touched(
 
 
 @_jit
-def cosines(matrix: Any, query: Any, inverse: Any, q_inv: float) -> Any:
-    """``dot * inverse[i] * q_inv`` per row; the dot of int16 rows in int32 (exact)."""
+def cosines(matrix: Any, query: Any, inverse: Any, q_inv: float, out: Any) -> None:
+    """``out[i] = dot * inverse[i] * q_inv`` per row; the dot of int16 rows in int32
+    (exact). Releases the GIL: callers split the rows over threads."""
     n, dim = matrix.shape
-    out = np.empty(n, dtype=np.float64)
     q = query.astype(np.int32)
     for i in range(n):
         acc = np.int32(0)
         for j in range(dim):
             acc += np.int32(matrix[i, j]) * q[j]
         out[i] = np.float64(acc) * inverse[i] * q_inv
-    return out
 
 
 @_jit

@@ -32,8 +32,11 @@ user's cache folder, by numba.
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -139,6 +142,27 @@ def _cosines_numpy(
 
 
 # --------------------------------------------------------------------------- numba
+
+#: rows from which the compiled cosines are split over threads (each part an exact
+#: integer dot product per row: the thread count changes no bit)
+PARALLEL_MIN_ROWS = 40_000
+_MAX_THREADS = 4
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _threads(rows: int) -> int:
+    if rows < PARALLEL_MIN_ROWS:
+        return 1
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(_MAX_THREADS, usable or 1))
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    with _compile_lock:
+        if size not in _pools:
+            _pools[size] = ThreadPoolExecutor(size, thread_name_prefix="ragsnap-cosines")
+        return _pools[size]
+
 
 _compiled: dict[str, Callable[..., Any]] = {}
 _compile_lock = threading.Lock()
@@ -259,8 +283,26 @@ class VectorKernel:
         """Cosine of the encoded ``query`` with every stored vector."""
         if self.kernel == "numpy":
             return _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
-        out: NDArray[np.float64] = self._cosines(
-            self.matrix, query.astype(np.int16), self.inverse, query_inverse
+        n = len(self.inverse)
+        out = np.empty(n, dtype=np.float64)
+        q16 = query.astype(np.int16)
+        parts = _threads(n)
+        if parts == 1:
+            self._cosines(self.matrix, q16, self.inverse, query_inverse, out)
+            return out
+        bounds = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
+        pool = _pool(parts)
+        list(
+            pool.map(
+                lambda a_b: self._cosines(
+                    self.matrix[a_b[0] : a_b[1]],
+                    q16,
+                    self.inverse[a_b[0] : a_b[1]],
+                    query_inverse,
+                    out[a_b[0] : a_b[1]],
+                ),
+                itertools.pairwise(bounds),
+            )
         )
         return out
 

@@ -146,3 +146,26 @@ def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
     assert resolve_kernel("compiled", 1) == ("numba" if numba_available() else "numpy")
     with pytest.raises(ValueError, match="kernel must be one of auto, compiled, numba, numpy"):
         resolve_kernel("simd", 10)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_compiled_cosines_split_over_threads_give_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    """Large stores split the compiled cosines over threads; every split (uneven
+    parts included) gives numpy's bytes: each row is an exact integer dot product."""
+    require_numba()
+    import ragsnap.kb.kernels as kernels
+
+    monkeypatch.setattr(kernels, "PARALLEL_MIN_ROWS", 1)
+    monkeypatch.setattr(kernels, "_threads", lambda rows: threads)
+    rng = np.random.default_rng(threads)
+    matrix = encode_vectors(rng.standard_normal((1001, 64)))
+    inverse = inverse_norms(squared_norms(matrix))
+    ranks = np.arange(1001, dtype=np.int64)
+    compiled = VectorKernel(matrix, inverse, ranks, "numba")
+    plain = VectorKernel(matrix, inverse, ranks, "numpy")
+    for _ in range(5):
+        query = encode_vectors(rng.standard_normal(64))
+        q_inv = float(inverse_norms(squared_norms(query))[0])
+        assert compiled.cosines(query, q_inv).tobytes() == plain.cosines(query, q_inv).tobytes()
