@@ -265,22 +265,20 @@ def _read_compiled(
     import numpy as np
 
     column, dtype, what = numeric
-    with _open(path) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        buf = np.frombuffer(mapped, dtype=np.uint8)
-        wanted = np.array([*columns, column], dtype=np.int64)
-        records, widths, bad, count, start, end = kernels.measure(buf, fields, wanted)
-        if bad >= 0:
-            raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]))
-        widths = np.maximum(widths, 1) if records == 0 else widths
-        first = np.zeros((records, int(widths[0])), dtype=np.uint8)
-        second = np.zeros((records, int(widths[1])), dtype=np.uint8)
-        floats, ints, plain = kernels.fill(buf, fields, wanted, first, second, dtype is np.float64)
-        values: npt.NDArray[np.generic] = floats if dtype is np.float64 else ints
-        if not plain:  # other spellings (1e-05, inf, +3 ...): numpy parses the column
-            starts, ends, line_starts = kernels.spans(buf, column, records)
-            raw = _strings(buf, (starts, ends))
-            values = _numbers(raw, dtype, path, 0, buf, line_starts, what)
-        del buf
+    with _open(path) as handle:  # the map stays open until its last view is freed
+        buf = np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+    wanted = np.array([*columns, column], dtype=np.int64)
+    records, widths, bad, count, start, end = kernels.measure(buf, fields, wanted)
+    if bad >= 0:
+        raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]))
+    first = np.zeros((records, max(int(widths[0]), 1)), dtype=np.uint8)
+    second = np.zeros((records, max(int(widths[1]), 1)), dtype=np.uint8)
+    floats, ints, plain = kernels.fill(buf, fields, wanted, first, second, dtype is np.float64)
+    values: npt.NDArray[np.generic] = floats if dtype is np.float64 else ints
+    if not plain:  # other spellings (1e-05, inf, +3 ...): numpy parses the column
+        starts, ends, line_starts = kernels.spans(buf, column, records)
+        raw = _strings(buf, (starts, ends))
+        values = _numbers(raw, dtype, path, 0, buf, line_starts, what)
     strings = [m.view(f"S{m.shape[1]}").ravel() for m in (first, second)]
     return strings, values
 

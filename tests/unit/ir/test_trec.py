@@ -1,4 +1,7 @@
-"""TREC qrels and run files (ragsnap.ir.trec): the block reader, its errors, the writers."""
+"""TREC qrels and run files (ragsnap.ir.trec): the block reader, its errors, the writers.
+
+Each test runs on both of the module's code paths (``code_path``): numpy, and
+the compiled kernels of ``trec_kernels`` when numba is installed."""
 
 from __future__ import annotations
 
@@ -20,6 +23,20 @@ from ragsnap.ir.trec import (
     write_qrels,
     write_run,
 )
+
+
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def code_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs twice: on the numpy code, and on the compiled
+    kernels (numba, an optional dependency: skipped when it is missing)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(trec, "COMPILED_FROM", 0)
+        assert trec._kernels(1) is not None
+    else:
+        monkeypatch.setattr(trec, "COMPILED_FROM", None)
+        assert trec._kernels(1 << 40) is None
+    return str(request.param)
 
 
 def write(path: Path, text: str | bytes) -> Path:
