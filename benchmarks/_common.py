@@ -5,7 +5,7 @@ The scripts run as ``python benchmarks/<name>.py``, which puts this folder on
 two or more scripts do the same way lives here: package versions, peak-RSS
 readers, the ``--seed``/``--workdir``/``--keep``/``--sizes``/``--data``
 options and the work folder those options describe, ``python -m ragsnap`` as a
-timed process, and reading what ``ragsnap import`` wrote.
+timed process, reading what ``ragsnap import`` wrote, and the CPU's model name.
 """
 
 from __future__ import annotations
@@ -202,3 +202,24 @@ def work_folder(
             shutil.rmtree(folder, ignore_errors=True)
         else:
             print(f"{what} kept in {folder}")
+
+
+# --------------------------------------------------------------------------- machine
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``, else ``platform.processor()``),
+    with its family/model numbers when known, and the cores this process may use."""
+    import platform
+
+    fields: dict[str, str] = {}
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name") or platform.processor() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{name}; {usable} of {os.cpu_count()} CPUs usable"
