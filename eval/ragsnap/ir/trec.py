@@ -12,6 +12,17 @@ fixed-width byte-string and number arrays. A line with the wrong number of
 fields, a grade that is not an integer or a score that is not a number is an
 ``InputError`` naming the file and the line.
 
+Two code paths give identical results (tests run both). With numba installed
+(optional: ``pip install 'ragsnap[fast]'``), inputs of at least
+``COMPILED_FROM`` bytes use the compiled kernels of
+``trec_kernels``: a file is mapped into memory and read in two passes
+straight into the final arrays, and the rankings are built query by query,
+each query's lines and judgments together, so every step is linear in the
+run's size and single-threaded. Otherwise numpy does the same work on whole
+columns; its joins and sorts over the whole run touch memory at random, so
+its time grows somewhat faster than the run once the run's arrays no longer
+fit in the CPU caches.
+
 ``rankings_from_trec`` (and ``evaluate_files``) joins the two: which queries
 become rows is a query-set rule of ``metrics`` (``QUERY_SETS``), passed by
 name: ``"ragsnap"`` by default (judged queries with a relevant document),
@@ -55,15 +66,15 @@ __all__ = [
 
 _BLOCK = 32 * 1024 * 1024  # bytes of whole lines tokenised at once
 
-#: Blocks of at least this many bytes, and runs of at least this many lines,
-#: use the compiled kernels (``trec_kernels``) when numba is installed; smaller
-#: ones are not worth loading numba for. None: never. The results are the same.
+#: Files, and runs whose columns take, at least this many bytes use the
+#: compiled kernels (``trec_kernels``) when numba is installed; smaller ones
+#: are not worth loading numba for. None: never. The results are the same.
 COMPILED_FROM: int | None = 1 << 20
 
 
 def _kernels(size: int) -> ModuleType | None:
-    """The compiled kernels for an input of ``size`` (bytes or lines), or None
-    for the numpy code (numba missing, or the input below ``COMPILED_FROM``)."""
+    """The compiled kernels for an input of ``size`` bytes, or None for the
+    numpy code (numba missing, or the input below ``COMPILED_FROM``)."""
     if COMPILED_FROM is None or size < COMPILED_FROM:
         return None
     try:
@@ -444,7 +455,7 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap
 
     rule = query_set_rule(query_set)
     # the run's queries: one per line, or (compiled) one per block of lines of a query
-    kernels = _kernels(run.query.size)
+    kernels = _kernels(run.query.nbytes + run.doc.nbytes + run.score.nbytes)
     heads = None if kernels is None else kernels.heads(_byte_matrix(run.query))
     blocks = run.query if heads is None else run.query[heads]
     names, codes = _intern(np.concatenate([blocks, qrels.query]))
