@@ -35,6 +35,7 @@ in the run.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -238,8 +239,11 @@ def _read(
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
     import numpy as np
 
-    with _open(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
+    try:  # a regular file can be mapped; a pipe is read in blocks, once
+        info = path.stat()
+        size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+    except OSError:  # _blocks says what is wrong
+        size = 0
     kernels = _kernels(size)
     if kernels is not None and size > 0:
         return _read_compiled(kernels, path, fields, columns, numeric)

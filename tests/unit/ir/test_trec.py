@@ -486,3 +486,25 @@ def test_writers_write_nothing_for_nothing(tmp_path: Path) -> None:
     write_qrels(tmp_path / "q", {})
     assert run_rows(read_run(tmp_path / "r")) == []
     assert qrels_rows(read_qrels(tmp_path / "q")) == []
+
+
+def test_a_pipe_is_read_once_in_blocks(tmp_path: Path) -> None:
+    """A named pipe (``<(command)`` on the command line) is opened once and read
+    in blocks, never mapped, on either path."""
+    import os
+    import threading
+
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    text = "".join(f"q1 Q0 d{i} {i} {100 - i} t\n" for i in range(50))
+
+    def feed() -> None:
+        with fifo.open("w") as handle:
+            handle.write(text)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    run = read_run(fifo)
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+    assert run.score.tolist() == [float(100 - i) for i in range(50)]
