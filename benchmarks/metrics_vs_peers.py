@@ -86,8 +86,8 @@ import numpy.typing as npt
 
 from _common import (
     add_folder_options,
-    add_sizes_option,
     cpu_model,
+    parse_sizes,
     peak_rss_mb,
     version,
     work_folder,
@@ -974,8 +974,13 @@ def verdict(results: Sequence[SizeResult]) -> bool:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options; every help states its default."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_sizes_option(parser, "queries", sort=True)
-    parser.set_defaults(sizes=list(DEFAULT_SIZES))
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: sorted(parse_sizes(text, "queries")),
+        default=list(DEFAULT_SIZES),
+        help="run sizes in queries, comma-separated "
+        f"(default: {','.join(str(n) for n in DEFAULT_SIZES)})",
+    )
     parser.add_argument("--docs", type=int, default=100, help="results per query (default: 100)")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default: 3)")
     parser.add_argument(
