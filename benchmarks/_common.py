@@ -5,7 +5,7 @@ The scripts run as ``python benchmarks/<name>.py``, which puts this folder on
 two or more scripts do the same way lives here: package versions, peak-RSS
 readers, the ``--seed``/``--workdir``/``--keep``/``--sizes``/``--data``
 options and the work folder those options describe, ``python -m ragsnap`` as a
-timed process, and reading what ``ragsnap import`` wrote.
+timed process, reading what ``ragsnap import`` wrote, and the CPU's model name.
 """
 
 from __future__ import annotations
@@ -59,15 +59,19 @@ def maxrss_mb() -> float:
 
 
 def cpu_model() -> str:
-    """The CPU's model name as ``lscpu`` (``/proc/cpuinfo``) gives it, or the platform's
-    processor string where there is none."""
+    """The CPU's model name (``/proc/cpuinfo``, else ``platform.processor()``),
+    with its family/model numbers when known, and the cores this process may use."""
+    fields: dict[str, str] = {}
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text(errors="replace").splitlines():
             key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
-    return platform.processor() or platform.machine() or "unknown CPU"
+            fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name") or platform.processor() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{name}; {usable} of {os.cpu_count()} CPUs usable"
 
 
 def peak_rss_mb() -> float:

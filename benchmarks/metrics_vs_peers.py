@@ -1,15 +1,27 @@
 #!/usr/bin/env python3
-"""Benchmark ragsnap's TREC evaluation against pytrec_eval and ranx on a 10M-line run.
+"""Benchmark ragsnap's TREC evaluation against pytrec_eval (and ranx), from 10k to 300k queries.
 
-All three tools read the same qrels and run files and compute the same six
+All tools read the same qrels and run files and compute the same six
 measures per query and their means: map, ndcg@10 (``ndcg_cut_10``),
 recall@10, precision@10 (``P_10``), mrr (``recip_rank``) and rprec
-(``Rprec``). The target is that ragsnap, end to end from the files, takes at
-most ``TARGET_RATIO`` times pytrec_eval's time, with identical values.
+(``Rprec``). The targets, at 100,000 and at 300,000 queries (``TARGET_SIZES``,
+100 results each): ragsnap, end to end from the files, takes at most
+``TARGET_RATIO`` times pytrec_eval's end-to-end time, with identical values;
+and ragsnap's time grows linearly with the run (from 100k to 300k queries at
+most ``LINEAR_SLACK`` times the growth of the data).
 
-Steps:
+pytrec_eval is the peer in its fastest usual configuration: it is timed with
+its own readers (``parse_qrel`` + ``parse_run``) and with a lean plain-Python
+reader (the loop a user writes, without ``parse_run``'s per-line ``strip``,
+``assert`` and ``defaultdict``), each followed by ``RelevanceEvaluator`` +
+``evaluate`` + the means, and the faster of the two medians is the reference.
+Its C evaluation step alone (``evaluate(run)``) is reported for information.
+If pytrec_eval cannot run, the benchmark stops with exit status 2 rather than
+compare with a weaker peer.
 
-1. Generate, deterministically from ``--seed``, a run of ``--queries`` queries
+For each size in ``--sizes``:
+
+1. Generate, deterministically from ``--seed``, a run of that many queries
    x ``--docs`` results as a retrieval system writes it (each query's lines
    together, ranks 1..n, scores non-increasing and rounded to 2 decimals so
    that many are tied, doc ids of varied length) and qrels with ~10 graded
@@ -20,21 +32,30 @@ Steps:
    RSS (``VmHWM``); ranx a second time with an empty numba cache for its
    cold start.
 3. In this process: one first call of each tool (ranx's includes loading its
-   numba kernels), the value checks on those results, then ``--repeat``
-   timed rounds with the order of the sides rotating and a ``gc.collect()``
-   before each run.
-4. Print the table (medians, ratios to pytrec_eval's total, peak RSS), the
-   value checks and PASS/FAIL; with ``--profile`` or on FAIL, a cProfile of
-   one more ragsnap run.
+   numba kernels, ragsnap's loading its own), the value checks on those
+   results, then ``--repeat`` timed rounds with the order of the sides
+   rotating and a ``gc.collect()`` before each run.
+4. Print the table (medians, ratios to the pytrec_eval reference, peak RSS)
+   and the value checks; with ``--profile``, a cProfile of one more ragsnap
+   run.
+
+ranx runs only at sizes up to ``RANX_MAX_QUERIES`` (its memory grows ~75 MB
+per 1,000 queries: 300k would not fit in 24 GB), and not at all with
+``--no-ranx``. At the end: the curve (every size's times, ratios and
+ragsnap's time per million lines), the CPU model, and PASS/FAIL. For the
+single-core figure run the whole script under ``taskset -c 0``; the output
+says how many cores were usable.
 
 Usage::
 
-    python benchmarks/metrics_vs_peers.py [--queries 100000] [--docs 100] [--repeat 3]
-                                          [--workdir DIR] [--seed N] [--keep] [--profile]
+    python benchmarks/metrics_vs_peers.py [--sizes 10000,30000,100000,300000] [--docs 100]
+                                          [--repeat 3] [--no-ranx] [--workdir DIR]
+                                          [--seed N] [--keep] [--profile]
 
-With ``--workdir`` the files are generated there (or reused when they were
-generated there with the same settings) and never deleted; otherwise they go
-to a fresh temporary folder that is deleted at the end unless ``--keep``.
+With ``--workdir`` the files are generated in ``DIR/q<size>`` (or reused
+when they were generated there with the same settings) and never deleted;
+otherwise they go to a fresh temporary folder that is deleted at the end
+unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -63,9 +84,24 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from _common import add_folder_options, peak_rss_mb, version, work_folder
+from _common import (
+    add_folder_options,
+    cpu_model,
+    parse_sizes,
+    peak_rss_mb,
+    version,
+    work_folder,
+)
 
 TARGET_RATIO = 0.5
+#: The sizes (queries) at which the targets are checked; both must be measured.
+TARGET_SIZES = (100_000, 300_000)
+#: Linear time: ragsnap's time at the largest target size over its time at the
+#: smallest may exceed the ratio of their sizes by at most this factor.
+LINEAR_SLACK = 1.25
+#: ranx is run at sizes up to this many queries (its peak RSS is ~7.5 GB at 100k).
+RANX_MAX_QUERIES = 100_000
+DEFAULT_SIZES = (10_000, 30_000, 100_000, 300_000)
 TOLERANCE = 1e-9
 DEFAULT_SEED = 20261129
 #: Bump when the generated data changes, so a reused --workdir is regenerated.
@@ -292,8 +328,34 @@ class Outcome:
     kept: tuple[Any, ...] = field(default=(), repr=False)
 
 
+def _pytrec_evaluate(
+    start: float, parsed: float, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+) -> Outcome:
+    """pytrec_eval's evaluation of parsed dicts, each step timed (``start`` and
+    ``parsed`` are the clock before and after reading)."""
+    import pytrec_eval
+
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_NAMES)
+    built = time.perf_counter()
+    per_query = evaluator.evaluate(run)
+    evaluated = time.perf_counter()
+    means = {
+        m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
+        for m in PYTREC_NAMES
+    }
+    end = time.perf_counter()
+    phases = {
+        "parse": parsed - start,
+        "evaluator": built - parsed,
+        "evaluate": evaluated - built,
+        "means": end - evaluated,
+    }
+    return Outcome(end - start, phases, means, (qrels, run, evaluator, per_query))
+
+
 def run_pytrec_eval(qrels_path: Path, run_path: Path) -> Outcome:
-    """pytrec_eval: ``parse_qrel`` + ``parse_run``, then ``RelevanceEvaluator.evaluate`` + means."""
+    """pytrec_eval: ``parse_qrel`` + ``parse_run``, then ``RelevanceEvaluator`` +
+    ``evaluate`` + means."""
     import pytrec_eval
 
     start = time.perf_counter()
@@ -301,16 +363,52 @@ def run_pytrec_eval(qrels_path: Path, run_path: Path) -> Outcome:
         qrels = pytrec_eval.parse_qrel(handle)
     with run_path.open() as handle:
         run = pytrec_eval.parse_run(handle)
-    parsed = time.perf_counter()
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_NAMES)
-    per_query = evaluator.evaluate(run)
-    means = {
-        m: pytrec_eval.compute_aggregated_measure(m, [v[m] for v in per_query.values()])
-        for m in PYTREC_NAMES
-    }
-    end = time.perf_counter()
-    phases = {"parse": parsed - start, "evaluate": end - parsed}
-    return Outcome(end - start, phases, means, (qrels, run, evaluator, per_query))
+    return _pytrec_evaluate(start, time.perf_counter(), qrels, run)
+
+
+def run_pytrec_lean(qrels_path: Path, run_path: Path) -> Outcome:
+    """pytrec_eval with a lean plain-Python reader (one ``split`` per line, no
+    ``strip``, ``assert`` or ``defaultdict``), then the same evaluation."""
+    start = time.perf_counter()
+    qrels: dict[str, dict[str, int]] = {}
+    with qrels_path.open() as handle:
+        for line in handle:
+            query, _, doc, grade = line.split()
+            judged = qrels.get(query)
+            if judged is None:
+                judged = qrels[query] = {}
+            judged[doc] = int(grade)
+    run: dict[str, dict[str, float]] = {}
+    with run_path.open() as handle:
+        for line in handle:
+            query, _, doc, _, score, _ = line.split()
+            ranked = run.get(query)
+            if ranked is None:
+                ranked = run[query] = {}
+            ranked[doc] = float(score)
+    return _pytrec_evaluate(start, time.perf_counter(), qrels, run)
+
+
+def check_pytrec_eval() -> str:
+    """pytrec_eval's version after one tiny evaluation; exit 2 if it cannot run."""
+    try:
+        import pytrec_eval
+
+        evaluator = pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {"map"})
+        value = evaluator.evaluate({"q": {"d": 1.0, "e": 0.5}})["q"]["map"]
+    except Exception as exc:  # any failure means the peer is missing or broken
+        problem = f"cannot run ({type(exc).__name__}: {exc})"
+    else:
+        if value == 1.0:
+            return version("pytrec-eval-terrier")
+        problem = f"gave map {value} for a perfect run"
+    print(
+        f"metrics_vs_peers: FAIL: the peer pytrec_eval {problem}; install a working "
+        "pytrec-eval-terrier (pip install pytrec-eval-terrier): this benchmark does not "
+        "compare with a weaker peer",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)
 
 
 def run_ragsnap(qrels_path: Path, run_path: Path) -> Outcome:
@@ -366,6 +464,7 @@ def run_ranx(qrels_path: Path, run_path: Path) -> Outcome:
 
 SIDES: dict[str, Callable[[Path, Path], Outcome]] = {
     "pytrec_eval": run_pytrec_eval,
+    "pytrec_eval lean": run_pytrec_lean,
     "ragsnap": run_ragsnap,
     "ragsnap phases": run_ragsnap_phases,
     "ranx": run_ranx,
@@ -431,11 +530,10 @@ def _zero_only(qrels: dict[str, dict[str, int]]) -> set[str]:
     return {q for q, judged in qrels.items() if not any(g >= 1 for g in judged.values())}
 
 
-def check_values(pytrec: Outcome, ragsnap: Outcome, ranx: Outcome) -> Check:
+def check_values(pytrec: Outcome, ragsnap: Outcome, ranx: Outcome | None) -> Check:
     """Compare per query and measure; account for each tool's query set."""
     qrels, run, _, per_query = pytrec.kept
     rankings, values = ragsnap.kept
-    ranx_qrels, ranx_run = ranx.kept
     lines: list[str] = []
     ok = True
 
@@ -459,8 +557,7 @@ def check_values(pytrec: Outcome, ragsnap: Outcome, ranx: Outcome) -> Check:
     ok &= sets_ok
     lines.append(
         f"Query sets: pytrec_eval {len(evaluated_p):,}, ragsnap {len(evaluated_r):,} "
-        f"(+{len(rankings.excluded):,} excluded), ranx {len(ranx_qrels):,}; in common "
-        f"{len(evaluated_p & evaluated_r):,}."
+        f"(+{len(rankings.excluded):,} excluded); in common {len(evaluated_p & evaluated_r):,}."
     )
     lines.append(
         f"  pytrec_eval only: {len(only_p):,} = the queries judged with grade 0 only "
@@ -493,7 +590,22 @@ def check_values(pytrec: Outcome, ragsnap: Outcome, ranx: Outcome) -> Check:
             f"{len(evaluated_r):,} ({'ok' if reconciled else 'MISMATCH'})"
         )
 
-    # ranx, on pytrec_eval's queries
+    if ranx is not None:
+        lines.extend(_check_ranx(ranx, qrels, run, per_query, pytrec))
+    return Check(ok, lines)
+
+
+def _check_ranx(
+    ranx: Outcome,
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    per_query: dict[str, dict[str, float]],
+    pytrec: Outcome,
+) -> list[str]:
+    """ranx against pytrec_eval, on pytrec_eval's queries (for information)."""
+    ranx_qrels, ranx_run = ranx.kept
+    evaluated_p = set(per_query)
+    lines: list[str] = []
     ranx_scores = ranx_run.scores
     queries = sorted(evaluated_p)
     differing: set[str] = set()
@@ -515,7 +627,7 @@ def check_values(pytrec: Outcome, ragsnap: Outcome, ranx: Outcome) -> Check:
         f"all 0: {zeros_x}"
     )
     lines.extend(_explain_ranx(differing, qrels, run, ranx_run, ranx_scores))
-    return Check(ok, lines)
+    return lines
 
 
 def _measure(values: dict[Any, Any], name: str) -> Any:
@@ -613,9 +725,25 @@ def numba_cache_files() -> int:
     return sum(1 for _ in Path(spec.origin).parent.rglob("*.nbi"))
 
 
-def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) -> bool:
-    """Measure memory, check the values, time the rounds, print; True when the target is met."""
-    print(
+@dataclass(frozen=True, slots=True)
+class SizeResult:
+    """The figures of one size that the curve and the verdict use (medians, s)."""
+
+    queries: int
+    lines: int
+    pytrec_total: float  # the reference: the faster of pytrec_eval's two readers
+    pytrec_reader: str
+    pytrec_evaluate: float  # its C evaluation step alone, ``evaluate(run)``
+    ragsnap_total: float
+    identical: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.ragsnap_total / self.pytrec_total
+
+
+def _facts_line(facts: dict[str, Any]) -> str:
+    return (
         f"Run: {facts['run_lines']:,} lines, {facts['run_mb']} MB; qrels: "
         f"{facts['qrels_lines']:,} lines, {facts['qrels_mb']} MB; {facts['judged_queries']:,} "
         f"judged queries ({facts['judged_per_query']} judgments each on average, "
@@ -627,33 +755,55 @@ def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) 
         f"{facts['doc_id_length'][0]}-{facts['doc_id_length'][1]} characters."
     )
 
+
+def ragsnap_path() -> str:
+    """Which code ragsnap's reader and ranking take on these files."""
+    from ragsnap.ir import trec
+
+    size = RUN_FILE.stat().st_size
+    if trec._kernels(size) is None:
+        return "numpy (numba not installed, or the files are below trec.COMPILED_FROM)"
+    return f"compiled kernels (ragsnap.ir.trec_kernels, numba {version('numba')})"
+
+
+def benchmark(
+    workdir: Path, queries: int, repeat: int, profile: bool, with_ranx: bool, facts: dict[str, Any]
+) -> SizeResult:
+    """Measure memory, check the values, time the rounds and print, for one size."""
+    print(_facts_line(facts))
+    print(f"ragsnap path: {ragsnap_path()}. CPU: {cpu_model()}.")
+    tools = [t for t in TOOLS if with_ranx or t != "ranx"]
+    sides = [s for s in SIDES if with_ranx or s != "ranx"]
+
     # peak memory: each tool alone in a fresh interpreter
     cached = numba_cache_files()
-    cold_dir = Path(tempfile.mkdtemp(prefix="numba-cold-", dir=workdir))
-    try:
-        cold = in_subprocess("ranx", workdir, {**os.environ, "NUMBA_CACHE_DIR": str(cold_dir)})
-    finally:
-        shutil.rmtree(cold_dir, ignore_errors=True)
-    alone = {tool: in_subprocess(tool, workdir) for tool in TOOLS}
+    cold: dict[str, Any] | None = None
+    if with_ranx:
+        cold_dir = Path(tempfile.mkdtemp(prefix="numba-cold-", dir=workdir))
+        try:
+            env = {**os.environ, "NUMBA_CACHE_DIR": str(cold_dir)}
+            cold = in_subprocess("ranx", workdir, env)
+        finally:
+            shutil.rmtree(cold_dir, ignore_errors=True)
+    alone = {tool: in_subprocess(tool, workdir) for tool in tools}
 
     # imports, then the first call of each side in this process (checked below)
     import_seconds = {}
-    for tool in TOOLS:
+    for tool in tools:
         start = time.perf_counter()
         importlib.import_module(MODULES[tool])
         import_seconds[tool] = time.perf_counter() - start
-    firsts = {side: measured(side) for side in ("ranx", "pytrec_eval", "ragsnap")}
-    check = check_values(firsts["pytrec_eval"], firsts["ragsnap"], firsts["ranx"])
+    firsts = {side: measured(side) for side in ("pytrec_eval", "ragsnap", "ranx") if side in sides}
+    check = check_values(firsts["pytrec_eval"], firsts["ragsnap"], firsts.get("ranx"))
     first_seconds = {side: outcome.total for side, outcome in firsts.items()}
     del firsts
     gc.collect()
 
-    times: dict[str, list[float]] = {side: [] for side in SIDES}
-    phases: dict[str, dict[str, list[float]]] = {side: {} for side in SIDES}
-    names = list(SIDES)
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    phases: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
     for round_no in range(repeat):
-        shift = round_no % len(names)
-        for side in names[shift:] + names[:shift]:
+        shift = round_no % len(sides)
+        for side in sides[shift:] + sides[:shift]:
             outcome = measured(side)
             times[side].append(outcome.total)
             for phase, seconds in outcome.phases.items():
@@ -665,9 +815,17 @@ def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) 
         side: {phase: statistics.median(v) for phase, v in by_phase.items()}
         for side, by_phase in phases.items()
     }
-    reference = med["pytrec_eval"]
-    ratio = med["ragsnap"] / reference
-    passed = ratio <= TARGET_RATIO and check.ragsnap_identical
+    reader = min(("pytrec_eval", "pytrec_eval lean"), key=lambda side: med[side])
+    reference = med[reader]
+    result = SizeResult(
+        queries,
+        int(facts["run_lines"]),
+        reference,
+        reader,
+        med_phase[reader]["evaluate"],
+        med["ragsnap"],
+        check.ragsnap_identical,
+    )
 
     def row(label: str, seconds: float, memory: str = "") -> str:
         return f"| {label:<58} | {seconds:>8.2f} s | {seconds / reference:>6.2f} | {memory:>9} |"
@@ -675,38 +833,45 @@ def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) 
     def mem(tool: str) -> str:
         return f"{alone[tool]['peak_rss_mb']:,.0f} MB"
 
-    labelled = [
-        ("pytrec_eval: parse_qrel + parse_run", med_phase["pytrec_eval"]["parse"], ""),
-        (
-            "pytrec_eval: RelevanceEvaluator + evaluate + means",
-            med_phase["pytrec_eval"]["evaluate"],
-            "",
-        ),
-        ("pytrec_eval total", reference, mem("pytrec_eval")),
+    labelled: list[tuple[str, float, str]] = []
+    for side, how in (("pytrec_eval", "parse_qrel + parse_run"), ("pytrec_eval lean", "lean")):
+        p = med_phase[side]
+        labelled += [
+            (f"{side}: {how} reader", p["parse"], ""),
+            (f"{side}: RelevanceEvaluator(qrels)", p["evaluator"], ""),
+            (f"{side}: evaluate(run) (the C evaluation step)", p["evaluate"], ""),
+            (f"{side}: means", p["means"], ""),
+            (f"{side} total", med[side], mem("pytrec_eval") if side == "pytrec_eval" else ""),
+        ]
+    labelled += [
         ("ragsnap: read_qrels + read_run", med_phase["ragsnap phases"]["read"], ""),
         ("ragsnap: rankings_from_trec", med_phase["ragsnap phases"]["rankings"], ""),
         ("ragsnap: evaluate + means", med_phase["ragsnap phases"]["evaluate"], ""),
         ("ragsnap total (evaluate_files + means)", med["ragsnap"], mem("ragsnap")),
-        ("ranx: Qrels.from_file + Run.from_file", med_phase["ranx"]["load"], ""),
-        ("ranx: evaluate(make_comparable=True)", med_phase["ranx"]["evaluate"], ""),
-        ("ranx total, warm", med["ranx"], mem("ranx")),
-        ("ranx first call in this process (numba cache on disk)", first_seconds["ranx"], ""),
-        ("ranx first call, empty numba cache (compiles; own process)", cold["seconds"], ""),
     ]
+    if with_ranx and cold is not None:
+        labelled += [
+            ("ranx: Qrels.from_file + Run.from_file", med_phase["ranx"]["load"], ""),
+            ("ranx: evaluate(make_comparable=True)", med_phase["ranx"]["evaluate"], ""),
+            ("ranx total, warm", med["ranx"], mem("ranx")),
+            ("ranx first call in this process (numba cache on disk)", first_seconds["ranx"], ""),
+            ("ranx first call, empty numba cache (compiles; own process)", cold["seconds"], ""),
+        ]
     print()
     print(
-        f"metrics_vs_peers: {repeat} rounds in rotating order; ratio = median / pytrec_eval total"
+        f"metrics_vs_peers at {queries:,} queries: {repeat} rounds in rotating order; "
+        f"ratio = median / the pytrec_eval reference ({reader}, {reference:.2f} s)"
     )
     print(f"| {'':<58} | {'median':>10} | {'ratio':>6} | {'peak RSS':>9} |")
     print(f"|{'-' * 60}|{'-' * 12}|{'-' * 8}|{'-' * 11}|")
     for label, seconds, memory in labelled:
         print(row(label, seconds, memory))
     print()
-    verdict = "PASS" if passed else "FAIL"
     values_word = "identical" if check.ragsnap_identical else "DIFFER"
     print(
-        f"Target: ragsnap total <= {TARGET_RATIO} x pytrec_eval total, identical values: "
-        f"{verdict} (ratio {ratio:.3f}; values {values_word})"
+        f"ragsnap / pytrec_eval end to end: {result.ratio:.3f} (target <= {TARGET_RATIO}); "
+        f"ragsnap / pytrec_eval's evaluate(run) alone: "
+        f"{result.ragsnap_total / result.pytrec_evaluate:.2f}; values {values_word}"
     )
     print()
     print("Value checks (first call of each tool):")
@@ -714,18 +879,20 @@ def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) 
         print(line)
     print()
     print("Peak RSS (VmHWM) of a fresh interpreter running one tool once (--one TOOL):")
-    for tool in TOOLS:
+    for tool in tools:
         a = alone[tool]
         print(
             f"  {tool:<12} start {a['rss_start_mb']:.0f} MB, after imports "
             f"{a['rss_imports_mb']:.0f} MB, peak {a['peak_rss_mb']:,.0f} MB; that run took "
             f"{a['seconds']:.2f} s (import {a['import_s']:.2f} s)"
         )
-    print(
-        f"  ranx, empty numba cache: peak {cold['peak_rss_mb']:,.0f} MB, {cold['seconds']:.2f} s "
-        f"(phases {', '.join(f'{k} {v:.2f} s' for k, v in cold['phases'].items())}); "
-        f"ranx's own numba cache had {cached} index files before this run"
-    )
+    if cold is not None:
+        print(
+            f"  ranx, empty numba cache: peak {cold['peak_rss_mb']:,.0f} MB, "
+            f"{cold['seconds']:.2f} s (phases "
+            f"{', '.join(f'{k} {v:.2f} s' for k, v in cold['phases'].items())}); "
+            f"ranx's own numba cache had {cached} index files before this run"
+        )
     print(
         "First calls in this process (after the imports): "
         + ", ".join(f"{side} {seconds:.2f} s" for side, seconds in first_seconds.items())
@@ -734,13 +901,8 @@ def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) 
     )
     for side, values in times.items():
         print(f"{side} times: {', '.join(f'{v:.2f}' for v in values)}")
-    print(
-        f"Python {platform.python_version()}, numpy {version('numpy')}, "
-        f"pytrec-eval-terrier {version('pytrec-eval-terrier')}, ranx {version('ranx')}, "
-        f"numba {version('numba')}, ragsnap {version('ragsnap')}; {os.cpu_count()} CPUs"
-    )
 
-    if profile or not passed:
+    if profile:
         profiler = cProfile.Profile()
         gc.collect()
         profiler.runcall(run_ragsnap, QRELS_FILE, RUN_FILE)
@@ -749,6 +911,63 @@ def benchmark(workdir: Path, repeat: int, profile: bool, facts: dict[str, Any]) 
         stats.sort_stats("cumulative").print_stats(25)
         print("Top 15 by own time:")
         stats.sort_stats("tottime").print_stats(15)
+    return result
+
+
+def verdict(results: Sequence[SizeResult]) -> bool:
+    """Print the curve and the targets; True when every target is met."""
+    print()
+    print("The curve (medians; reference = the faster pytrec_eval reader, end to end):")
+    print(
+        "| queries | lines | pytrec_eval total | its evaluate(run) | ragsnap total "
+        "| ragsnap / total | ragsnap / evaluate | ragsnap s per M lines | values |"
+    )
+    print("|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+    for r in results:
+        print(
+            f"| {r.queries:,} | {r.lines:,} | {r.pytrec_total:.2f} s ({r.pytrec_reader}) "
+            f"| {r.pytrec_evaluate:.2f} s | {r.ragsnap_total:.2f} s | {r.ratio:.3f} "
+            f"| {r.ragsnap_total / r.pytrec_evaluate:.2f} "
+            f"| {r.ragsnap_total / r.lines * 1e6:.3f} s | "
+            f"{'identical' if r.identical else 'DIFFER'} |"
+        )
+    by_size = {r.queries: r for r in results}
+    passed = True
+    lines = []
+    for size in TARGET_SIZES:
+        r = by_size.get(size)
+        if r is None:
+            passed = False
+            lines.append(f"  {size:,} queries: not measured (add it to --sizes): FAIL")
+            continue
+        ok = r.ratio <= TARGET_RATIO and r.identical
+        passed &= ok
+        lines.append(
+            f"  {size:,} queries: ragsnap <= {TARGET_RATIO} x pytrec_eval, identical values: "
+            f"{'PASS' if ok else 'FAIL'} (ratio {r.ratio:.3f}, values "
+            f"{'identical' if r.identical else 'DIFFER'})"
+        )
+    small, large = by_size.get(TARGET_SIZES[0]), by_size.get(TARGET_SIZES[-1])
+    if small is not None and large is not None:
+        growth = large.ragsnap_total / small.ragsnap_total
+        data = large.lines / small.lines
+        ok = growth <= LINEAR_SLACK * data
+        passed &= ok
+        lines.append(
+            f"  linear time: ragsnap {growth:.2f}x the time for {data:.2f}x the lines "
+            f"(at most {LINEAR_SLACK} x {data:.2f} = {LINEAR_SLACK * data:.2f}x): "
+            f"{'PASS' if ok else 'FAIL'}"
+        )
+    print()
+    print(f"Targets ({cpu_model()}):")
+    for line in lines:
+        print(line)
+    print(
+        f"Python {platform.python_version()}, numpy {version('numpy')}, "
+        f"pytrec-eval-terrier {version('pytrec-eval-terrier')}, ranx {version('ranx')}, "
+        f"numba {version('numba')}, ragsnap {version('ragsnap')}"
+    )
+    print(f"Overall: {'PASS' if passed else 'FAIL'}")
     return passed
 
 
@@ -756,19 +975,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options; every help states its default."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--queries", type=int, default=100_000, help="queries in the run (default: 100000)"
+        "--sizes",
+        type=lambda text: sorted(parse_sizes(text, "queries")),
+        default=list(DEFAULT_SIZES),
+        help="run sizes in queries, comma-separated "
+        f"(default: {','.join(str(n) for n in DEFAULT_SIZES)})",
     )
     parser.add_argument("--docs", type=int, default=100, help="results per query (default: 100)")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default: 3)")
+    parser.add_argument(
+        "--no-ranx",
+        action="store_true",
+        help=f"leave ranx out (default: run it at sizes up to {RANX_MAX_QUERIES:,} queries)",
+    )
     add_folder_options(
         parser,
         DEFAULT_SEED,
-        "generate (or reuse) the files here and keep them (default: a temporary folder)",
+        "generate (or reuse) the files in DIR/q<size> and keep them (default: a temporary folder)",
     )
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="print a cProfile of one more ragsnap run (default: only when the target is missed)",
+        help="print a cProfile of one more ragsnap run at each size (default: no)",
     )
     parser.add_argument(
         "--one",
@@ -776,27 +1004,40 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="internal: run one tool once on the files in --workdir and print a JSON line",
     )
     args = parser.parse_args(argv)
-    if args.queries < 100 or args.docs < 2 or args.repeat < 1:
-        parser.error("--queries must be at least 100, --docs at least 2, --repeat at least 1")
+    if args.docs < 2 or args.repeat < 1:
+        parser.error("--docs must be at least 2, --repeat at least 1")
     if args.one and args.workdir is None:
         parser.error("--one needs --workdir")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; return 0 when the target is met, else 1."""
+    """Run the benchmark; 0 when every target is met, 1 when one is missed, 2 when
+    pytrec_eval cannot run."""
     args = parse_args(argv)
     if args.one:
         os.chdir(args.workdir)
         one(args.one)
         return 0
-    settings = Settings(GENERATOR_VERSION, args.queries, args.docs, args.seed)
+    check_pytrec_eval()
+    has_ranx = importlib.util.find_spec("ranx") is not None
+    if not has_ranx and not args.no_ranx:
+        print("ranx is not installed: it is left out (it is reported for information only).")
+    print(f"CPU: {cpu_model()}; sizes {', '.join(f'{n:,}' for n in args.sizes)} queries")
+    results = []
     with work_folder(
         args.workdir, "ragsnap-metrics-vs-peers-", args.keep, "Files", enter=True
     ) as workdir:
-        facts = prepare(settings)
-        passed = benchmark(workdir, args.repeat, args.profile, facts)
-    return 0 if passed else 1
+        for queries in args.sizes:
+            folder = workdir / f"q{queries}"
+            folder.mkdir(exist_ok=True)
+            os.chdir(folder)
+            print(f"\n=== {queries:,} queries x {args.docs} results ({folder})")
+            facts = prepare(Settings(GENERATOR_VERSION, queries, args.docs, args.seed))
+            with_ranx = not args.no_ranx and queries <= RANX_MAX_QUERIES and has_ranx
+            results.append(benchmark(folder, queries, args.repeat, args.profile, with_ranx, facts))
+            os.chdir(workdir)
+    return 0 if verdict(results) else 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,17 @@ fixed-width byte-string and number arrays. A line with the wrong number of
 fields, a grade that is not an integer or a score that is not a number is an
 ``InputError`` naming the file and the line.
 
+Two code paths give identical results (tests run both). With numba installed
+(optional: ``pip install 'ragsnap[fast]'``), inputs of at least
+``COMPILED_FROM`` bytes use the compiled kernels of
+``trec_kernels``: a file is mapped into memory and read in two passes
+straight into the final arrays, and the rankings are built query by query,
+each query's lines and judgments together, so every step is linear in the
+run's size and single-threaded. Otherwise numpy does the same work on whole
+columns; its joins and sorts over the whole run touch memory at random, so
+its time grows somewhat faster than the run once the run's arrays no longer
+fit in the CPU caches.
+
 ``rankings_from_trec`` (and ``evaluate_files``) joins the two: which queries
 become rows is a query-set rule of ``metrics`` (``QUERY_SETS``), passed by
 name: ``"ragsnap"`` by default (judged queries with a relevant document),
@@ -24,11 +35,13 @@ in the run.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import InputError, OutputError
 from .metrics import Measure, Rankings, evaluate, query_set_rule
@@ -54,6 +67,23 @@ __all__ = [
 
 _BLOCK = 32 * 1024 * 1024  # bytes of whole lines tokenised at once
 
+#: Files, and runs whose columns take, at least this many bytes use the
+#: compiled kernels (``trec_kernels``) when numba is installed; smaller ones
+#: are not worth loading numba for. None: never. The results are the same.
+COMPILED_FROM: int | None = 1 << 20
+
+
+def _kernels(size: int) -> ModuleType | None:
+    """The compiled kernels for an input of ``size`` bytes, or None for the
+    numpy code (numba missing, or the input below ``COMPILED_FROM``)."""
+    if COMPILED_FROM is None or size < COMPILED_FROM:
+        return None
+    try:
+        from . import trec_kernels
+    except ImportError:  # numba is optional: pip install 'ragsnap[fast]'
+        return None
+    return trec_kernels
+
 
 @dataclass(frozen=True, slots=True)
 class TrecQrels:
@@ -73,20 +103,24 @@ class TrecRun:
     score: npt.NDArray[np.float64]
 
 
+def _open(path: Path) -> BinaryIO:
+    """``path`` opened for reading bytes; an ``InputError`` when it cannot be."""
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise InputError(path, "file not found", "pass the path of an existing file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", "check the path") from None
+
+
 def _blocks(path: Path) -> Iterator[tuple[memoryview, int]]:
     """Yield (block of whole lines, the block's byte offset in the file).
 
     A block ends at its last newline; the partial line after it is read again
     with the next block (a seek back), so no block is ever copied to be joined.
     """
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise InputError(path, "file not found", "pass the path of an existing file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror})", "check the path") from None
     offset = 0
-    with handle:
+    with _open(path) as handle:
         while True:
             chunk = handle.read(_BLOCK)
             if not chunk:
@@ -127,13 +161,20 @@ def _tokenise(
     if bad.size:
         first = int(bad[0])
         text = bytes(block[(newlines[first - 1] + 1 if first else 0) : newlines[first]])
-        raise InputError(
-            path,
-            f"line {_line_number(path, offset) + first} has {counts[first]} fields, "
-            f"expected {fields}: {text.decode('utf-8', 'replace')[:80]!r}",
-            "fix or remove that line",
-        )
+        raise _fields_error(path, offset, first, int(counts[first]), fields, text)
     return buf, [(starts[c::fields], ends[c::fields]) for c in range(fields)]
+
+
+def _fields_error(
+    path: Path, offset: int, line: int, count: int, fields: int, text: bytes
+) -> InputError:
+    """The error for line ``line`` (0-based, in the block at ``offset``) of ``count`` fields."""
+    return InputError(
+        path,
+        f"line {_line_number(path, offset) + line} has {count} fields, "
+        f"expected {fields}: {text.decode('utf-8', 'replace')[:80]!r}",
+        "fix or remove that line",
+    )
 
 
 def _strings(
@@ -198,6 +239,15 @@ def _read(
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
     import numpy as np
 
+    try:  # a regular file can be mapped; a pipe is read in blocks, once
+        info = path.stat()
+        size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+    except OSError:  # _blocks says what is wrong
+        size = 0
+    kernels = _kernels(size)
+    if kernels is not None and size > 0:
+        return _read_compiled(kernels, path, fields, columns, numeric)
+
     def columns_of(item: tuple[memoryview, int]) -> _Columns:
         block, offset = item
         buf, spans = _tokenise(block, fields, path, offset)
@@ -213,6 +263,39 @@ def _read(
         return empty, np.zeros(0, dtype=numeric[1])
     strings = [np.concatenate([r[0][slot] for r in results]) for slot in range(len(columns))]
     return strings, np.concatenate([r[1] for r in results])
+
+
+def _read_compiled(
+    kernels: ModuleType,
+    path: Path,
+    fields: int,
+    columns: Sequence[int],
+    numeric: tuple[int, type, str],
+) -> _Columns:
+    """``_read`` by the compiled kernels (same results): the file is mapped into
+    memory, checked and sized in one pass, and its columns filled in another,
+    straight into the final arrays."""
+    import mmap
+
+    import numpy as np
+
+    column, dtype, what = numeric
+    with _open(path) as handle:  # the map stays open until its last view is freed
+        buf = np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+    wanted = np.array([*columns, column], dtype=np.int64)
+    records, widths, bad, count, start, end = kernels.measure(buf, fields, wanted)
+    if bad >= 0:
+        raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]))
+    first = np.zeros((records, max(int(widths[0]), 1)), dtype=np.uint8)
+    second = np.zeros((records, max(int(widths[1]), 1)), dtype=np.uint8)
+    floats, ints, plain = kernels.fill(buf, fields, wanted, first, second, dtype is np.float64)
+    values: npt.NDArray[np.generic] = floats if dtype is np.float64 else ints
+    if not plain:  # other spellings (1e-05, inf, +3 ...): numpy parses the column
+        starts, ends, line_starts = kernels.spans(buf, column, records)
+        raw = _strings(buf, (starts, ends))
+        values = _numbers(raw, dtype, path, 0, buf, line_starts, what)
+    strings = [m.view(f"S{m.shape[1]}").ravel() for m in (first, second)]
+    return strings, values
 
 
 def _plain_decimals(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.float64] | None:
@@ -375,9 +458,12 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap
     import numpy as np
 
     rule = query_set_rule(query_set)
-    n_run = run.query.size
-    names, codes = _intern(np.concatenate([run.query, qrels.query]))
-    run_q, judged_q = codes[:n_run], codes[n_run:]
+    # the run's queries: one per line, or (compiled) one per block of lines of a query
+    kernels = _kernels(run.query.nbytes + run.doc.nbytes + run.score.nbytes)
+    heads = None if kernels is None else kernels.heads(_byte_matrix(run.query))
+    blocks = run.query if heads is None else run.query[heads]
+    names, codes = _intern(np.concatenate([blocks, qrels.query]))
+    run_q, judged_q = codes[: blocks.size], codes[blocks.size :]
     n_queries = names.size
 
     # qrels: first judgment of each (query, document) wins; pairs are joined by a
@@ -400,30 +486,16 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap
     row_of[evaluated] = np.arange(evaluated.size)
 
     # the run: only the rows' queries, in trec_eval order, de-duplicated
-    # (``line`` is each result's index in the run file; the document strings are
-    # read only where hashes cannot decide: ties, duplicates and join hits)
-    keep = np.flatnonzero(row_of[run_q] >= 0)
-    rows = row_of[run_q[keep]]
-    order = _trec_order(rows, run.score[keep], run.doc, keep)
-    rows, line = rows[order], keep[order]
-    run_pairs = _mix(evaluated[rows], _hash(run.doc, words)[line])
-    unique = _first_occurrences(run_pairs, rows, run.doc, line)
-    rows, line, run_pairs = rows[unique], line[unique], run_pairs[unique]
-
-    head = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-    position = np.arange(rows.size) - np.repeat(head, np.diff(np.append(head, rows.size)))
-    retrieved = np.bincount(rows, minlength=evaluated.size).astype(np.int64)
-    width = max(int(retrieved.max(initial=0)), 1)
-
-    hit, slot = _join(pairs, run_pairs)
-    source = first[slot]
-    exact = (judged_q[source] == evaluated[rows[hit]]) & (qrels.doc[source] == run.doc[line[hit]])
-    hit, slot = hit[exact], slot[exact]
-
-    grade_matrix = np.zeros((evaluated.size, width), dtype=np.int64)
-    judged_matrix = np.zeros((evaluated.size, width), dtype=bool)
-    grade_matrix[rows[hit], position[hit]] = grades[slot]
-    judged_matrix[rows[hit], position[hit]] = True
+    if kernels is not None and heads is not None:
+        grade_matrix, judged_matrix, retrieved = _compiled_matrices(
+            kernels, qrels, run, heads, row_of[run_q], first, grades, row_of[key_q]
+        )
+    else:
+        keep = np.flatnonzero(row_of[run_q] >= 0)
+        rows = row_of[run_q[keep]]
+        grade_matrix, judged_matrix, retrieved = _matrices(
+            qrels, run, rows, keep, evaluated, pairs, first, grades, judged_q, words
+        )
 
     positive = np.flatnonzero((grades > 0) & (row_of[key_q] >= 0))
     p_rows = row_of[key_q[positive]]
@@ -444,6 +516,114 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap
         ideal=ideal,
         excluded=tuple(decode(names[excluded], "utf-8", "backslashreplace").tolist()),
     )
+
+
+def _matrices(
+    qrels: TrecQrels,
+    run: TrecRun,
+    rows: npt.NDArray[np.int64],
+    keep: npt.NDArray[np.int64],
+    evaluated: npt.NDArray[np.int64],
+    pairs: npt.NDArray[np.uint64],
+    first: npt.NDArray[np.int64],
+    grades: npt.NDArray[np.int64],
+    judged_q: npt.NDArray[np.int64],
+    words: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """Grade and judged matrices and results retrieved per row, in numpy.
+
+    ``keep`` are the run lines of the rows' queries and ``rows`` their rows;
+    ``pairs`` the sorted (query, document) hashes of the judgments, ``first``
+    each one's qrels line and ``grades`` its grade. Lines are put in trec_eval
+    order and de-duplicated; the document strings are read only where hashes
+    cannot decide: ties, duplicates and join hits.
+    """
+    import numpy as np
+
+    order = _trec_order(rows, run.score[keep], run.doc, keep)
+    rows, line = rows[order], keep[order]
+    run_pairs = _mix(evaluated[rows], _hash(run.doc, words)[line])
+    unique = _first_occurrences(run_pairs, rows, run.doc, line)
+    rows, line, run_pairs = rows[unique], line[unique], run_pairs[unique]
+
+    head = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    position = np.arange(rows.size) - np.repeat(head, np.diff(np.append(head, rows.size)))
+    retrieved = np.bincount(rows, minlength=evaluated.size).astype(np.int64)
+    width = max(int(retrieved.max(initial=0)), 1)
+
+    hit, slot = _join(pairs, run_pairs)
+    source = first[slot]
+    exact = (judged_q[source] == evaluated[rows[hit]]) & (qrels.doc[source] == run.doc[line[hit]])
+    hit, slot = hit[exact], slot[exact]
+
+    grade_matrix = np.zeros((evaluated.size, width), dtype=np.int64)
+    judged_matrix = np.zeros((evaluated.size, width), dtype=bool)
+    grade_matrix[rows[hit], position[hit]] = grades[slot]
+    judged_matrix[rows[hit], position[hit]] = True
+    return grade_matrix, judged_matrix, retrieved
+
+
+def _byte_matrix(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint8]:
+    """A byte-string array as one NUL-padded row of bytes per value (no copy)."""
+    import numpy as np
+
+    values = np.ascontiguousarray(values)
+    return values.view(np.uint8).reshape(values.size, values.dtype.itemsize)
+
+
+def _compiled_matrices(
+    kernels: ModuleType,
+    qrels: TrecQrels,
+    run: TrecRun,
+    heads: npt.NDArray[np.int64],
+    head_rows: npt.NDArray[np.int64],
+    first: npt.NDArray[np.int64],
+    grades: npt.NDArray[np.int64],
+    judged_rows: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """``_matrices`` by the compiled kernels (same results), query by query.
+
+    The run comes as blocks: ``heads`` are the lines that start a block of
+    lines of one query and ``head_rows`` each block's row (-1 for none);
+    ``judged_rows`` is the row of each judgment of ``first`` (-1 for none;
+    every row has one). Each row's blocks are taken in file order and the
+    judgments sorted by row, then document hash, so the kernel looks each result up
+    among its own query's judgments only: no step is larger than linear.
+    """
+    import numpy as np
+
+    n_rows = int(judged_rows.max(initial=-1)) + 1
+    ends = np.append(heads[1:], run.query.size)
+    kept = np.flatnonzero(head_rows >= 0)
+    kept = kept[np.argsort(head_rows[kept], kind="stable")]
+    row_bounds = np.searchsorted(head_rows[kept], np.arange(n_rows + 1))
+
+    judged = np.flatnonzero(judged_rows >= 0)
+    row_bits = max(n_rows.bit_length(), 1)
+    doc_hash = kernels.hash_rows(_byte_matrix(qrels.doc))[first[judged]]
+    key = (judged_rows[judged].astype(np.uint64) << np.uint64(64 - row_bits)) | (
+        doc_hash >> np.uint64(row_bits)
+    )
+    by_key = np.argsort(key)
+    judged, key = judged[by_key], key[by_key]
+    judged_bounds = np.searchsorted(judged_rows[judged], np.arange(n_rows + 1))
+    grade, judged_matrix, retrieved = kernels.rank(
+        row_bounds,
+        heads[kept],
+        ends[kept],
+        run.score,
+        _byte_matrix(run.doc),
+        judged_bounds,
+        key,
+        row_bits,
+        first[judged],
+        grades[judged],
+        _byte_matrix(qrels.doc),
+    )
+    width = max(int(retrieved.max(initial=0)), 1)
+    if grade.shape[1] != width:  # duplicates made every row shorter
+        grade, judged_matrix = grade[:, :width].copy(), judged_matrix[:, :width].copy()
+    return grade, judged_matrix, retrieved
 
 
 def _trec_order(

@@ -1,4 +1,7 @@
-"""TREC qrels and run files (ragsnap.ir.trec): the block reader, its errors, the writers."""
+"""TREC qrels and run files (ragsnap.ir.trec): the block reader, its errors, the writers.
+
+Each test runs on both of the module's code paths (``code_path``): numpy, and
+the compiled kernels of ``trec_kernels`` when numba is installed."""
 
 from __future__ import annotations
 
@@ -20,6 +23,20 @@ from ragsnap.ir.trec import (
     write_qrels,
     write_run,
 )
+
+
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def code_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs twice: on the numpy code, and on the compiled
+    kernels (numba, an optional dependency: skipped when it is missing)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(trec, "COMPILED_FROM", 0)
+        assert trec._kernels(1) is not None
+    else:
+        monkeypatch.setattr(trec, "COMPILED_FROM", None)
+        assert trec._kernels(1 << 40) is None
+    return str(request.param)
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -469,3 +486,25 @@ def test_writers_write_nothing_for_nothing(tmp_path: Path) -> None:
     write_qrels(tmp_path / "q", {})
     assert run_rows(read_run(tmp_path / "r")) == []
     assert qrels_rows(read_qrels(tmp_path / "q")) == []
+
+
+def test_a_pipe_is_read_once_in_blocks(tmp_path: Path) -> None:
+    """A named pipe (``<(command)`` on the command line) is opened once and read
+    in blocks, never mapped, on either path."""
+    import os
+    import threading
+
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    text = "".join(f"q1 Q0 d{i} {i} {100 - i} t\n" for i in range(50))
+
+    def feed() -> None:
+        with fifo.open("w") as handle:
+            handle.write(text)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    run = read_run(fifo)
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+    assert run.score.tolist() == [float(100 - i) for i in range(50)]

@@ -1,0 +1,142 @@
+"""The compiled kernels (ragsnap.ir.trec_kernels) give exactly the numpy code's results.
+
+numba is optional: without it these tests are skipped, and ``ragsnap.ir.trec``
+runs its numpy code (``tests/unit/ir/test_trec.py`` runs on both paths).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ragsnap.ir import trec
+from ragsnap.ir.metrics import Rankings, evaluate, parse_measures
+
+pytest.importorskip("numba")
+
+MEASURES = parse_measures(
+    ["map", "ndcg@10", "recall@10", "precision@10", "mrr", "rprec", "bpref", "num_ret"]
+)
+
+
+def messy_files(tmp_path: Path, seed: int, scores: str = "plain") -> tuple[Path, Path]:
+    """A run and qrels with everything the readers and the ranking must get right.
+
+    Ids of 1-40 bytes (across 8-byte words), non-ASCII ids; queries whose
+    lines are split into several blocks apart in the file; duplicate
+    documents (the first line wins); tie groups of 2, of a few and of
+    hundreds (beyond the insertion sort's budget); lines in reverse score
+    order; blank lines, tabs and CRLF; duplicate judgments and judged
+    queries missing from the run. ``scores`` "mixed" adds spellings the fast
+    parser leaves to numpy (``1e-3``, ``+2``, 17 digits).
+    """
+    rng = random.Random(seed)
+    docs = (
+        [f"d{i}" for i in range(300)]
+        + ["x" * n for n in (7, 8, 9, 15, 16, 17, 24, 25, 40)]
+        + ["é" * 5, "doc-é-ü", "日本語"]
+    )
+    queries = [f"q{i}" for i in range(40)] + ["query-with-a-long-name-" + "z" * 20, "é"]
+    run_lines: list[str] = []
+    qrels_lines: list[str] = []
+    for n, query in enumerate(queries):
+        chosen = rng.sample(docs, rng.randint(1, 250))
+        kind = n % 5
+        if kind == 0:  # one big tie group
+            values = [1.0] * len(chosen)
+        elif kind == 1:  # reverse order
+            values = sorted(rng.uniform(0, 5) for _ in chosen)
+        elif kind == 2:  # few distinct values, shuffled: many tie groups
+            values = [float(rng.randint(0, 3)) for _ in chosen]
+        else:  # descending, rounded: some ties
+            values = sorted((round(rng.uniform(0, 20), 1) for _ in chosen), reverse=True)
+        lines = [
+            f"{query} Q0 {d} {i + 1} {v} tag"
+            for i, (d, v) in enumerate(zip(chosen, values, strict=True))
+        ]
+        lines += [f"{query} Q0 {d} 99 {rng.choice(values)} tag" for d in rng.choices(chosen, k=3)]
+        if scores == "mixed" and n % 7 == 3:
+            lines += [f"{query} Q0 mixed{n} 1 1e-3 t", f"{query} Q0 plus{n} 1 +2 t"]
+            lines += [f"{query} Q0 long{n} 1 12345678901234567 t"]
+        cut = rng.randint(0, len(lines))
+        run_lines.append("\n".join(lines[:cut]))
+        run_lines.append("\n".join(lines[cut:]))
+        judged = rng.sample(chosen, min(len(chosen), rng.randint(1, 30)))
+        judged += rng.sample(docs, 5)  # some never retrieved, some judged twice
+        qrels_lines += [f"{query} 0 {d} {rng.choice((0, 0, 1, 2, 3))}" for d in judged]
+    qrels_lines += [f"absent-{i} 0 d{i} 1" for i in range(5)]
+    rng.shuffle(run_lines)  # a query's blocks end up apart
+    rng.shuffle(qrels_lines)
+    run_text = "\n\n".join(part for part in run_lines if part).replace("Q0 d1 ", "Q0\td1\t")
+    run_path = tmp_path / f"run-{seed}"
+    qrels_path = tmp_path / f"qrels-{seed}"
+    run_path.write_bytes((run_text + "\r\n").encode("utf-8"))
+    qrels_path.write_bytes(("\n".join(qrels_lines)).encode("utf-8"))  # no final newline
+    return qrels_path, run_path
+
+
+def both(monkeypatch: pytest.MonkeyPatch, call: Any) -> tuple[Any, Any]:
+    monkeypatch.setattr(trec, "COMPILED_FROM", None)
+    slow = call()
+    monkeypatch.setattr(trec, "COMPILED_FROM", 0)
+    fast = call()
+    return slow, fast
+
+
+def assert_same_arrays(left: Any, right: Any) -> None:
+    for name in left.__dataclass_fields__:
+        a, b = getattr(left, name), getattr(right, name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype, name
+            assert a.shape == b.shape, name
+            assert np.array_equal(a, b), name
+        else:
+            assert a == b, name
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("scores", ["plain", "mixed"])
+@pytest.mark.parametrize("query_set", ["ragsnap", "trec", "complete"])
+def test_compiled_and_numpy_paths_give_identical_results(
+    seed: int, scores: str, query_set: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    qrels_path, run_path = messy_files(tmp_path, seed, scores)
+    qrels = both(monkeypatch, lambda: trec.read_qrels(qrels_path))
+    run = both(monkeypatch, lambda: trec.read_run(run_path))
+    assert_same_arrays(*qrels)
+    assert_same_arrays(*run)
+    assert run[0].score.size > 1000
+    slow, fast = both(monkeypatch, lambda: trec.rankings_from_trec(qrels[0], run[0], query_set))
+    assert isinstance(fast, Rankings)
+    assert_same_arrays(slow, fast)
+    assert int(fast.judged.sum()) > 100
+    slow_values, fast_values = evaluate(slow, MEASURES), evaluate(fast, MEASURES)
+    for measure in MEASURES:
+        assert np.array_equal(slow_values[measure], fast_values[measure]), measure
+
+
+def test_duplicates_can_shorten_every_ranking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When every query's longest run of lines holds duplicates, the matrices
+    are as wide as the longest de-duplicated ranking, on both paths."""
+    run = tmp_path / "r"
+    run.write_text("q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 a 3 1 t\nr Q0 c 1 1 t\n")
+    qrels = tmp_path / "q"
+    qrels.write_text("q 0 b 1\nr 0 c 2\n")
+    slow, fast = both(
+        monkeypatch, lambda: trec.rankings_from_trec(trec.read_qrels(qrels), trec.read_run(run))
+    )
+    assert_same_arrays(slow, fast)
+    assert fast.grades.tolist() == [[0, 1], [2, 0]]
+    assert fast.grades.flags.c_contiguous
+
+
+def test_small_inputs_use_numpy_unless_told_otherwise() -> None:
+    assert trec.COMPILED_FROM is not None
+    assert trec._kernels(trec.COMPILED_FROM - 1) is None
+    assert trec._kernels(trec.COMPILED_FROM) is not None
