@@ -561,7 +561,7 @@ def stored_texts(kb_path: Path) -> tuple[list[int], list[str], list[str]]:
 LABELS = {
     "bm25s": "bm25s retrieve k=50 (peer)",
     "fts": "kb.lexical_search k=50 (raw BM25)",
-    "numpy": "kb.vector_search k=50 (raw numpy)",
+    "numpy": "kb.vector_search k=50 (raw cosines)",
     **{method: f"lookup {method}" for method in METHODS},
 }
 

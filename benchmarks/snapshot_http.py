@@ -620,7 +620,17 @@ def machine_line() -> str:
 
 
 def versions_line() -> str:
-    names = ("fastapi", "starlette", "uvicorn", "pydantic", "anyio", "h11", "urllib3", "orjson")
+    names = (
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "pydantic",
+        "anyio",
+        "h11",
+        "requests",
+        "urllib3",
+        "orjson",
+    )
     return (
         f"Python {platform.python_version()}, ragsnap {version('ragsnap')}, "
         + ", ".join(f"{n} {version(n)}" for n in names)
@@ -722,7 +732,7 @@ def print_split(n_cases: int, split: Split, peer: Summary) -> None:
         f"fixture) {per_case - split.round_trip:.2f}"
     )
     print(
-        f"- a round trip {split.round_trip:.2f} = client CPU (urllib3, JSON, answer "
+        f"- a round trip {split.round_trip:.2f} = client CPU (requests, JSON, answer "
         f"mapping) {split.client_cpu:.2f} + serve CPU {split.server_cpu:.2f} + neither "
         f"process on a CPU (loopback, wake-ups, other processes) {waiting:.2f}"
     )
