@@ -22,11 +22,14 @@ float32); the cosine is the same two IEEE products; ticks are ``rint(x * 10^6)``
 the ``limit``-th tick before sorting by (ticks, chunk-id rank), a total order.
 ``tests/kb/test_kernels.py`` runs both on the same data and compares the bytes.
 
-numba is optional (the ``fast`` extra). It is imported on the first search of an
-index with at least ``COMPILED_MIN_ROWS`` chunks (below that, numpy is as fast
-and the import and compilation, about a second, would dominate a one-shot
-lookup); compiled kernels are cached on disk, next to this module or in the
-user's cache folder, by numba.
+numba is optional (the ``fast`` extra). With the store's default kernel, ``auto``,
+it is imported on the first search of an index with at least ``COMPILED_MIN_ROWS``
+chunks (below that, numpy is as fast and the import and compilation, about a
+second, would dominate a one-shot lookup); ``compiled``, which ``trial`` uses, takes
+it at any size. Compiled kernels are cached on disk, next to this module or in the
+user's cache folder, by numba. On large stores the compiled cosines split the rows
+over up to ``_MAX_THREADS`` threads (the kernel releases the GIL); every row is
+still one exact integer dot product, so the thread count changes no bit.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_numba
 from ragsnap.errors import InputError, RagsnapError
 from ragsnap.ir import trec
 from ragsnap.ir.trec import (
@@ -28,9 +29,9 @@ from ragsnap.ir.trec import (
 @pytest.fixture(autouse=True, params=["numpy", "compiled"])
 def code_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test here runs twice: on the numpy code, and on the compiled
-    kernels (numba, an optional dependency: skipped when it is missing)."""
+    kernels (numba, an optional dependency: skipped when it is missing, a failure under CI)."""
     if request.param == "compiled":
-        pytest.importorskip("numba")
+        require_numba()
         monkeypatch.setattr(trec, "COMPILED_FROM", 0)
         assert trec._kernels(1) is not None
     else:
