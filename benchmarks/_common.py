@@ -61,17 +61,12 @@ def maxrss_mb() -> float:
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``, else ``platform.processor()``),
     with its family/model numbers when known, and the cores this process may use."""
-    fields: dict[str, str] = {}
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
+    fields = cpu_description()
     name = fields.get("model name") or platform.processor() or "unknown CPU"
     if "cpu family" in fields and "model" in fields:
         name += f" (family {fields['cpu family']}, model {fields['model']})"
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{name}; {usable} of {os.cpu_count()} CPUs usable"
+    usable = fields.get("usable cores", fields["cores"])
+    return f"{name}; {usable} of {fields['cores']} CPUs usable"
 
 
 def peak_rss_mb() -> float:

@@ -209,7 +209,8 @@ class Bm25Kernel:
         self.kernel = resolve_kernel(kernel, len(ranks))
         n = len(ranks)
         self._last: bytes | None = None  # the terms the kept scores are for
-        self._scores = np.zeros(n, dtype=np.float64)
+        # the kept scores: numba adds into a zeroed buffer, numpy makes a new array
+        self._scores = np.zeros(n if self.kernel == "numba" else 0, dtype=np.float64)
         self._touched = np.zeros(0, dtype=np.int64)  # positions holding a term, as found
         if self.kernel == "numba":
             fns = _numba_kernels()

@@ -80,7 +80,6 @@ SCORE_DIGITS = 6
 GRID = 1e-6
 #: grid ticks per unit score; exactly representable: x * 10^6 is one exactly rounded product
 TICKS_PER_UNIT = 1e6
-_PER_UNIT = TICKS_PER_UNIT
 
 VECTOR_SCALE = 2048
 #: recorded in every store's meta: vectors written with another encoding are refused
@@ -89,22 +88,24 @@ VECTOR_ENCODING = "unit-int11-v1"
 
 def ticks(x: float) -> int:
     """``x`` in grid ticks: ``rint(x * 10^6)``, half to even (Python's ``round``)."""
-    return round(x * _PER_UNIT)
+    return round(x * TICKS_PER_UNIT)
 
 
 def quantize(x: float) -> float:
     """``x`` on the score grid (see the module docstring)."""
-    return round(x * _PER_UNIT) / _PER_UNIT
+    return round(x * TICKS_PER_UNIT) / TICKS_PER_UNIT
 
 
 def ticks_array(x: NDArray[Any]) -> NDArray[np.int64]:
     """``ticks`` of every element (``np.rint`` rounds half to even, like ``round``)."""
-    return np.rint(np.asarray(x, dtype=np.float64) * _PER_UNIT).astype(np.int64)
+    return np.rint(np.asarray(x, dtype=np.float64) * TICKS_PER_UNIT).astype(np.int64)
 
 
 def quantize_array(x: NDArray[Any]) -> NDArray[np.float64]:
     """``quantize`` of every element, as float64."""
-    out: NDArray[np.float64] = np.rint(np.asarray(x, dtype=np.float64) * _PER_UNIT) / _PER_UNIT
+    out: NDArray[np.float64] = (
+        np.rint(np.asarray(x, dtype=np.float64) * TICKS_PER_UNIT) / TICKS_PER_UNIT
+    )
     return out + 0.0  # -0.0 becomes 0.0, as ``quantize`` gives
 
 

@@ -700,15 +700,14 @@ class _Query:
         self.vector = vector
         self.distinct = list(dict.fromkeys(tokens))
         n = max(total, 1)
-        self.idf = {
-            t: math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+        self.idf_items = tuple(
+            (t, math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
             for t in self.distinct
-        }
+        )
         total_idf = 0.0  # added in order, as coverage adds (sum() compensates on 3.12+)
-        for w in self.idf.values():
+        for _, w in self.idf_items:
             total_idf += w
         self.idf_total = total_idf
-        self.idf_items = tuple(self.idf.items())
         self.pairs = set(itertools.pairwise(tokens))
         words = (w.strip(_PUNCT) for w in text.replace("`", " ").split())
         self.identifiers = [w for w in dict.fromkeys(words) if is_identifier(w)]

@@ -132,27 +132,19 @@ class _Bm25:
     def __init__(
         self,
         vocab: dict[str, int],
-        indptr: NDArray[np.int64],
-        docs: NDArray[np.int32],
-        weights: NDArray[np.float64],
         df: NDArray[np.int64],
-        n: int,
+        kernel: Bm25Kernel,
     ):
         self.vocab = vocab
-        self.indptr = indptr
-        self.docs = docs
-        self.weights = weights
         self.df = df
-        self.n = n
-        self.kernel: Bm25Kernel | None = None  # set by ``attach``
-
-    def attach(self, ranks: NDArray[np.int64], kernel: str) -> _Bm25:
-        """Bind the search kernel (``ragsnap.kb.kernels``) with the index's tie order."""
-        self.kernel = Bm25Kernel(self.indptr, self.docs, self.weights, ranks, kernel)
-        return self
+        self.kernel = kernel  # the search (``ragsnap.kb.kernels``) over the postings
 
     @classmethod
-    def build(cls, bodies: Sequence[str], fts5: bool = False) -> _Bm25:
+    def build(
+        cls, bodies: Sequence[str], ranks: NDArray[np.int64], kernel: str, fts5: bool = False
+    ) -> _Bm25:
+        """Postings of ``bodies`` (one per position) searched by ``kernel``, ties
+        broken by ``ranks`` (the positions' chunk-id order)."""
         k1 = FTS5_K1 if fts5 else BM25_K1
         n = len(bodies)
         vocab: dict[str, int] = {}
@@ -164,14 +156,14 @@ class _Bm25:
             term_ids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
         if not term_ids:
             empty = np.zeros(0, dtype=np.int64)
-            return cls(
-                vocab,
+            postings = Bm25Kernel(
                 np.zeros(1, dtype=np.int64),
                 empty.astype(np.int32),
                 empty.astype(np.float64),
-                empty,
-                n,
+                ranks,
+                kernel,
             )
+            return cls(vocab, empty, postings)
         terms = np.asarray(term_ids, dtype=np.int64)
         docs = np.repeat(np.arange(n, dtype=np.int64), lengths)
         keys, tf = np.unique(terms * n + docs, return_counts=True)
@@ -185,7 +177,8 @@ class _Bm25:
         weights = (idf[posting_terms] * tf_f * (k1 + 1.0)) / (
             tf_f + k1 * (1.0 - BM25_B + BM25_B * length / avgdl)
         )
-        return cls(vocab, indptr, posting_docs.astype(np.int32), weights, df, n)
+        postings = Bm25Kernel(indptr, posting_docs.astype(np.int32), weights, ranks, kernel)
+        return cls(vocab, df, postings)
 
     def doc_frequency(self, token: str) -> int:
         term = self.vocab.get(token)
@@ -489,8 +482,7 @@ class SqliteKnowledgeBase:
     def _postings(self, index: _Index) -> _Bm25:
         if index.bm25 is None:
             bodies = [b for (b,) in self._db.execute("SELECT body FROM chunks_fts ORDER BY rowid")]
-            bm25 = _Bm25.build(bodies, self.fts5_scores)
-            index.bm25 = bm25.attach(index.tie_ranks(), self.kernel)
+            index.bm25 = _Bm25.build(bodies, index.tie_ranks(), self.kernel, self.fts5_scores)
         return index.bm25
 
     def lexical_search(
@@ -506,7 +498,6 @@ class SqliteKnowledgeBase:
             if len(terms) == 0:
                 return []
             admitted = index.admitted(flt)
-            assert bm25.kernel is not None
             positions, scores = bm25.kernel.top(
                 terms, None if admitted is None else admitted[1], limit
             )
