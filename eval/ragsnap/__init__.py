@@ -66,9 +66,10 @@ if TYPE_CHECKING:
     from .models import EvidenceBlock, Fixture, GoldenCase, Judgment, LookupResult
     from .scoring.aggregates import Aggregate, aggregate, group
     from .scoring.casemetrics import case_metrics, context_precision_recall
-    from .scoring.diff import Tolerances, diff_reports, render_diff_markdown
+    from .scoring.diff import Tolerances, diff_reports
     from .scoring.hits import CaseResult, score_case
     from .scoring.report import build_report, render_markdown
+    from .scoring.review import render_diff_markdown
     from .settings import ChunkSettings, FusionProfile, LookupSettings, Method
     from .snapshot.capture import LookupSource, PipelineSource, snapshot_case
     from .snapshot.fixturediff import compare_fixtures, fixture_changes
@@ -95,7 +96,7 @@ _EXPORTS = {
     "write_run": "ir.trec",
     "Tolerances": "scoring.diff",
     "diff_reports": "scoring.diff",
-    "render_diff_markdown": "scoring.diff",
+    "render_diff_markdown": "scoring.review",
     "InputError": "errors",
     "MissingDependency": "errors",
     "OutputError": "errors",

@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{DEFAULT_DIFF_MARKDOWN})",
     )
     _add_common(score, "failing or regressed")
+    _add_review(score)
     _add_allow_outside(score)
     score.set_defaults(handler="score")
 
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"where to write the Markdown diff (default: {DEFAULT_DIFF_MARKDOWN})",
     )
     _add_common(diff, "regressed")
+    _add_review(diff)
     _add_allow_outside(diff)
     diff.set_defaults(handler="diff")
 
@@ -662,6 +664,46 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
     return value
+
+
+def _report_format(text: str) -> tuple[str, Path]:
+    from .scoring.formats import REPORT_FORMATS
+
+    name, sep, path = text.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=FILE (e.g. github=reports/pr.md)")
+    if name not in REPORT_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"no report format {name!r}; use one of {', '.join(sorted(REPORT_FORMATS))}"
+        )
+    return name, Path(path)
+
+
+def _add_review(parser: argparse.ArgumentParser) -> None:
+    """The PR-check flags of ``score`` and ``diff``: extra formats, significance."""
+    parser.add_argument(
+        "--report",
+        dest="extra_reports",
+        action="append",
+        type=_report_format,
+        default=[],
+        metavar="FORMAT=FILE",
+        help="also write FORMAT to FILE; formats: github (a pull-request comment, always "
+        "under 60,000 characters), junit (JUnit XML, one test per case); repeatable",
+    )
+    parser.add_argument(
+        "--junit-xml",
+        type=Path,
+        metavar="FILE",
+        help="write a JUnit XML file (the same as --report junit=FILE)",
+    )
+    parser.add_argument(
+        "--require-significance",
+        action="store_true",
+        help="an aggregate drop fails only when the paired test finds it significant "
+        "(p < diff.significance.alpha); case regressions always fail (default: "
+        "diff.significance.require in ragsnap.yaml, else off)",
+    )
 
 
 def _add_allow_outside(parser: argparse.ArgumentParser) -> None:

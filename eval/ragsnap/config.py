@@ -12,6 +12,16 @@ error. Strictly validated against ``schemas/config.schema.json``::
         missCount: 0       # extra misses allowed
         firstExpectedRank: 0  # rank positions a found document may move down
         metrics: 0.0       # drop allowed in any graded metric's mean (ndcg@10 ...)
+      noiseFloor:          # a move smaller than this is "changed", never a regression
+        default: 0.001     # every rate and graded mean (the miss count: 0)
+        ndcg@10: 0.005     # per metric, by name
+      significance:        # paired tests of every aggregate that moved
+        permutations: 1000 # random sign flips of the permutation test
+        bootstrap: 1000    # resamples of the bootstrap interval
+        seed: 0
+        alpha: 0.05        # significant when p < alpha
+        require: false     # true (or --require-significance): an aggregate drop fails
+                           # only when significant; case regressions always fail
     measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
     snapshot:
       tolerance: 0.0001    # a fixture's numbers may move this much (absolute) and the
@@ -79,7 +89,8 @@ from .errors import InputError, UsageError
 from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
-from .scoring.diff import Tolerances
+from .scoring.diff import NoiseFloor, Tolerances
+from .scoring.significance import SignificanceSettings
 from .settings import (
     ALIAS_NOTE,
     BUILTIN_METHODS,
@@ -167,6 +178,8 @@ class Config:
     """Validated settings; every field has a default."""
 
     tolerances: Tolerances = field(default_factory=Tolerances)
+    noise_floor: NoiseFloor = field(default_factory=NoiseFloor)
+    significance: SignificanceSettings = field(default_factory=SignificanceSettings)
     measures: tuple[str, ...] = DEFAULT_CASE_MEASURES
     snapshot_tolerance: float = SNAPSHOT_TOLERANCE
     kb: KbConfig = field(default_factory=KbConfig)
@@ -394,8 +407,11 @@ def load_config(path: Path | None) -> Config:
         )
     except UsageError as exc:  # a weight or k the profile refuses
         raise InputError(path, str(exc), "fix the fusion profile", "/lookup/fusion") from None
+    diff = data.get("diff", {})
     return Config(
-        tolerances=Tolerances.from_json(data.get("diff", {}).get("tolerances", {})),
+        tolerances=Tolerances.from_json(diff.get("tolerances", {})),
+        noise_floor=NoiseFloor.from_json(diff.get("noiseFloor", {})),
+        significance=SignificanceSettings(**diff.get("significance", {})),
         measures=measures,
         snapshot_tolerance=float(data.get("snapshot", {}).get("tolerance", SNAPSHOT_TOLERANCE)),
         kb=_kb_config(data.get("kb", {}), base, path),

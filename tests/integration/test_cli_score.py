@@ -99,10 +99,10 @@ def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Proj
         "Regressed against reports/baseline.json: 1 case(s) regressed, 0 improved, 0 changed, "
         "0 added, 0 removed; 16 aggregate metric regression(s), 0 improvement(s)\n"
         "Regressions:\n"
-        "  passRate: 100.0% -> 66.7%\n"
-        "  recallAtK: 100.0% -> 50.0%\n"
-        "  strongHitRate: 100.0% -> 50.0%\n"
-        "  missCount: 0 -> 1\n"
+        "  passRate: 100.0% -> 66.7% (-33.3 pp, p 1.000)\n"
+        "  recallAtK: 100.0% -> 50.0% (-50.0 pp, p 1.000)\n"
+        "  strongHitRate: 100.0% -> 50.0% (-50.0 pp, p 1.000)\n"
+        "  missCount: 0 -> 1 (+1)\n"
         "  pool-size: passed yes -> no; hitLevel strong -> miss; firstExpectedRank 1 -> -\n"
     ) in run.out
     diff = json.loads((project.root / "reports/baseline-diff.json").read_text())
@@ -116,7 +116,14 @@ def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Proj
         "status": "regression",
     } in case["changes"]
     md = (project.root / "reports/baseline-diff.md").read_text()
-    assert "## Case regressions (1)" in md and "pool-size" in md
+    # the review order: verdict, the regressed case with its query, why it fails and
+    # its top sources before and after, then the aggregates
+    assert md.index("**Regressed against") < md.index("## Regressed cases (1)")
+    assert md.index("## Regressed cases (1)") < md.index("## Aggregate metrics")
+    assert "### `pool-size` (database, en): strong → miss" in md
+    assert "> query for pool-size" in md
+    assert "- Fails now: hit level miss is below the minimum medium" in md
+    assert "- Top sources: baseline `mysql-pool`, `decoy` → current `decoy`" in md
 
 
 def test_clean_diff_exits_0(project: Project) -> None:
@@ -184,7 +191,8 @@ def test_bad_inputs_never_traceback(project: Project) -> None:
     run = score(project, "--diff-json-report", "x.json")
     assert (
         run.code == 2
-        and "UsageError: --diff-json-report and --diff-markdown-report need" in run.err
+        and "UsageError: --diff-json-report, --diff-markdown-report and "
+        "--require-significance need --compare-to BASELINE" in run.err
     )
     run = score(project, "--no-such-flag")
     assert run.code == 2 and "unrecognized arguments" in run.err

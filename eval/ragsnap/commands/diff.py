@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..config import load_config
+from ..errors import UsageError
 from ..io.inputs import load_report, load_trial_report, report_kind
 from ..io.jsonio import check_outputs, write_outputs
 from ..models import TRIAL_REPORT_KIND
@@ -20,18 +22,22 @@ class Differ:
     """How one kind of report is read, diffed, rendered and summarised."""
 
     load: Callable[[Any, str], dict[str, Any]]
+    #: (baseline, current, config, args, label) -> the diff report
     diff: Callable[..., dict[str, Any]]
     markdown: Callable[[dict[str, Any]], str]
     lines: Callable[[dict[str, Any], argparse.Namespace], list[str]]
+    #: whether --report / --junit-xml formats apply (score reports only)
+    extras: bool = True
 
 
 def _score_differ() -> Differ:
-    from ..scoring.diff import diff_reports, render_diff_markdown
+    from ..scoring.review import render_diff_markdown
     from ..scoring.summary import diff_lines
+    from ._review import diff_with_config
 
     return Differ(
         load_report,
-        diff_reports,
+        diff_with_config,
         render_diff_markdown,
         lambda diff, args: diff_lines(diff, args.max_listed, args.diff_markdown_report),
     )
@@ -42,9 +48,12 @@ def _trial_differ() -> Differ:
 
     return Differ(
         load_trial_report,
-        diff_trials,
+        lambda baseline, current, config, args, label: diff_trials(
+            baseline, current, config.tolerances, label
+        ),
         render_trial_diff_markdown,
         lambda diff, args: trial_diff_lines(diff, args.max_listed),
+        extras=False,
     )
 
 
@@ -63,11 +72,20 @@ def _run(args: argparse.Namespace) -> int:
     differ = DIFFERS.get(report_kind(args.baseline) or "", _score_differ)()
     baseline = differ.load(args.baseline, "baseline")
     current = differ.load(args.current, "current report")
-    diff = differ.diff(baseline, current, config.tolerances, args.baseline.as_posix())
-    outputs = {
+    if not differ.extras and (args.extra_reports or args.junit_xml or args.require_significance):
+        raise UsageError(
+            "--report, --junit-xml and --require-significance work on score reports; "
+            f"{args.baseline} is a trial report: drop them"
+        )
+    diff = differ.diff(baseline, current, config, args, args.baseline.as_posix())
+    outputs: dict[Path, Any] = {
         args.diff_json_report: diff,
         args.diff_markdown_report: differ.markdown(diff),
     }
+    if differ.extras:
+        from ._review import extra_outputs
+
+        outputs.update(extra_outputs(args, current, diff, args.diff_markdown_report))
     check_outputs(
         [*outputs],
         inputs=[args.baseline, args.current, args.config],

@@ -16,11 +16,12 @@ from ..io.inputs import load_cases, load_fixtures, load_report
 from ..io.jsonio import check_outputs, write_outputs
 from ..ir.metrics import parse_measures
 from ..scoring.casemetrics import case_metrics
-from ..scoring.diff import diff_reports, render_diff_markdown
 from ..scoring.hits import score_case
 from ..scoring.report import build_report, render_markdown
+from ..scoring.review import render_diff_markdown
 from ..scoring.summary import diff_lines, score_lines
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
+from ._review import diff_with_config, extra_outputs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,10 +31,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.compare_to is None and (args.diff_json_report or args.diff_markdown_report):
+    if args.compare_to is None and (
+        args.diff_json_report or args.diff_markdown_report or args.require_significance
+    ):
         raise UsageError(
-            "--diff-json-report and --diff-markdown-report need --compare-to BASELINE; "
-            "add it or drop them"
+            "--diff-json-report, --diff-markdown-report and --require-significance need "
+            "--compare-to BASELINE; add it or drop them"
         )
     config = load_config(args.config)
     case_set = load_cases(args.cases)
@@ -64,11 +67,13 @@ def _run(args: argparse.Namespace) -> int:
     diff = None
     diff_markdown = args.diff_markdown_report or DEFAULT_DIFF_MARKDOWN
     if baseline is not None:
-        diff = diff_reports(baseline, report, config.tolerances, args.compare_to.as_posix())
+        diff = diff_with_config(baseline, report, config, args, args.compare_to.as_posix())
         outputs += [
             (args.diff_json_report or DEFAULT_DIFF_JSON, diff),
             (diff_markdown, render_diff_markdown(diff)),
         ]
+    full_report = diff_markdown if diff is not None else args.markdown_report
+    outputs += extra_outputs(args, report, diff, full_report)
     check_outputs(
         [path for path, _ in outputs],
         inputs=[args.cases, args.compare_to, args.config],

@@ -121,6 +121,8 @@ class CaseResult:
     context_sources: tuple[str, ...]
     #: graded IR and span metrics (``ragsnap.scoring.hits.casemetrics``); None when not judged
     metrics: Mapping[str, float | None] | None = None
+    #: the sources of the evidence blocks in the case's top K, in rank order
+    top_sources: tuple[str, ...] = ()
 
 
 def hit_level(
@@ -204,6 +206,7 @@ def score_case(
         rerank_top_source=lookup.rerank_top_source,
         context_sources=lookup.context_sources,
         metrics=metrics,
+        top_sources=tuple(block.source for block in top),
     )
 
 

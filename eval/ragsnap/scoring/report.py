@@ -50,6 +50,7 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
         "firstExpectedRank": result.first_expected_rank,
         "evidenceCount": result.evidence_count,
         "matchedSources": list(result.matched_sources),
+        "topSources": list(result.top_sources),
         "breadcrumbsCovered": result.breadcrumbs_covered,
         "breadcrumbsExpected": len(case.expected_breadcrumbs),
         "keywordsCovered": result.keywords_covered,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.markdown import cell
-from .diff import metric_value, verdict
+from .diff import delta_text, metric_value, verdict
 from .report import percent
 
 __all__ = ["diff_lines", "score_lines"]
@@ -67,14 +67,23 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
 
 
 def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
-    """Verdict, then overall metric regressions and regressed cases, of a diff report."""
+    """Verdict, then the regressions of a diff report: overall metrics, cases, then
+    metrics of single categories, languages and splits."""
     lines = [verdict(diff)]
-    regressed = [
-        f"{row['metric']}: {metric_value(row['metric'], row['baseline'])} -> "
-        f"{metric_value(row['metric'], row['current'])}"
-        for row in diff["aggregates"]
-        if row["status"] == "regression" and row["scope"] == "all"
-    ] + [
+
+    def metric(row: Mapping[str, Any]) -> str:
+        test = row["significance"]
+        return (
+            ("" if row["scope"] == "all" else f"{row['scope']} ")
+            + f"{row['metric']}: {metric_value(row['metric'], row['baseline'])} -> "
+            f"{metric_value(row['metric'], row['current'])} "
+            f"({delta_text(row['metric'], row['delta'])}"
+            + ("" if test is None else f", p {test['p']:.3f}")
+            + ")"
+        )
+
+    rows = [row for row in diff["aggregates"] if row["status"] == "regression"]
+    cases = [
         f"{case['id']}: "
         + "; ".join(
             f"{ch['field']} {cell(ch['baseline'])} -> {cell(ch['current'])}"
@@ -84,6 +93,12 @@ def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
         for case in diff["cases"]
         if case["status"] == "regression"
     ]
+    # overall rows, then the cases that regressed, then the rows of single groups
+    regressed = (
+        [metric(r) for r in rows if r["scope"] == "all"]
+        + cases
+        + [metric(r) for r in rows if r["scope"] != "all"]
+    )
     if regressed:
         lines.append("Regressions:")
         lines += _listed(regressed, limit, str(where))

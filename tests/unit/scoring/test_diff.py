@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,9 +13,10 @@ from ragsnap.io.jsonio import round_floats
 from ragsnap.ir.metrics import parse_measures
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.casemetrics import case_metrics
-from ragsnap.scoring.diff import Tolerances, diff_reports
+from ragsnap.scoring.diff import NoiseFloor, Tolerances, diff_reports
 from ragsnap.scoring.hits import score_case
 from ragsnap.scoring.report import build_report
+from ragsnap.scoring.significance import SignificanceSettings
 
 INPUTS = {"cases": "c.json", "casesSha256": "0" * 64, "fixtures": "f", "fixturesSha256": "1" * 64}
 
@@ -33,7 +35,10 @@ def report(fixtures: dict[str, list[dict[str, Any]] | None], **case_fields: Any)
 
 
 def diff(before: dict[str, Any], after: dict[str, Any], **tol: Any) -> dict[str, Any]:
-    return diff_reports(before, after, Tolerances(**tol), "baseline.json")
+    d = diff_reports(before, after, Tolerances(**tol), "baseline.json")
+    # every aggregate row is kept; these tests look at the ones that moved
+    d["aggregates"] = [row for row in d["aggregates"] if row["status"] != "unchanged"]
+    return d
 
 
 def test_identical_reports_have_no_changes() -> None:
@@ -152,3 +157,82 @@ def test_coverage_change_is_reported_but_never_a_regression() -> None:
     rows = [r for r in diff(before, after)["aggregates"] if r["metric"] == "coverage@10"]
     assert rows and {r["status"] for r in rows} == {"changed"}
     assert (rows[0]["baseline"], rows[0]["current"]) == (1.0, 0.5)
+
+
+def graded(values: dict[str, float], metric: str = "contextPrecision") -> dict[str, Any]:
+    """A report of passing cases whose graded ``metric`` takes ``values`` per case."""
+    r = report({case_id: [block(1, "mysql-pool")] for case_id in values})
+    for case in r["cases"]:
+        case["metrics"] = {metric: values[case["id"]]}
+    mean = round(sum(values.values()) / len(values), 6)
+    for agg in [r["summary"], *(a for g in r["groups"].values() for a in g.values())]:
+        agg["metrics"] = {metric: {"mean": mean, "cases": len(values)}}
+    return r
+
+
+def rows_of(d: dict[str, Any], metric: str) -> list[dict[str, Any]]:
+    return [row for row in d["aggregates"] if row["metric"] == metric and row["scope"] == "all"]
+
+
+def test_a_move_below_the_noise_floor_is_changed_never_a_regression() -> None:
+    before = graded({"a": 0.181, "b": 0.181})
+    after = graded({"a": 0.180, "b": 0.181})  # mean -0.0005
+    (row,) = rows_of(diff_reports(before, after, Tolerances(), "b.json"), "contextPrecision")
+    assert row["status"] == "regression"  # no floor: every move counts
+    d = diff_reports(before, after, Tolerances(), "b.json", noise_floor=NoiseFloor())
+    (row,) = rows_of(d, "contextPrecision")
+    assert (row["status"], row["delta"], row["noiseFloor"]) == ("changed", -0.0005, 0.001)
+    assert d["regressed"] is False and d["noiseFloor"] == {"default": 0.001}
+    strict = NoiseFloor.from_json({"default": 0.001, "contextPrecision": 0.0})
+    (row,) = rows_of(
+        diff_reports(before, after, Tolerances(), "b", noise_floor=strict), "contextPrecision"
+    )
+    assert row["status"] == "regression"
+
+
+def test_significance_and_require_significance() -> None:
+    ids = [f"c{i:02d}" for i in range(12)]
+    before = graded(dict.fromkeys(ids, 0.5))
+    one_case = graded({**dict.fromkeys(ids, 0.5), "c00": 0.3})
+    every_case = graded(dict.fromkeys(ids, 0.4))
+    settings = SignificanceSettings(permutations=999, bootstrap=999)
+    (noise,) = rows_of(
+        diff_reports(before, one_case, Tolerances(), "b", significance=settings), "contextPrecision"
+    )
+    assert noise["status"] == "regression" and noise["significance"]["significant"] is False
+    assert noise["significance"]["cases"] == 12 and noise["significance"]["p"] == 1.0
+    required = replace(settings, require=True)
+    d = diff_reports(before, one_case, Tolerances(), "b", significance=required)
+    (noise,) = rows_of(d, "contextPrecision")
+    assert noise["status"] == "changed" and d["regressed"] is False
+    d = diff_reports(before, every_case, Tolerances(), "b", significance=required)
+    (shift,) = rows_of(d, "contextPrecision")
+    assert shift["status"] == "regression" and shift["significance"]["significant"] is True
+    assert shift["significance"]["p"] < 0.01 and shift["significance"]["ci"] == [-0.1, -0.1]
+    assert d["regressed"] is True and d["significance"]["require"] is True
+
+
+def test_case_regressions_fail_even_when_aggregates_are_not_significant() -> None:
+    cases = {f"c{i}": [block(1, "mysql-pool")] for i in range(20)}
+    before = report(cases)
+    after = report({**cases, "c0": [block(1, "other")]})
+    required = SignificanceSettings(permutations=200, bootstrap=200, require=True)
+    d = diff_reports(before, after, Tolerances(), "b", significance=required)
+    assert d["regressed"] is True and d["counts"]["regressedCases"] == 1
+    (row,) = rows_of(d, "passRate")
+    assert row["status"] == "changed" and row["significance"]["significant"] is False
+
+
+def test_transitions_and_review_fields() -> None:
+    before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
+    after = report({"a": [block(1, "mysql-pool")], "b": [block(1, "x"), block(2, "y")]})
+    d = diff_reports(before, after, Tolerances(), "b")
+    assert d["hitLevelTransitions"]["strong"] == {"miss": 1, "weak": 0, "medium": 0, "strong": 1}
+    (case,) = d["cases"]
+    assert case["query"] == "query for b" and case["reasons"] and case["baselineReasons"] == []
+    assert case["topSources"] == {"baseline": ["mysql-pool"], "current": ["x", "y"]}
+    old = copy.deepcopy(before)
+    for entry in old["cases"]:
+        del entry["topSources"]  # a baseline written before topSources existed
+    case = diff_reports(old, after, Tolerances(), "b")["cases"][0]
+    assert case["topSources"] == {"baseline": None, "current": ["x", "y"]}

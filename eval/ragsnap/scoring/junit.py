@@ -1,0 +1,101 @@
+"""A score report (and its baseline diff) as a JUnit XML file, for CI test views.
+
+Pure: returns the XML text, deterministic for the same inputs (no timestamps,
+no host names). One ``testcase`` per golden case, in the report's order:
+
+* a case that fails (and is not a known failure), or that regressed against the
+  baseline, is a ``failure`` whose message is the hit level and the reasons;
+* a known failure is ``skipped`` with its ``knownFailure`` text;
+* with a diff, a second suite holds one ``testcase`` per overall aggregate row,
+  failing when the row is a regression.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
+
+from .diff import REGRESSION, delta_text, metric_value
+
+__all__ = ["render_junit_xml"]
+
+
+def _suite(parent: ET.Element, name: str) -> ET.Element:
+    return ET.SubElement(parent, "testsuite", name=name)
+
+
+def _count(suite: ET.Element) -> tuple[int, int, int]:
+    cases = suite.findall("testcase")
+    failures = sum(c.find("failure") is not None for c in cases)
+    skipped = sum(c.find("skipped") is not None for c in cases)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    return len(cases), failures, skipped
+
+
+def _case_failure(case: Mapping[str, Any], regression: Mapping[str, Any] | None) -> str | None:
+    failing = not case["passed"] and not case.get("knownFailure")
+    if not failing and regression is None:
+        return None
+    level = "no-answer" if case["noAnswer"] else (case["hitLevel"] or "n/a")
+    parts = [f"hit level {level}"]
+    if failing:
+        parts.append("; ".join(case["reasons"]))
+    if regression is not None:
+        parts.append(
+            "regressed against the baseline: "
+            + "; ".join(
+                f"{ch['field']} {ch['baseline']!r} -> {ch['current']!r}"
+                for ch in regression["changes"]
+                if ch["status"] == REGRESSION
+            )
+        )
+    return ": ".join(parts[:2]) + ("; " + parts[2] if len(parts) > 2 else "")
+
+
+def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> str:
+    """The JUnit XML text of a score report and, when given, its diff."""
+    root = ET.Element("testsuites", name="ragsnap")
+    suite = _suite(root, "ragsnap.cases")
+    regressed = (
+        {} if diff is None else {c["id"]: c for c in diff["cases"] if c["status"] == REGRESSION}
+    )
+    for case in report["cases"]:
+        item = ET.SubElement(
+            suite, "testcase", classname=f"ragsnap.{case['category']}", name=case["id"]
+        )
+        message = _case_failure(case, regressed.get(case["id"]))
+        if message is not None:
+            failure = ET.SubElement(item, "failure", message=message, type="RetrievalFailure")
+            failure.text = f"query: {case['query']}\n{message}"
+        elif not case["passed"]:
+            ET.SubElement(item, "skipped", message=f"known failure: {case['knownFailure']}")
+    totals = [_count(suite)]
+    if diff is not None:
+        rows = _suite(root, "ragsnap.aggregates")
+        for row in diff["aggregates"]:
+            if row["scope"] != "all":
+                continue
+            item = ET.SubElement(
+                rows, "testcase", classname="ragsnap.aggregates", name=row["metric"]
+            )
+            if row["status"] == REGRESSION:
+                metric = row["metric"]
+                ET.SubElement(
+                    item,
+                    "failure",
+                    type="AggregateRegression",
+                    message=f"{metric} {metric_value(metric, row['baseline'])} -> "
+                    f"{metric_value(metric, row['current'])} "
+                    f"({delta_text(metric, row['delta'])}, tolerance {row['tolerance']})",
+                )
+        totals.append(_count(rows))
+    root.set("tests", str(sum(t[0] for t in totals)))
+    root.set("failures", str(sum(t[1] for t in totals)))
+    root.set("errors", "0")
+    root.set("skipped", str(sum(t[2] for t in totals)))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"

@@ -1,0 +1,293 @@
+"""The baseline diff as a reviewer reads it: Markdown, and a PR comment within budget.
+
+Pure functions over a diff report dict (``ragsnap.scoring.diff``). The order is
+the order of a review: the verdict; each regressed case with its query, what
+changed, why it fails now and its top sources before and after; the aggregate
+rows that moved (regressions first, with delta, tolerance and the paired test),
+the unchanged rows folded away; the hit-level transitions; then improvements,
+other changes, added and removed cases.
+
+``render_pr_comment`` writes the same content for a pull-request comment and
+guarantees it stays under ``COMMENT_LIMIT`` characters (GitHub refuses comments
+over 65,536): every block is bounded, blocks are added in review order while they
+fit, and what did not fit is counted in a notice that says where the full report
+is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..io.markdown import cell, markdown_table
+from ..models import HIT_LEVELS
+from .diff import (
+    CHANGED,
+    IMPROVEMENT,
+    REGRESSION,
+    UNCHANGED,
+    delta_text,
+    metric_value,
+    verdict,
+)
+from .report import percent
+
+__all__ = ["COMMENT_LIMIT", "render_diff_markdown", "render_pr_comment"]
+
+#: the PR comment's hard ceiling in characters (GitHub's own is 65,536)
+COMMENT_LIMIT = 60_000
+#: longest query or reason shown inline; longer text is cut with an ellipsis
+_TEXT_LIMIT = 300
+#: top sources shown per case, before and after
+_TOP_SHOWN = 5
+_STATUS_ORDER = {REGRESSION: 0, IMPROVEMENT: 1, CHANGED: 2, UNCHANGED: 3}
+_AGG_HEADERS = ("scope", "metric", "baseline", "current", "delta", "tolerance", "p", "95% CI")
+
+
+def _short(text: str, limit: int = _TEXT_LIMIT) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _change(change: Mapping[str, Any]) -> str:
+    return f"{change['field']} {cell(change['baseline'])} → {cell(change['current'])}"
+
+
+def _sources(sources: Sequence[str] | None) -> str:
+    if sources is None:
+        return "(not recorded)"
+    if not sources:
+        return "(nothing)"
+    shown = ", ".join(f"`{_short(s, 80)}`" for s in sources[:_TOP_SHOWN])
+    return shown + (f" … (+{len(sources) - _TOP_SHOWN})" if len(sources) > _TOP_SHOWN else "")
+
+
+def _case_block(case: Mapping[str, Any], level: int) -> str:
+    """One changed case: heading, query, changes, reasons, top sources."""
+    levels = next((c for c in case["changes"] if c["field"] == "hitLevel"), None)
+    move = f": {levels['baseline']} → {levels['current']}" if levels else ""
+    lines = [
+        f"{'#' * level} `{case['id']}` ({case['category']}, {case['language']}){move}",
+        "",
+        f"> {_short(case['query'])}",
+        "",
+        "- Changed: " + ("; ".join(_change(c) for c in case["changes"]) or "-"),
+    ]
+    if case["reasons"]:
+        lines.append("- Fails now: " + _short("; ".join(case["reasons"]), 2 * _TEXT_LIMIT))
+    top = case["topSources"]
+    lines.append(
+        f"- Top sources: baseline {_sources(top['baseline'])} → current {_sources(top['current'])}"
+    )
+    return "\n".join(lines)
+
+
+def _case_list_row(case: Mapping[str, Any]) -> list[str]:
+    return [
+        f"`{case['id']}`",
+        "; ".join(_change(c) for c in case["changes"]),
+        _short(case["query"], 120),
+    ]
+
+
+def _rows_sorted(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    indexed = list(enumerate(rows))
+    indexed.sort(key=lambda item: (_STATUS_ORDER[item[1]["status"]], item[0]))
+    return [row for _, row in indexed]
+
+
+def _test_cells(row: Mapping[str, Any]) -> list[str]:
+    test = row["significance"]
+    if test is None:
+        return ["-", "-"]
+    low, high = test["ci"]
+    return [
+        f"{test['p']:.3f}",
+        f"[{delta_text(row['metric'], low)}, {delta_text(row['metric'], high)}]",
+    ]
+
+
+def _aggregate_line(row: Mapping[str, Any]) -> list[str]:
+    metric = row["metric"]
+    tolerance = row["tolerance"]
+    return [
+        row["scope"],
+        metric,
+        metric_value(metric, row["baseline"]),
+        metric_value(metric, row["current"]),
+        delta_text(metric, row["delta"]),
+        str(tolerance) if metric == "missCount" else f"{tolerance:g}",
+        *_test_cells(row),
+        row["status"],
+    ]
+
+
+def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    return markdown_table([*_AGG_HEADERS, "status"], [_aggregate_line(r) for r in rows])
+
+
+def _transition_table(matrix: Mapping[str, Mapping[str, int]]) -> str:
+    order = list(reversed(HIT_LEVELS))  # strong first
+    return markdown_table(
+        ["baseline ↓ / current →", *order],
+        [[old, *(str(matrix[old][new]) for new in order)] for old in order],
+    )
+
+
+def _folded(summary: str, body: str) -> str:
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _footer(diff: Mapping[str, Any]) -> str:
+    tol = ", ".join(f"{k} {v}" for k, v in diff["tolerances"].items())
+    floor = diff["noiseFloor"]
+    floors = ", ".join(f"{k} {v}" for k, v in floor.items())
+    sig = diff["significance"]
+    tests = (
+        "no paired tests"
+        if sig is None
+        else f"paired permutation test ({sig['permutations']} sign flips) and bootstrap "
+        f"interval ({sig['bootstrap']} resamples, seed {sig['seed']}), alpha {sig['alpha']}"
+        + ("; an aggregate drop fails only when significant" if sig["require"] else "")
+    )
+    return f"Tolerances: {tol}. Noise floor: {floors}. Significance: {tests}."
+
+
+def _sections(diff: Mapping[str, Any], level: int) -> list[tuple[str, list[str], str]]:
+    """(heading, blocks, what a block is) in review order, headings at ``level``; the
+    budgeted comment drops trailing blocks of a section rather than whole sections."""
+    h = "#" * level
+    cases = diff["cases"]
+    regressed = [c for c in cases if c["status"] == REGRESSION]
+    moved = _rows_sorted(r for r in diff["aggregates"] if r["status"] != UNCHANGED)
+    still = [r for r in diff["aggregates"] if r["status"] == UNCHANGED]
+    sections: list[tuple[str, list[str], str]] = []
+    if regressed:
+        sections.append(
+            (
+                f"{h} Regressed cases ({len(regressed)})",
+                [_case_block(c, level + 1) for c in regressed],
+                "case",
+            )
+        )
+    aggregate_blocks = []
+    if moved:
+        # one table per 25 rows, so the budget can stop between tables
+        aggregate_blocks += [_aggregate_table(moved[i : i + 25]) for i in range(0, len(moved), 25)]
+    else:
+        aggregate_blocks.append("No aggregate metric moved.")
+    if still:
+        aggregate_blocks.append(_folded(f"{len(still)} unchanged row(s)", _aggregate_table(still)))
+    sections.append((f"{h} Aggregate metrics", aggregate_blocks, "aggregate table"))
+    shared = sum(sum(row.values()) for row in diff["hitLevelTransitions"].values())
+    if shared:
+        sections.append(
+            (
+                f"{h} Hit-level transitions ({shared} answerable case(s) in both)",
+                [_transition_table(diff["hitLevelTransitions"])],
+                "table",
+            )
+        )
+    for title, status in (("Improved cases", IMPROVEMENT), ("Other changed cases", CHANGED)):
+        rows = [c for c in cases if c["status"] == status]
+        if rows:
+            tables = [
+                markdown_table(["case", "changes", "query"], [_case_list_row(c) for c in chunk])
+                for chunk in (rows[i : i + 50] for i in range(0, len(rows), 50))
+            ]
+            sections.append((f"{h} {title} ({len(rows)})", tables, "case table"))
+    for title, status in (("Added cases", "added"), ("Removed cases", "removed")):
+        ids = [c["id"] for c in cases if c["status"] == status]
+        if ids:
+            chunks = [ids[i : i + 100] for i in range(0, len(ids), 100)]
+            sections.append(
+                (
+                    f"{h} {title} ({len(ids)})",
+                    [", ".join(f"`{i}`" for i in chunk) for chunk in chunks],
+                    "id list",
+                )
+            )
+    return sections
+
+
+def _head(diff: Mapping[str, Any], title: str) -> list[str]:
+    lines = [title, "", f"**{verdict(diff)}.**"]
+    if diff["notes"]:
+        lines += ["", *[f"> Note: {note}." for note in diff["notes"]]]
+    return lines
+
+
+def render_diff_markdown(diff: Mapping[str, Any]) -> str:
+    """The whole diff as Markdown, in review order."""
+    lines = _head(diff, "# ragsnap baseline diff")
+    for heading, blocks, _ in _sections(diff, 2):
+        lines += ["", heading]
+        for block in blocks:
+            lines += ["", block]
+    lines += ["", "---", "", _footer(diff)]
+    return "\n".join(lines) + "\n"
+
+
+def _score_head(report: Mapping[str, Any]) -> list[str]:
+    s = report["summary"]
+    return [
+        f"{s['cases']} cases: {s['passed']} passed ({percent(s['passRate'])}), "
+        f"Recall@K {percent(s['recallAtK'])}, strong {percent(s['strongHitRate'])}, "
+        f"{s['missCount']} miss(es)."
+    ]
+
+
+def _failing_sections(report: Mapping[str, Any], level: int) -> list[tuple[str, list[str], str]]:
+    failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
+    if not failing:
+        return []
+    rows = [
+        [f"`{c['id']}`", cell(c["hitLevel"]), _short("; ".join(c["reasons"]), 200)] for c in failing
+    ]
+    tables = [
+        markdown_table(["case", "hit level", "reasons"], rows[i : i + 50])
+        for i in range(0, len(rows), 50)
+    ]
+    return [(f"{'#' * level} Failing cases ({len(failing)})", tables, "case table")]
+
+
+def render_pr_comment(
+    report: Mapping[str, Any],
+    diff: Mapping[str, Any] | None,
+    full_report: str,
+    limit: int = COMMENT_LIMIT,
+) -> str:
+    """A pull-request comment under ``limit`` characters: the diff when there is one
+    (else the score summary and failing cases), cut in review order, with a notice
+    naming ``full_report`` when anything was left out."""
+    if diff is None:
+        head = ["## ragsnap retrieval check", "", *_score_head(report)]
+        sections = _failing_sections(report, 3)
+    else:
+        head = [*_head(diff, "## ragsnap retrieval check"), "", *_score_head(report)]
+        sections = _sections(diff, 3)
+    footer = "" if diff is None else _footer(diff)
+    notice_room = 600  # the truncation notice, with its counts and the report's path
+    budget = limit - notice_room - len(footer) - 16
+    out = "\n".join(head)
+    omitted: list[str] = []
+    for heading, blocks, what in sections:
+        if len(out) + len(heading) + 2 > budget:
+            omitted.append(heading.lstrip("# "))
+            continue
+        out += "\n\n" + heading
+        for index, block in enumerate(blocks):
+            if len(out) + len(block) + 2 > budget:
+                omitted.append(f"{len(blocks) - index} {what}(s) of {heading.lstrip('# ')}")
+                break
+            out += "\n\n" + block
+    if omitted:
+        notice = (
+            "> **Truncated to fit a comment**: not shown: "
+            + _short("; ".join(omitted), 400)
+            + f". The full report is `{_short(full_report, 120)}` (in the CI artifacts)."
+        )
+        out += "\n\n" + notice
+    if footer:
+        out += "\n\n---\n\n" + footer
+    return out + "\n"

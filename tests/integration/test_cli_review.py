@@ -1,0 +1,112 @@
+"""The PR check as CI runs it: PR comment, JUnit XML, noise and significance (CLI)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO, run_cli
+
+
+def example(tmp_path: Path) -> Path:
+    for name in ("cases", "fixtures", "reports"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+def test_pr_comment_and_junit_from_the_pr_check(tmp_path: Path) -> None:
+    root = example(tmp_path)
+    (root / "fixtures/db-err-4031-order-repository.json").write_text(
+        (root / "fixtures/db-err-4031-order-repository.json")
+        .read_text()
+        .replace('"mysql-connection-pool"', '"unrelated-doc"')
+    )
+    run = run_cli(
+        "score",
+        "--compare-to",
+        "reports/baseline.json",
+        "--report",
+        "github=reports/pr-comment.md",
+        "--junit-xml",
+        "reports/junit.xml",
+        cwd=root,
+    )
+    assert run.code == 1, run.out + run.err
+    assert "reports/pr-comment.md, reports/junit.xml" in run.out.splitlines()[-1]
+    comment = (root / "reports/pr-comment.md").read_text()
+    assert len(comment) < 60_000
+    assert comment.startswith("## ragsnap retrieval check\n\n**Regressed against")
+    assert "#### `db-err-4031-order-repository`" in comment
+    junit = ET.parse(root / "reports/junit.xml").getroot()
+    cases = junit.find("testsuite[@name='ragsnap.cases']")
+    assert cases is not None
+    golden = json.loads((root / "cases/golden-cases.json").read_text())
+    assert len(cases.findall("testcase")) == len(golden["cases"])
+    failed = cases.find("testcase[@name='db-err-4031-order-repository']/failure")
+    assert failed is not None and "regressed against the baseline" in failed.get("message", "")
+
+
+def test_unknown_format_and_trial_reports_are_usage_errors(tmp_path: Path) -> None:
+    root = example(tmp_path)
+    run = run_cli("score", "--report", "html=x.html", cwd=root)
+    assert run.code == 2 and "no report format 'html'; use one of github, junit" in run.err
+    run = run_cli("score", "--report", "github", cwd=root)
+    assert run.code == 2 and "is not NAME=FILE" in run.err
+    run = run_cli("score", "--report", "github=a.md", "--junit-xml", "a.md", cwd=root)
+    assert run.code == 2 and "a.md is named twice" in run.err
+    run = run_cli(
+        "diff", "reports/trial.json", "reports/trial.json", "--junit-xml", "j.xml", cwd=root
+    )
+    assert run.code == 2 and "work on score reports" in run.err, run.err
+
+
+def _nudge(report: dict[str, Any], case_id: str, metric: str, by: float) -> dict[str, Any]:
+    """The report with one case's graded metric moved by ``by``, means kept consistent."""
+    out = copy.deepcopy(report)
+    case = next(c for c in out["cases"] if c["id"] == case_id)
+    case["metrics"][metric] = round(case["metrics"][metric] + by, 6)
+    scopes = [out["summary"]] + [
+        out["groups"][name][case[name]] for name in ("category", "language", "split")
+    ]
+    for agg in scopes:
+        entry = agg["metrics"][metric]
+        entry["mean"] = round(entry["mean"] + by / entry["cases"], 6)
+    return out
+
+
+def test_noise_floor_and_require_significance(tmp_path: Path) -> None:
+    root = example(tmp_path)
+    baseline = json.loads((root / "reports/baseline.json").read_text())
+    case_id = "db-err-4031-order-repository"
+    # a move of every mean that contains the case below the 0.001 noise floor
+    case = next(c for c in baseline["cases"] if c["id"] == case_id)
+    smallest = min(
+        baseline["groups"][name][case[name]]["metrics"]["contextPrecision"]["cases"]
+        for name in ("category", "language", "split")
+    )
+    tiny = _nudge(baseline, case_id, "contextPrecision", -0.0009 * smallest)
+    (root / "tiny.json").write_text(json.dumps(tiny))
+    run = run_cli("diff", "reports/baseline.json", "tiny.json", cwd=root)
+    assert run.code == 0, run.out + run.err
+    diff = json.loads((root / "reports/baseline-diff.json").read_text())
+    rows = [r for r in diff["aggregates"] if r["metric"] == "contextPrecision"]
+    assert {r["status"] for r in rows} == {"changed", "unchanged"}
+    assert rows[0]["delta"] < 0 and rows[0]["status"] == "changed"
+
+    drop = _nudge(baseline, case_id, "contextPrecision", -0.1)  # mean -0.004, one case
+    (root / "drop.json").write_text(json.dumps(drop))
+    run = run_cli("diff", "reports/baseline.json", "drop.json", cwd=root)
+    assert run.code == 1 and "contextPrecision: 0.171 -> 0.167 (-0.004, p 1.000)" in run.out
+    run = run_cli("diff", "reports/baseline.json", "drop.json", "--require-significance", cwd=root)
+    assert run.code == 0, run.out + run.err
+    md = (root / "reports/baseline-diff.md").read_text()
+    assert "an aggregate drop fails only when significant" in md
+    (root / "ragsnap.yaml").write_text("diff:\n  significance: {require: true}\n")
+    assert run_cli("diff", "reports/baseline.json", "drop.json", cwd=root).code == 0
+    (root / "ragsnap.yaml").write_text("diff:\n  significance: {require: yes please}\n")
+    run = run_cli("diff", "reports/baseline.json", "drop.json", cwd=root)
+    assert run.code == 2 and "ragsnap.yaml" in run.err and "/diff/significance/require" in run.err
