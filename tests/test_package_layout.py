@@ -1,8 +1,8 @@
 """The package's tree reads like the product's flow, and nothing imports upward.
 
 Every module of ``eval/ragsnap`` belongs to a layer: a root module (``errors``,
-``models``, ``settings``, ``config``, ``cli``) or a capability subpackage
-(``io``, ``ir``, ``kb``, ``snapshot``, ``scoring``, ``importers``, ``live``,
+``models``, ``settings``, ``config``, ``cli``, ``pytest_plugin``) or a capability
+subpackage (``io``, ``ir``, ``kb``, ``snapshot``, ``scoring``, ``importers``, ``live``,
 ``commands``). A module may import from its own layer and from layers below it,
 never from a layer above or beside it, including imports deferred into a
 function or kept for type checking. The README's Layout table names every
@@ -36,6 +36,7 @@ LAYERS = {
     "config": 6,
     "commands": 7,
     "cli": 8,
+    "pytest_plugin": 8,
     "__main__": 9,
     "__init__": 9,
 }

@@ -15,6 +15,7 @@ first, and a module imports only from its own layer or a lower one::
     importers, live            other tools' data as ragsnap files; the HTTP service, live-check
     config                     ragsnap.yaml
     commands, cli              the command line
+    pytest_plugin              `pytest --ragsnap`: the golden cases as pytest tests
 """
 
 from __future__ import annotations

@@ -1,0 +1,424 @@
+"""``pytest --ragsnap``: every golden case as a pytest test.
+
+Installed with ragsnap as the ``pytest11`` entry point ``ragsnap``, so it is
+loaded by every pytest run in an environment that has ragsnap; it stays inert
+(no ragsnap module beyond this one imported, no hook doing any work) unless
+``--ragsnap`` is given::
+
+    pytest --ragsnap                     # score every case's saved fixture, offline
+    pytest --ragsnap -k db-err-4031      # one case (or any -k / -m selection)
+    pytest --ragsnap --ragsnap-update    # snapshot the selected cases first, then score
+
+**What is collected.** One test item per golden case of ``ragsnap_cases``
+(default ``cases/golden-cases.json``), named by the case id under the cases
+file (``cases/golden-cases.json::db-err-4031-order-repository``). The items are
+added by a session-level hook, so they are collected whatever the project's
+``testpaths`` say, and before ``-k``, ``-m`` and ``--deselect`` select from them.
+
+**What an item checks.** Exactly what ``ragsnap score`` checks, with its code:
+the case's fixture in ``ragsnap_fixtures`` (default ``fixtures``) is scored by
+``ragsnap.scoring.hits.score_case`` with its graded metrics from
+``ragsnap.scoring.casemetrics.case_metrics`` and the measures of
+``ragsnap_config`` (default ``ragsnap.yaml`` when it exists). A failing case
+fails with ``hit level <level>: <reason>; <reason>``, the reasons ``ragsnap
+score`` lists; a case with ``knownFailure`` is expected to fail (xfail, with
+that reason; XPASS when it passes, as ``ragsnap score`` lists "known failures
+that now pass"). A missing fixture fails, known failure or not, saying how to
+create it: unlike ``ragsnap score``, which counts it as a known failure's
+failure, a test that cannot run is never expected.
+
+**--ragsnap-update.** Before the first test runs, the fixtures of the selected
+cases are regenerated from the configured knowledge base by ``ragsnap
+snapshot``'s own code (``ragsnap.commands.snapshot.run``: the ``kb.backend`` of
+the configuration, by default the embedded SQLite file ``.ragsnap/kb.sqlite``
+that ``ragsnap seed`` builds; unchanged fixtures are left as they are), then the
+items score them. Its report is shown in the terminal summary.
+
+**Unused fixtures** (``*.json`` files in the fixtures folder that no golden
+case names) are listed in the terminal summary; ``--ragsnap-update`` deletes
+them, but only when every case is selected, since a partial selection says
+nothing about the others (syrupy's rule).
+
+**Paths** (``--ragsnap-cases``, ``--ragsnap-fixtures``, ``--ragsnap-config``,
+else the ini options of the same names, else ``ragsnap score``'s defaults) are
+relative to pytest's rootdir, and every ragsnap function runs with the rootdir
+as the current folder, so the plugin reads and writes what ``ragsnap score``
+and ``ragsnap snapshot`` run from the rootdir would. Bad input (a cases file,
+configuration or fixture that does not validate, a knowledge base that cannot
+be opened) stops the run as a pytest usage error (exit code 4) naming the file
+and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
+    from .io.inputs import CaseSet
+    from .models import Fixture, GoldenCase
+    from .scoring.hits import CaseResult
+
+__all__ = ["CaseFailed", "CaseItem", "CasesFile", "FixtureMissing", "RagsnapRun"]
+
+#: ``ragsnap score``'s defaults (``ragsnap.commands.DEFAULT_CASES``, ``DEFAULT_FIXTURES``,
+#: ``ragsnap.config.DEFAULT_CONFIG``; a test keeps them equal), spelled out here so
+#: that loading the plugin imports nothing else of ragsnap
+DEFAULT_CASES = "cases/golden-cases.json"
+DEFAULT_FIXTURES = "fixtures"
+DEFAULT_CONFIG = "ragsnap.yaml"
+
+
+class CaseFailed(Exception):
+    """A golden case whose fixture does not satisfy it; the message is the reasons."""
+
+
+class FixtureMissing(Exception):
+    """A golden case without a fixture; the message says how to create one."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ragsnap", "ragsnap golden cases")
+    group.addoption(
+        "--ragsnap",
+        action="store_true",
+        help="collect the golden cases as tests, each scoring its saved fixture offline as "
+        "`ragsnap score` does (default: off)",
+    )
+    group.addoption(
+        "--ragsnap-update",
+        action="store_true",
+        help="with --ragsnap: first regenerate the selected cases' fixtures from the "
+        "knowledge base as `ragsnap snapshot` does, and delete unused fixtures when every "
+        "case is selected (default: off)",
+    )
+    for name, what, default in (
+        ("cases", "golden cases file", DEFAULT_CASES),
+        ("fixtures", "folder of {caseId}.json fixtures", DEFAULT_FIXTURES),
+        ("config", "ragsnap settings file", f"{DEFAULT_CONFIG} when it exists"),
+    ):
+        metavar = "DIR" if name == "fixtures" else "FILE"
+        group.addoption(
+            f"--ragsnap-{name}",
+            metavar=metavar,
+            help=f"{what}, relative to the rootdir (default: the ini option ragsnap_{name}, "
+            f"else {default})",
+        )
+        parser.addini(
+            f"ragsnap_{name}",
+            f"ragsnap: {what}, relative to the rootdir (default: {default})",
+            default="",
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("ragsnap"):
+        if config.getoption("ragsnap_update"):
+            raise pytest.UsageError(
+                "--ragsnap-update needs --ragsnap; run `pytest --ragsnap --ragsnap-update`"
+            )
+        return
+    config.pluginmanager.register(RagsnapRun(config), "ragsnap-run")
+
+
+def _setting(config: pytest.Config, name: str) -> str | None:
+    """``--ragsnap-<name>``, else the ini option ``ragsnap_<name>``, else None."""
+    value = config.getoption(f"ragsnap_{name}") or config.getini(f"ragsnap_{name}")
+    return str(value) if value else None
+
+
+@contextlib.contextmanager
+def _inside(folder: Path) -> Iterator[None]:
+    """Run ragsnap code with ``folder`` as the current folder, as its command line
+    would run there (``contextlib.chdir`` is 3.11+)."""
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@contextlib.contextmanager
+def _usage_errors(doing: str) -> Iterator[None]:
+    """A ``RagsnapError`` (bad input, a knowledge base that cannot be opened) as a
+    pytest usage error: the message, no traceback."""
+    from .errors import RagsnapError
+
+    try:
+        yield
+    except RagsnapError as exc:
+        raise pytest.UsageError(f"ragsnap ({doing}): {exc.kind}: {exc}") from None
+
+
+def snapshot_args(
+    cases: Path, fixtures: Path, config: Path | None, only: list[str] | None, *, prune: bool
+) -> argparse.Namespace:
+    """The arguments of ``ragsnap snapshot --cases CASES --fixtures FIXTURES [--config
+    CONFIG] [--case ID ...] [--prune] --skip-eval``; everything else its default (a
+    test keeps the names equal to the command line's)."""
+    return argparse.Namespace(
+        cases=cases,
+        fixtures=fixtures,
+        config=config,
+        case=only,
+        backend=None,
+        kb=None,
+        kb_scope=None,
+        retrieved_at=None,
+        concurrency=None,
+        method=None,
+        latency=False,
+        base_url=None,
+        token_file=None,
+        token_env=None,
+        check=False,
+        prune=prune,
+        skip_eval=True,
+        allow_outside=False,
+    )
+
+
+class RagsnapRun:
+    """The plugin's state for one ``pytest --ragsnap`` session (registered only then)."""
+
+    def __init__(self, config: pytest.Config):
+        self.root = config.rootpath
+        self.update: bool = config.getoption("ragsnap_update")
+        self.cases = Path(_setting(config, "cases") or DEFAULT_CASES)
+        self.fixtures = Path(_setting(config, "fixtures") or DEFAULT_FIXTURES)
+        named = _setting(config, "config")
+        self.config_file = None if named is None else Path(named)
+        self.case_set: CaseSet | None = None
+        self.measures: tuple[str, ...] = ()
+        self.prepared = False
+        self.saved: dict[str, Fixture] = {}
+        self.graded: dict[str, dict[str, float | None]] = {}
+        self.unused: list[str] = []
+        self.deleted: list[str] = []
+        self.snapshot_report: list[str] = []
+
+    # -- collection -------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)  # before -k, -m and --deselect select from the items
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        self._read_inputs()
+        node = CasesFile.from_parent(session, path=self.root / self.cases, run=self)
+        items.extend(session.genitems(node))
+
+    def _read_inputs(self) -> None:
+        """Read the configuration and the golden cases, or stop with a usage error."""
+        from .config import load_config
+        from .io.inputs import load_cases
+
+        for path, option, what in (
+            (self.cases, "cases", "golden cases file"),
+            (self.config_file, "config", "ragsnap settings file"),
+        ):
+            if path is not None and not (self.root / path).is_file():
+                raise pytest.UsageError(
+                    f"ragsnap: {path}: no such {what} under the rootdir {self.root}; create "
+                    f"it, or set ragsnap_{option} in the pytest configuration (or pass "
+                    f"--ragsnap-{option})"
+                )
+        with _usage_errors("reading the inputs"), _inside(self.root):
+            self.measures = load_config(self.config_file).measures
+            self.case_set = load_cases(self.cases)
+
+    # -- before the first test --------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        if session.testsfailed or session.config.option.collectonly:
+            return  # collection errors: pytest stops; --collect-only: nothing runs
+        self.prepare(session)
+
+    def prepare(self, session: pytest.Session) -> None:
+        """Snapshot the selected cases (``--ragsnap-update``), read the fixtures and
+        compute the selected cases' graded metrics; once per session."""
+        if self.prepared:
+            return
+        self.prepared = True
+        selected = [item.case for item in session.items if isinstance(item, CaseItem)]
+        if not selected:
+            return
+        if self.update:
+            self._snapshot(selected)
+        from .ir.metrics import parse_measures
+        from .scoring.casemetrics import case_metrics
+
+        self.saved = self._read_fixtures()
+        self.graded = case_metrics(selected, self.saved, parse_measures(self.measures))
+        self.unused = [f"{name}.json" for name in self.saved if name not in self._case_ids()]
+
+    def _case_ids(self) -> set[str]:
+        assert self.case_set is not None  # read at collection
+        return {case.id for case in self.case_set.cases}
+
+    def _snapshot(self, selected: list[GoldenCase]) -> None:
+        """``ragsnap snapshot`` of the selected cases, pruning unused fixtures when
+        every case is selected; its report kept for the terminal summary."""
+        from .commands import snapshot
+
+        every = len(selected) == len(self._case_ids())
+        before = self._fixture_names()
+        args = snapshot_args(
+            self.cases,
+            self.fixtures,
+            self.config_file,
+            None if every else [case.id for case in selected],
+            prune=every,
+        )
+        out = io.StringIO()
+        with (
+            _usage_errors("--ragsnap-update"),
+            _inside(self.root),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(io.StringIO()),  # its progress: the summary says it
+        ):
+            snapshot.run(args)
+        self.snapshot_report = out.getvalue().splitlines()
+        if every:
+            ids = self._case_ids()
+            self.deleted = [name for name in before if name[: -len(".json")] not in ids]
+
+    def _fixture_names(self) -> list[str]:
+        folder = self.root / self.fixtures
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and p.is_file())
+
+    def _read_fixtures(self) -> dict[str, Fixture]:
+        """Every fixture, as ``ragsnap score`` reads them; none when the folder is absent
+        (every case then fails saying how to create its fixture)."""
+        from .io.inputs import load_fixtures
+
+        folder = self.root / self.fixtures
+        if not folder.exists():
+            return {}
+        if not folder.is_dir():
+            raise pytest.UsageError(
+                f"ragsnap: {self.fixtures}: a file, not a folder of fixtures; set "
+                "ragsnap_fixtures in the pytest configuration (or pass --ragsnap-fixtures) "
+                "to the folder"
+            )
+        with _usage_errors("reading the fixtures"), _inside(self.root):
+            return load_fixtures(self.fixtures).fixtures
+
+    # -- one case ---------------------------------------------------------------------
+
+    def score(self, item: CaseItem) -> None:
+        """Score ``item``'s case as ``ragsnap score`` does; raise when it fails."""
+        from .scoring.hits import score_case
+
+        self.prepare(item.session)  # when another plugin drives the run loop
+        case = item.case
+        fixture = self.saved.get(case.id)
+        if fixture is None:
+            where = (self.fixtures / f"{case.id}.json").as_posix()
+            raise FixtureMissing(
+                f"{where}: missing; run `pytest --ragsnap --ragsnap-update -k {case.id}` or "
+                f"`ragsnap snapshot --case {case.id}` to create it from the knowledge base "
+                "(`ragsnap seed` builds the embedded one), or delete the case"
+            )
+        result = score_case(case, fixture, self.graded.get(case.id))
+        item.user_properties.extend(_properties(result))
+        if not result.passed:
+            raise CaseFailed(failure_message(result))
+
+    # -- the terminal summary ---------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        # snapshot's own report, but for its orphan line: deletions are said below
+        lines = [line for line in self.snapshot_report if not line.startswith("orphaned")]
+        if self.deleted:
+            lines.append(f"{_fixtures(len(self.deleted))} unused, deleted: {_names(self.deleted)}")
+        if self.unused:
+            fix = (
+                "run with --ragsnap-update and every case selected to delete them"
+                if self.update
+                else "run with --ragsnap-update to delete them"
+            )
+            lines.append(f"{_fixtures(len(self.unused))} unused: {_names(self.unused)}; {fix}")
+        if lines:
+            terminalreporter.section("ragsnap", sep="-")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+def _fixtures(count: int) -> str:
+    return f"{count} ragsnap fixture{'' if count == 1 else 's'}"
+
+
+def _names(names: Iterable[str], limit: int = 20) -> str:
+    names = list(names)
+    return ", ".join(names[:limit]) + (
+        f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    )
+
+
+def failure_message(result: CaseResult) -> str:
+    """``hit level <level>: <reasons>``; a no-answer case has no hit level."""
+    level = result.hit_level or "none (no-answer case)"
+    return f"hit level {level}: {'; '.join(result.reasons)}"
+
+
+def _properties(result: CaseResult) -> list[tuple[str, object]]:
+    """What a JUnit XML report records of a scored case."""
+    found: Mapping[str, float | None] = result.metrics or {}
+    return [
+        ("ragsnap.hitLevel", result.hit_level),
+        ("ragsnap.firstExpectedRank", result.first_expected_rank),
+        *((f"ragsnap.{name}", value) for name, value in found.items()),
+    ]
+
+
+class CasesFile(pytest.File):
+    """The golden cases file as a collector of one ``CaseItem`` per case."""
+
+    def __init__(self, *, run: RagsnapRun, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.run = run
+
+    def collect(self) -> Iterator[CaseItem]:
+        assert self.run.case_set is not None  # read before this collector is made
+        for case in self.run.case_set.cases:
+            item = CaseItem.from_parent(self, name=case.id, case=case, run=self.run)
+            if case.known_failure:
+                item.add_marker(
+                    pytest.mark.xfail(reason=case.known_failure, raises=CaseFailed, strict=False)
+                )
+            yield item
+
+
+class CaseItem(pytest.Item):
+    """One golden case: passes when its saved fixture satisfies it."""
+
+    def __init__(self, *, case: GoldenCase, run: RagsnapRun, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.case = case
+        self.run = run
+
+    def runtest(self) -> None:
+        self.run.score(self)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CaseFailed | FixtureMissing):
+            return str(excinfo.value)  # the message is the whole story: no traceback
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"ragsnap case {self.name}"
