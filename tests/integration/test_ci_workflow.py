@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from ragsnap.cli import build_parser
+from ragsnap.cli import _command_parser, build_parser
 
 WORKFLOW = REPO / "eval/ragsnap/templates/project/dot-github/workflows/ragsnap.yml"
 
@@ -56,11 +56,7 @@ def _ragsnap_commands(script: str) -> list[list[str]]:
 
 def _without_pending(argv: list[str]) -> list[str]:
     """``argv`` without the pending flags (and their values) the parser lacks yet."""
-    score = next(
-        action.choices["score"]
-        for action in build_parser()._actions
-        if hasattr(action, "choices") and isinstance(action.choices, dict)
-    )
+    score = _command_parser(build_parser(), "score")
     known = {flag for action in score._actions for flag in action.option_strings}
     missing = PENDING_SCORE_FLAGS - known
     kept: list[str] = []
