@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import __version__
 from .commands import (
+    DEFAULT_BASELINE,
     DEFAULT_CASES,
     DEFAULT_DIFF_JSON,
     DEFAULT_DIFF_MARKDOWN,
@@ -384,42 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="only this case; repeatable (default: every case)",
     )
-    snap.add_argument(
-        "--backend",
-        choices=("embedded", "milvus", "http"),
-        help="where lookups run (default: kb.backend in ragsnap.yaml, else embedded)",
-    )
-    _add_kb(snap)
-    snap.add_argument(
-        "--kb-scope",
-        metavar="SCOPE",
-        help="look up every case inside this kb_scope (default: each case's kbScope)",
-    )
-    snap.add_argument(
-        "--retrieved-at",
-        metavar="TIME",
-        help="pin retrievedAt (ISO 8601, e.g. 2026-07-06T00:00:00Z) so reruns are "
-        "byte-identical (default: now, and unchanged fixtures keep theirs)",
-    )
-    snap.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="lookups in flight (default: http.concurrency for http, else 1)",
-    )
-    _add_method(snap, "embedded, milvus: ")
-    snap.add_argument(
-        "--latency",
-        action="store_true",
-        help="record measured latencies in the fixtures (default: null, so fixtures are stable)",
-    )
-    snap.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="http: the service (default: http.baseUrl in ragsnap.yaml, else "
-        "http://127.0.0.1:9900)",
-    )
-    _add_token(snap, "http: send this bearer token")
+    _add_lookup_source(snap)
     snap.add_argument(
         "--check",
         action="store_true",
@@ -431,6 +397,58 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_allow_outside(snap)
     snap.set_defaults(handler="snapshot")
+
+    accept = sub.add_parser(
+        "accept",
+        help="accept the current retrieval: regenerate the fixtures, then the baseline",
+        description="The baseline update after an intended change, in one command: "
+        "regenerate the fixtures as `ragsnap snapshot` does (listing what changed), score "
+        "them into the baseline (--baseline FILE and FILE with .md), and print the diff's "
+        "verdict against the previous baseline. When the fixtures cannot be regenerated "
+        "nothing is written. Exits 0 when the baseline was written, even with failing "
+        "cases (they stay in the report); 2 on bad input.",
+    )
+    _add_inputs(accept)
+    _add_lookup_source(accept)
+    accept.add_argument(
+        "--baseline",
+        type=Path,
+        default=DEFAULT_BASELINE,
+        metavar="FILE",
+        help=f"the baseline JSON report; the Markdown one goes beside it as .md "
+        f"(default: {DEFAULT_BASELINE})",
+    )
+    accept.add_argument(
+        "--prune", action="store_true", help="delete fixtures that no case refers to"
+    )
+    accept.add_argument(
+        "--max-listed",
+        type=int,
+        default=20,
+        metavar="N",
+        help="list at most N failing or regressed cases on the terminal (default: 20)",
+    )
+    _add_allow_outside(accept)
+    accept.set_defaults(handler="accept")
+
+    init = sub.add_parser(
+        "init",
+        help="write a minimal working project: settings, example cases and docs, CI workflow",
+        description="Write ragsnap.yaml, cases/golden-cases.json, example seed-docs/, "
+        ".github/workflows/ragsnap.yml (the pull-request check) and .gitignore files for "
+        "the knowledge base and generated reports into DIR, then print the next steps. "
+        "Writes nothing when any of these files exists.",
+    )
+    init.add_argument(
+        "dir",
+        nargs="?",
+        type=Path,
+        default=Path(),
+        metavar="DIR",
+        help="the project folder, created when missing (default: the current folder)",
+    )
+    _add_allow_outside(init)
+    init.set_defaults(handler="init")
 
     live = sub.add_parser(
         "live-check",
@@ -656,6 +674,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_lookup_source(parser: argparse.ArgumentParser) -> None:
+    """Where ``snapshot`` and ``accept`` run their lookups, and how."""
+    parser.add_argument(
+        "--backend",
+        choices=("embedded", "milvus", "http"),
+        help="where lookups run (default: kb.backend in ragsnap.yaml, else embedded)",
+    )
+    _add_kb(parser)
+    parser.add_argument(
+        "--kb-scope",
+        metavar="SCOPE",
+        help="look up every case inside this kb_scope (default: each case's kbScope)",
+    )
+    parser.add_argument(
+        "--retrieved-at",
+        metavar="TIME",
+        help="pin retrievedAt (ISO 8601, e.g. 2026-07-06T00:00:00Z) so reruns are "
+        "byte-identical (default: now, and unchanged fixtures keep theirs)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="lookups in flight (default: http.concurrency for http, else 1)",
+    )
+    _add_method(parser, "embedded, milvus: ")
+    parser.add_argument(
+        "--latency",
+        action="store_true",
+        help="record measured latencies in the fixtures (default: null, so fixtures are stable)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="http: the service (default: http.baseUrl in ragsnap.yaml, else "
+        "http://127.0.0.1:9900)",
+    )
+    _add_token(parser, "http: send this bearer token")
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -779,9 +837,93 @@ def _add_kb(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: the file that marks a project's root (``config.DEFAULT_CONFIG``, named here so that
+#: parsing the command line does not import the configuration's dependencies)
+PROJECT_FILE = "ragsnap.yaml"
+#: commands that look for no project root: ``init`` makes one where it is told
+ROOTLESS = frozenset({"init"})
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder, from ``start`` upwards, that holds ``ragsnap.yaml``; None
+    when none does."""
+    for folder in (start, *start.parents):
+        try:
+            if (folder / PROJECT_FILE).exists():
+                return folder
+        except OSError:  # a folder above that cannot be read: no project there
+            return None
+    return None
+
+
+def _command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise LookupError(name)  # pragma: no cover - build_parser always has subcommands
+
+
+def rebase(
+    args: argparse.Namespace, command: argparse.ArgumentParser, here: Path, root: Path
+) -> None:
+    """Make the relative paths the user typed (relative to ``here``) relative to ``root``
+    instead, in place; values that still hold their default are left as they are, to be
+    read relative to ``root``."""
+    prefix = os.path.relpath(here, root)
+
+    def moved(value: object) -> object:
+        if isinstance(value, Path):
+            if value.is_absolute():
+                return value
+            return Path(os.path.normpath(Path(prefix, value)))
+        if isinstance(value, (list, tuple)):
+            return type(value)(moved(item) for item in value)
+        return value
+
+    for dest, value in vars(args).items():
+        if value is not command.get_default(dest):
+            setattr(args, dest, moved(value))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``ragsnap`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run ``ragsnap`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Every command but ``init`` runs in the project root: the nearest folder, from the
+    current one upwards, that holds ``ragsnap.yaml`` (the current folder when none
+    does). Default paths (``cases/golden-cases.json``, ``fixtures``, ``reports/...``,
+    ``ragsnap.yaml``, ``.ragsnap/kb.sqlite``, ``seed-docs``) are therefore the root's,
+    and so is the working folder that outputs must stay inside; paths the user typed
+    keep meaning what they meant from the current folder (they are rebased onto the
+    root), and messages name them relative to the root, which is said on stderr. The
+    current folder is restored afterwards.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        here = Path.cwd()
+    except OSError:  # the current folder was deleted: nothing to look for
+        return _run(args)
+    root = None if args.command in ROOTLESS else find_root(here)
+    if root is None or root == here:
+        return _run(args)
+    rebase(args, _command_parser(parser, args.command), here, root)
+    print(
+        f"ragsnap: working in the project root {os.path.relpath(root, here)} (the nearest "
+        f"folder with {PROJECT_FILE}); the paths below are relative to it",
+        file=sys.stderr,
+    )
+    os.chdir(root)
+    try:
+        return _run(args)
+    finally:
+        with contextlib.suppress(OSError):
+            os.chdir(here)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; errors become exit codes (see the module docstring)."""
     module = importlib.import_module(f"ragsnap.commands.{args.handler}")
     try:
         code: int = module.run(args)

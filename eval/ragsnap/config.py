@@ -1,8 +1,9 @@
 """The optional project configuration file, ``ragsnap.yaml``.
 
-Looked up in the current folder unless ``--config`` names another file; a
-missing default file means built-in defaults, a missing named file is an
-error. Strictly validated against ``schemas/config.schema.json``::
+Looked up in the project root (``ragsnap.cli`` runs every command there: the nearest
+folder, from the current one upwards, that holds this file) unless ``--config`` names
+another file; a missing default file means built-in defaults, a missing named file is
+an error. Strictly validated against ``schemas/config.schema.json``::
 
     diff:
       tolerances:          # how much worse a value may get before it regresses
@@ -366,7 +367,7 @@ def load_config(path: Path | None) -> Config:
         if not DEFAULT_CONFIG.exists():
             return Config()
         path = DEFAULT_CONFIG  # found by default: a folder of that name is an error too
-        fix = "rename or remove it (ragsnap reads ragsnap.yaml in the current folder)"
+        fix = "rename or remove it (ragsnap reads ragsnap.yaml in the project root)"
     else:
         fix = "pass --config with an existing file, or leave it out"
     raw = read_bytes(path, fix, kind="config")

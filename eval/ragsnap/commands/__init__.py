@@ -16,7 +16,9 @@ from ..models import GoldenCase
 
 _T = TypeVar("_T")
 
-#: Default paths, relative to the current folder; the parser shows them in --help.
+#: Default paths, relative to the project root (the nearest folder, from the current one
+#: up, that holds ragsnap.yaml; the current folder when none does); shown in --help.
+DEFAULT_BASELINE = Path("reports/baseline.json")
 DEFAULT_CASES = Path("cases/golden-cases.json")
 DEFAULT_FIXTURES = Path("fixtures")
 DEFAULT_JSON_REPORT = Path("reports/current.json")

@@ -218,17 +218,24 @@ def _score(args: argparse.Namespace) -> int:
     from . import score
 
     print("score:", flush=True)
-    score_args = argparse.Namespace(
+    code: int = score.run(score_args(args, DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT))
+    return code
+
+
+def score_args(
+    args: argparse.Namespace, json_report: Path, markdown_report: Path
+) -> argparse.Namespace:
+    """The arguments of a ``ragsnap score`` run, with no baseline diff, of the cases and
+    fixtures a snapshot (or ``ragsnap accept``) just wrote."""
+    return argparse.Namespace(
         cases=args.cases,
         fixtures=args.fixtures,
-        json_report=DEFAULT_JSON_REPORT,
-        markdown_report=DEFAULT_MARKDOWN_REPORT,
+        json_report=json_report,
+        markdown_report=markdown_report,
         compare_to=None,
         diff_json_report=None,
         diff_markdown_report=None,
         config=args.config,
-        max_listed=20,
+        max_listed=getattr(args, "max_listed", 20),
         allow_outside=args.allow_outside,
     )
-    code: int = score.run(score_args)
-    return code
