@@ -192,7 +192,8 @@ def test_bad_inputs_never_traceback(project: Project) -> None:
     assert (
         run.code == 2
         and "UsageError: --diff-json-report, --diff-markdown-report and "
-        "--require-significance need --compare-to BASELINE" in run.err
+        "--require-significance need --compare-to BASELINE"
+        in run.err
     )
     run = score(project, "--no-such-flag")
     assert run.code == 2 and "unrecognized arguments" in run.err

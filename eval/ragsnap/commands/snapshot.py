@@ -238,4 +238,7 @@ def score_args(
         config=args.config,
         max_listed=getattr(args, "max_listed", 20),
         allow_outside=args.allow_outside,
+        extra_reports=[],
+        junit_xml=None,
+        require_significance=False,
     )
