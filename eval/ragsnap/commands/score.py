@@ -2,11 +2,16 @@
 
 Everything is read and checked before anything is written: a bad baseline or
 a bad fixture leaves every existing report untouched.
+
+``scoring.skip`` in ragsnap.yaml names case expectations that are not checked;
+a case that sets one gets ``skippedExpectations`` in its report entry, and the
+summary says how many cases had which expectations skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +47,10 @@ def _run(args: argparse.Namespace) -> int:
 
     fixtures = fixture_set.fixtures
     graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
+    skip = config.skip_expectations
     results = [
-        score_case(case, fixtures.get(case.id), graded.get(case.id)) for case in case_set.cases
+        score_case(case, fixtures.get(case.id), graded.get(case.id), skip=skip)
+        for case in case_set.cases
     ]
     case_ids = {case.id for case in case_set.cases}
     orphans = [name for name in fixtures if name not in case_ids]
@@ -57,6 +64,11 @@ def _run(args: argparse.Namespace) -> int:
             "fixturesSha256": fixture_set.sha256,
         },
     )
+    skipped: Counter[str] = Counter()
+    for entry, result in zip(report["cases"], results, strict=True):
+        if result.skipped_expectations:  # absent otherwise: reports without skips are unchanged
+            entry["skippedExpectations"] = list(result.skipped_expectations)
+            skipped.update(result.skipped_expectations)
     outputs: list[tuple[Path, Any]] = [
         (args.json_report, report),
         (args.markdown_report, render_markdown(report)),
@@ -78,6 +90,11 @@ def _run(args: argparse.Namespace) -> int:
     write_outputs(dict(outputs))
 
     lines = score_lines(report, args.max_listed, args.markdown_report)
+    if skipped:
+        lines.append(
+            f"Not checked (scoring.skip in {config.source}): "
+            + ", ".join(f"{name} in {n} case(s)" for name, n in skipped.items())
+        )
     if diff is not None:
         lines += diff_lines(diff, args.max_listed, diff_markdown)
     lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
