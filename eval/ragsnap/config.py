@@ -71,6 +71,14 @@ an error. Strictly validated against ``schemas/config.schema.json``::
         relativeScore: 0.0
         embedder: {kind: frozen, path: other-vectors.json}  # its own vectors
         note: what the method is for
+    scoring:               # `ragsnap score`
+      skip: [rerankTopSource, contextSources]  # expectations not checked: for a service
+                           # that exposes no rerank trace or context pack. Any of
+                           # selectedAttempt, fallbackReason, fallbackReasons,
+                           # evidenceStatus, contextSources, rerankTopSource (the
+                           # golden cases' expected<Name> fields); a skipped one never
+                           # fails a case, and the case's report entry lists it under
+                           # skippedExpectations
     trial:                 # `ragsnap trial` defaults
       aliases: aliases.yaml  # term groups of the `alias` method (its vector provider)
       methods: [lexical, vector, hybrid, hybrid+rerank, alias]
@@ -91,6 +99,7 @@ from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
 from .scoring.diff import NoiseFloor, Tolerances
+from .scoring.hits import EXPECTATIONS
 from .scoring.significance import SignificanceSettings
 from .settings import (
     ALIAS_NOTE,
@@ -190,6 +199,8 @@ class Config:
     http_section: dict[str, Any] = field(default_factory=dict)
     http_base: Path | None = None
     source: str = str(DEFAULT_CONFIG)
+    #: ``scoring.skip``: the case expectations ``ragsnap score`` does not check
+    skip_expectations: tuple[str, ...] = ()
 
     @property
     def http(self) -> HttpMapping:
@@ -361,6 +372,20 @@ def _lookup_settings(
     return settings
 
 
+def _skip_expectations(data: dict[str, Any], path: Path) -> tuple[str, ...]:
+    """``scoring.skip``, each name checked against the expectations ``score_case`` knows."""
+    names = tuple(data.get("skip", ()))
+    for index, name in enumerate(names):
+        if name not in EXPECTATIONS:
+            raise InputError(
+                path,
+                f"`scoring.skip` names {name!r}, which is not an expectation ragsnap checks",
+                "use some of: " + ", ".join(EXPECTATIONS),
+                f"/scoring/skip/{index}",
+            )
+    return names
+
+
 def load_config(path: Path | None) -> Config:
     """Read ``path`` (or ``ragsnap.yaml`` when it exists) into a ``Config``."""
     if path is None:
@@ -421,4 +446,5 @@ def load_config(path: Path | None) -> Config:
         http_section=dict(data.get("http", {})),
         http_base=base,
         source=str(path),
+        skip_expectations=_skip_expectations(data.get("scoring", {}), path),
     )

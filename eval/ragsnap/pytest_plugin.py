@@ -200,6 +200,7 @@ class RagsnapRun:
         self.config_file = None if named is None else Path(named)
         self.case_set: CaseSet | None = None
         self.measures: tuple[str, ...] = ()
+        self.skip: frozenset[str] = frozenset()
         self.prepared = False
         self.saved: dict[str, Fixture] = {}
         self.graded: dict[str, dict[str, float | None]] = {}
@@ -233,7 +234,9 @@ class RagsnapRun:
                     f"--ragsnap-{option})"
                 )
         with _usage_errors("reading the inputs"), _inside(self.root):
-            self.measures = load_config(self.config_file).measures
+            settings = load_config(self.config_file)
+            self.measures = settings.measures
+            self.skip = frozenset(settings.skip_expectations)
             self.case_set = load_cases(self.cases)
 
     # -- before the first test --------------------------------------------------------
@@ -332,7 +335,7 @@ class RagsnapRun:
                 f"`ragsnap snapshot --case {case.id}` to create it from the knowledge base "
                 "(`ragsnap seed` builds the embedded one), or delete the case"
             )
-        result = score_case(case, fixture, self.graded.get(case.id))
+        result = score_case(case, fixture, self.graded.get(case.id), skip=self.skip)
         item.user_properties.extend(_properties(result))
         if not result.passed:
             raise CaseFailed(failure_message(result))

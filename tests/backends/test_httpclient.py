@@ -203,6 +203,33 @@ def test_5xx_gives_up_after_the_retries(server: Server) -> None:
     assert "service's logs" in str(err)
 
 
+def test_retries_are_urllib3_retry_mounted_on_the_session(server: Server) -> None:
+    from urllib3.util import Retry
+
+    server.route("/x", Reply(200, {}))
+    http = client(server, retries=2)
+    http.get_json("x")
+    policy = http._session.get_adapter(server.url).max_retries
+    assert isinstance(policy, Retry)
+    assert (policy.total, policy.allowed_methods, policy.raise_on_status) == (2, None, False)
+
+
+def test_retry_after_of_a_503_is_obeyed(server: Server) -> None:
+    server.route("/x", Reply(503, "restarting", {"Retry-After": "1"}), Reply(200, {"ok": True}))
+    start = time.monotonic()
+    assert client(server).get_json("x") == {"ok": True}
+    assert time.monotonic() - start >= 0.9  # the backoff alone would be 0 s
+    assert len(server.hits("/x")) == 2
+
+
+def test_retry_after_is_cut_to_the_timeout(server: Server) -> None:
+    server.route("/x", Reply(503, "come back later", {"Retry-After": "3600"}), Reply(200, {}))
+    start = time.monotonic()
+    assert client(server, timeout=1.0).get_json("x") == {}
+    assert 0.9 <= time.monotonic() - start < 5.0
+    assert len(server.hits("/x")) == 2
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 429])
 def test_4xx_is_not_retried(server: Server, status: int) -> None:
     server.route("/x", Reply(status, {"error": "nope"}))

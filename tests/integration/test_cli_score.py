@@ -157,6 +157,42 @@ def test_tolerances_from_config(project: Project) -> None:
     assert run.code == 0, run.out
 
 
+def test_scoring_skip_turns_off_an_expectation_the_service_cannot_meet(project: Project) -> None:
+    # a service with no rerank trace: its fixtures record no rerank top source
+    seed_project(project)
+    fixture = make_fixture(
+        "pool-size",
+        [block(1, "mysql-pool", text="Set maximum-pool-size to 20."), block(2, "decoy")],
+    )
+    fixture["lookupResult"]["rerankTrace"] = {
+        "applied": False,
+        "reranker": None,
+        "before": [],
+        "after": [],
+    }
+    project.write_fixture(fixture)
+    failing = score(project)
+    assert failing.code == 1, failing.err
+    assert "rerank top source None, expected 'mysql-pool'" in failing.out
+
+    (project.root / "ragsnap.yaml").write_text("scoring:\n  skip: [rerankTopSource]\n")
+    run = score(project)
+    assert run.code == 0, run.out + run.err
+    assert run.out.startswith("3 cases: 3 passed, 0 failed")
+    assert "Not checked (scoring.skip): rerankTopSource in 1 case(s)" in run.out
+    report = json.loads((project.root / "reports/current.json").read_text())
+    jsonschema.validate(report, load_schema("report"))
+    entries = {entry["id"]: entry for entry in report["cases"]}
+    assert entries["pool-size"]["skippedExpectations"] == ["rerankTopSource"]
+    assert "skippedExpectations" not in entries["slow-log"]  # it expects no rerank source
+
+    (project.root / "ragsnap.yaml").write_text("scoring:\n  skip: [rerankSource]\n")
+    bad = score(project)
+    assert bad.code == 2
+    assert "ragsnap.yaml" in bad.err and "/scoring/skip/0" in bad.err
+    assert "rerankTopSource" in bad.err
+
+
 def test_invalid_case_file_exits_2_naming_file_and_field(project: Project) -> None:
     seed_project(project)
     cases = json.loads(project.cases.read_text())

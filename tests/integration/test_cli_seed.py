@@ -291,7 +291,7 @@ def test_killed_import_leaves_the_previous_kb(tmp_path: Path) -> None:
         seen: list[str] = []
         for line in proc.stderr:
             seen.append(line)
-            if re.fullmatch(r"seed: \d+/3000 documents\n", line):
+            if re.fullmatch(r"seed: \d+/3000 documents \(.+/s, ETA .+\)\n", line):
                 progress = line
                 break
         assert progress is not None, "no progress line before the import ended: " + "".join(seen)

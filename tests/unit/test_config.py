@@ -242,3 +242,27 @@ def test_measures_that_are_not_per_case_are_refused(tmp_path: Path, measure: str
     with pytest.raises(InputError) as info:
         load_config(path)
     assert info.value.pointer == "/measures/1" and "not a per-case measure" in str(info.value)
+
+
+def test_scoring_skip(tmp_path: Path) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    assert load_config(_write(path, "diff: {}\n")).skip_expectations == ()
+    config = load_config(_write(path, "scoring:\n  skip: [rerankTopSource, contextSources]\n"))
+    assert config.skip_expectations == ("rerankTopSource", "contextSources")
+
+
+def test_scoring_skip_unknown_name_names_file_field_and_valid_names(tmp_path: Path) -> None:
+    path = _write(tmp_path / "ragsnap.yaml", "scoring:\n  skip: [contextSources, rerankTrace]\n")
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    err = info.value
+    assert err.exit_code == 2 and err.path == str(path)
+    assert err.pointer == "/scoring/skip/1" and "'rerankTrace'" in err.problem
+    assert "rerankTopSource" in err.fix and "selectedAttempt" in err.fix
+    with pytest.raises(InputError, match="/scoring"):
+        load_config(_write(path, "scoring:\n  skipped: [contextSources]\n"))
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

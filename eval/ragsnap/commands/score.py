@@ -2,6 +2,9 @@
 
 Everything is read and checked before anything is written: a bad baseline or
 a bad fixture leaves every existing report untouched.
+
+``scoring.skip`` in ragsnap.yaml names case expectations that are not checked
+(``score_case``'s ``skip``); the report and the summary say which were skipped.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ def _run(args: argparse.Namespace) -> int:
 
     fixtures = fixture_set.fixtures
     graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
+    skip = config.skip_expectations
     results = [
-        score_case(case, fixtures.get(case.id), graded.get(case.id)) for case in case_set.cases
+        score_case(case, fixtures.get(case.id), graded.get(case.id), skip=skip)
+        for case in case_set.cases
     ]
     case_ids = {case.id for case in case_set.cases}
     orphans = [name for name in fixtures if name not in case_ids]

@@ -8,23 +8,32 @@
   ``Authorization`` header, and never appears in a message, log or report.
   Neither does a request's query string (it may carry a key): messages name
   the method and the URL without it.
-* Every request has a deadline: ``timeout`` (``timeoutSeconds`` in the
+* Every attempt has a deadline: ``timeout`` (``timeoutSeconds`` in the
   ``http`` and ``embedder`` sections of ragsnap.yaml) is the budget of the
-  whole request - connecting, the answer's headers and its body together -
+  whole attempt - the request, the answer's headers and its body together -
   not of each socket read, so a server that trickles a byte at a time cannot
-  hold a command. The body is streamed and the deadline checked after every
-  piece; a read still blocked when the budget is spent is cut off by a
-  watchdog that shuts the connection's socket ``_GRACE`` (0.5 s) later.
-  A service that is refused, or sends nothing at all, within the budget is
-  "cannot connect" (``ServiceUnreachable``); an answer still arriving when
-  the budget is spent is a ``BackendError`` saying the request took longer
-  than ``timeout`` seconds.
-* Retries: connection errors, timeouts, deadline misses and 5xx answers are
-  retried with exponential backoff (``backoff`` x 1, 2, 4 ... seconds), at
-  most ``retries`` times; every attempt has the full budget, so a request
-  waits at most (retries + 1) x timeout plus the backoff. 4xx answers,
-  redirects, answers over the size cap and answers that are not JSON are not
-  retried (the request or the endpoint is wrong; asking again gets the same).
+  hold a command (connecting is bounded by the same timeout). The body is
+  streamed and the deadline checked after every piece; a read still blocked
+  when the budget is spent is cut off by a watchdog that shuts the
+  connection's socket ``_GRACE`` (0.5 s) later. A service that is refused,
+  or sends nothing at all, within the budget is "cannot connect"
+  (``ServiceUnreachable``); an answer still arriving when the budget is spent
+  is a ``BackendError`` saying the request took longer than ``timeout``
+  seconds.
+* Retries are urllib3's ``Retry``, mounted on the ``requests`` session through
+  ``HTTPAdapter(max_retries=...)``: connection errors, timeouts, broken
+  answers and 5xx answers are retried, at most ``retries`` times in all, for
+  every method (ragsnap's requests are lookups, listings and uploads or
+  deletes keyed by source: repeating one changes nothing). The pause is
+  urllib3's backoff (none before the first retry, then ``backoff`` x 2, 4, 8
+  ... seconds), or the ``Retry-After`` of a 503 answer, cut to ``timeout``.
+  A deadline miss or a break while the body streams (after urllib3 has
+  handed the answer over) counts against the same ``Retry``, with the same
+  pause. Every attempt has the full budget, so a request waits at most
+  (retries + 1) x timeout plus the pauses. 4xx answers (429 included: the
+  service asks for less, not for the same again), redirects, answers over
+  the size cap and answers that are not JSON are not retried (the request or
+  the endpoint is wrong; asking again gets the same).
 * Answers are capped at ``max_bytes`` (64 MiB unless the caller passes
   another): a ``Content-Length`` over the cap is refused before the body is
   read, and a body without one (chunked, or ended by closing the connection)
@@ -41,15 +50,19 @@ import heapq
 import ipaddress
 import itertools
 import json
+import math
 import os
 import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import BackendError, InputError, ServiceUnreachable, UsageError
+
+if TYPE_CHECKING:
+    from urllib3.util import Retry
 
 __all__ = ["MAX_BYTES", "HttpClient", "check_url", "is_loopback", "read_token"]
 
@@ -125,13 +138,47 @@ class _DeadlineMissed(Exception):
     """An attempt that outlived its budget (internal: retried, then reported)."""
 
 
+class _Deadlines:
+    """The deadline of each attempt of one request, urllib3's retries included.
+
+    urllib3 sends the request once per attempt: ``_watched_adapter``'s
+    connections call ``start`` as they send it, which stops the previous
+    attempt's watchdog and arms a new one; ``watch`` hands it the socket once
+    a fresh connection has one.
+    """
+
+    def __init__(self, budget: float):
+        self.budget = budget
+        self.deadline = math.inf
+        self._watchdog: _Watchdog | None = None
+
+    def start(self, connection: Any) -> None:
+        self.stop()
+        self.deadline = time.monotonic() + self.budget
+        self._watchdog = _Watchdog(self.budget + _GRACE)
+        self._watchdog.watch(connection)
+
+    def watch(self, connection: Any) -> None:
+        if self._watchdog is not None:
+            self._watchdog.watch(connection)
+
+    @property
+    def fired(self) -> bool:
+        """Whether the current attempt's watchdog shut its socket."""
+        return self._watchdog is not None and self._watchdog.fired
+
+    def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.stop()
+
+
 class _Watchdog:
     """Shuts the socket of this thread's request down ``seconds`` after it starts.
 
     A blocked socket read returns when its socket is shut down, whatever the
     per-read timeout; ``fired`` tells the request why its read failed or ended.
-    The socket is learnt from ``_watched_adapter``'s connections, which report
-    themselves to ``_inflight.watchdog`` when they connect and send a request.
+    The socket is learnt from ``_watched_adapter``'s connections, through the
+    ``_Deadlines`` of the thread's request (``_inflight.deadlines``).
     Every watchdog of the process is kept by one ``_Alarms`` thread: a thread
     started per request cost more than the request itself on a busy machine.
     """
@@ -203,33 +250,37 @@ class _Alarms:
 
 
 _ALARMS = _Alarms()
-_inflight = threading.local()  # .watchdog: the _Watchdog of this thread's request
+_inflight = threading.local()  # .deadlines: the _Deadlines of this thread's request
 
 
-def _report(connection: Any) -> None:
-    watchdog: _Watchdog | None = getattr(_inflight, "watchdog", None)
-    if watchdog is not None:
-        watchdog.watch(connection)
+def _deadlines() -> _Deadlines | None:
+    deadlines: _Deadlines | None = getattr(_inflight, "deadlines", None)
+    return deadlines
 
 
 @functools.cache
 def _watched_adapter() -> type[Any]:
-    """A requests adapter whose connections report to the thread's ``_Watchdog``
-    (built on first use: requests and urllib3 are imported lazily)."""
+    """A requests adapter whose connections start and report to the thread's
+    ``_Deadlines`` (built on first use: requests and urllib3 are imported lazily)."""
     from requests.adapters import HTTPAdapter
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-    # both hooks: a fresh connection has its socket only after connect(), a reused one
-    # connects no more; and http.client drops conn.sock once a closing answer's headers
-    # are read, while its body still arrives on that socket
+    # request() starts an attempt (urllib3 calls it once per try); connect() reports the
+    # socket: a fresh connection has it only after connect(), a reused one connects no
+    # more; and http.client drops conn.sock once a closing answer's headers are read,
+    # while its body still arrives on that socket
     class Reporting:
         def connect(self) -> None:
             super().connect()  # type: ignore[misc]
-            _report(self)
+            deadlines = _deadlines()
+            if deadlines is not None:
+                deadlines.watch(self)
 
         def request(self, *args: Any, **kwargs: Any) -> None:
-            _report(self)
+            deadlines = _deadlines()
+            if deadlines is not None:
+                deadlines.start(self)
             super().request(*args, **kwargs)  # type: ignore[misc]
 
     class WatchedHTTPConnection(Reporting, HTTPConnection):
@@ -255,6 +306,20 @@ def _watched_adapter() -> type[Any]:
     return WatchedAdapter
 
 
+def _cause(exc: Exception) -> str:
+    """The name of what failed: requests reports retries that ran out as a
+    ``ConnectionError`` around urllib3's ``MaxRetryError``, whose reason says more."""
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, ReadTimeoutError
+
+    inner = exc.args[0] if exc.args else None
+    reason = inner.reason if isinstance(inner, MaxRetryError) else None
+    if isinstance(reason, ReadTimeoutError):
+        return "ReadTimeout"
+    if isinstance(reason, ConnectTimeoutError) and type(reason) is ConnectTimeoutError:
+        return "ConnectTimeout"
+    return type(exc).__name__
+
+
 def _size(n: int) -> str:
     """``n`` bytes for a message: ``64 MiB``, ``1.5 KiB``, ``100 bytes``."""
     for unit, scale in (("MiB", 1024 * 1024), ("KiB", 1024)):
@@ -267,8 +332,8 @@ class HttpClient:
     """JSON over HTTP to one base URL, with the rules of the module docstring.
 
     ``timeout`` is each attempt's budget in seconds (connect, headers and body),
-    ``retries`` how many times a failed attempt is repeated, ``backoff`` the
-    first pause between attempts, and ``max_bytes`` the largest answer body
+    ``retries`` how many times a failed attempt is repeated, ``backoff``
+    urllib3's backoff factor, and ``max_bytes`` the largest answer body
     accepted (default 64 MiB).
     """
 
@@ -311,10 +376,13 @@ class HttpClient:
             session = requests.Session()
             session.trust_env = False  # no proxies or .netrc credentials from the environment
             session.headers.update(self._headers)
-            adapter = _watched_adapter()()  # the deadline's watchdog learns the sockets
+            # the adapter's connections start each attempt's deadline; its Retry is set
+            # per request (``_send``)
+            adapter = _watched_adapter()(max_retries=self._retry_policy())
             session.mount("http://", adapter)
             session.mount("https://", adapter)
             self._local.session = session
+            self._local.adapter = adapter
             with self._sessions_lock:
                 self._sessions.append(session)
         return session
@@ -322,122 +390,157 @@ class HttpClient:
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
 
+    def _retry_policy(self) -> Retry:
+        """The urllib3 ``Retry`` of every request (the module docstring's rules)."""
+        from urllib3.util import Retry
+
+        return Retry(
+            total=self._retries,
+            redirect=False,  # never followed: a 3xx comes back and is refused
+            allowed_methods=None,  # every method (see the module docstring)
+            status_forcelist=range(500, 600),
+            backoff_factor=self._backoff,
+            raise_on_status=False,  # the last 5xx comes back, for its message
+            respect_retry_after_header=True,
+            retry_after_max=max(1, math.ceil(self._timeout)),
+        )
+
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Send one request; return the parsed JSON body (None when empty).
 
         ``kwargs`` go to ``requests`` (``params``, ``json`` ...). The rules, the
         deadline, the retries and the size cap are the module docstring's.
         """
-        import requests
-
         url = self._url(path)
         shown = url.split("?", 1)[0]  # a query string may carry a key: never in a message
-        attempt = 0
-        while True:
+        status, body, encoding = self._send(method, url, shown, kwargs, self._retry_policy())
+        if status >= 400:
             try:
-                status, body, encoding = self._attempt(
-                    method, url, shown, kwargs, retry_5xx=attempt < self._retries
+                text = body.decode(encoding or "utf-8", errors="replace")
+            except LookupError:  # a charset Python does not know
+                text = body.decode("utf-8", errors="replace")
+            detail = self._redact(text).strip().replace("\n", " ")[:300]
+            raise BackendError(
+                f"{method} {shown}: HTTP {status} {detail}; "
+                + (
+                    "check the token"
+                    if status in (401, 403)
+                    else "check the request and the service's logs"
                 )
-            except (requests.RequestException, _DeadlineMissed) as exc:
-                if attempt < self._retries:
-                    attempt += 1
-                    time.sleep(self._backoff * 2 ** (attempt - 1))
-                    continue
-                if isinstance(exc, _DeadlineMissed):
-                    raise BackendError(
-                        f"{method} {shown}: took longer than {self._timeout:g} s "
-                        f"({self._retries + 1} attempt(s)); the timeout bounds the whole "
-                        "request, body included: raise timeoutSeconds in ragsnap.yaml or "
-                        "check the service"
-                    ) from None
-                raise ServiceUnreachable(
-                    f"{method} {shown}: cannot connect ({type(exc).__name__}) after "
-                    f"{self._retries + 1} attempt(s); check that the service is running and the "
-                    "URL is right"
-                ) from None  # the transport error stays the __context__
-            if status >= 500 and attempt < self._retries:
-                attempt += 1
-                time.sleep(self._backoff * 2 ** (attempt - 1))
-                continue
-            if status >= 400:
-                try:
-                    text = body.decode(encoding or "utf-8", errors="replace")
-                except LookupError:  # a charset Python does not know
-                    text = body.decode("utf-8", errors="replace")
-                detail = self._redact(text).strip().replace("\n", " ")[:300]
-                raise BackendError(
-                    f"{method} {shown}: HTTP {status} {detail}; "
-                    + (
-                        "check the token"
-                        if status in (401, 403)
-                        else "check the request and the service's logs"
-                    )
-                )
-            if not body:
-                return None
-            try:  # in the charset the answer declares, as requests' Response.json() does;
-                # undeclared, json.loads detects UTF-8, -16 or -32 (a BOM included)
-                return json.loads(body.decode(encoding, errors="replace") if encoding else body)
-            except (ValueError, LookupError):  # LookupError: a charset Python does not know
-                raise BackendError(
-                    f"{method} {shown}: the answer is not JSON; check the endpoint path"
-                ) from None
+            )
+        if not body:
+            return None
+        try:  # in the charset the answer declares, as requests' Response.json() does;
+            # undeclared, json.loads detects UTF-8, -16 or -32 (a BOM included)
+            return json.loads(body.decode(encoding, errors="replace") if encoding else body)
+        except (ValueError, LookupError):  # LookupError: a charset Python does not know
+            raise BackendError(
+                f"{method} {shown}: the answer is not JSON; check the endpoint path"
+            ) from None
 
-    def _attempt(
-        self, method: str, url: str, shown: str, kwargs: dict[str, Any], *, retry_5xx: bool
+    def _send(
+        self, method: str, url: str, shown: str, kwargs: dict[str, Any], retry: Retry
     ) -> tuple[int, bytearray, str | None]:
-        """One attempt within the deadline: the status, the body (capped; only a prefix
-        of an error answer; none of a 5xx when ``retry_5xx``) and its charset.
+        """The answer's status, body (capped; only a prefix of an error answer) and
+        charset, once urllib3's ``retry`` has retried what it may.
+
+        urllib3 retries up to the answer's headers; a body that misses the deadline
+        or breaks is counted against the ``Retry`` it handed over, and the request
+        is sent again with what is left of it.
+        """
+        import requests
+        from urllib3.exceptions import MaxRetryError, ProtocolError
+
+        session = self._session
+        self._local.adapter.max_retries = retry  # the adapter of this thread's session
+        deadlines = _Deadlines(self._timeout)
+        _inflight.deadlines = deadlines
+        failed: Exception | None = None
+        try:
+            try:
+                response = session.request(
+                    method,
+                    url,
+                    timeout=self._timeout,  # per read: the watchdog enforces the total
+                    allow_redirects=False,
+                    stream=True,
+                    **kwargs,
+                )
+            except requests.RequestException as exc:  # the retries are spent
+                if deadlines.fired:  # whatever failed, it failed because the socket was shut
+                    raise self._too_slow(method, shown) from None
+                raise self._unreachable(method, shown, _cause(exc)) from None
+            with contextlib.closing(response):
+                try:
+                    return self._answer(method, shown, response, deadlines)
+                except (requests.RequestException, _DeadlineMissed) as exc:
+                    failed = exc
+                    spent: Retry = response.raw.retries or retry  # what urllib3 used already
+        finally:
+            deadlines.stop()
+            _inflight.deadlines = None
+        late = isinstance(failed, _DeadlineMissed) or deadlines.fired
+        try:  # a read error to urllib3, retried for every method like the others
+            left = spent.increment(method, shown, error=ProtocolError(type(failed).__name__))
+        except MaxRetryError:
+            if late:
+                raise self._too_slow(method, shown) from None
+            raise self._unreachable(method, shown, type(failed).__name__) from None
+        left.sleep()
+        return self._send(method, url, shown, kwargs, left)
+
+    def _answer(
+        self, method: str, shown: str, response: Any, deadlines: _Deadlines
+    ) -> tuple[int, bytearray, str | None]:
+        """Read ``response`` within the attempt's deadline: its status, body and charset.
 
         Raises ``_DeadlineMissed`` when the budget ran out, a ``requests`` exception
-        when the transport failed, ``BackendError`` for a redirect or an answer over
+        when the body broke off, ``BackendError`` for a redirect or an answer over
         the cap.
         """
-        deadline = time.monotonic() + self._timeout
-        watchdog = _Watchdog(self._timeout + _GRACE)
-        _inflight.watchdog = watchdog
         try:
-            response = self._session.request(
-                method,
-                url,
-                timeout=self._timeout,  # per read: the watchdog enforces the total
-                allow_redirects=False,
-                stream=True,
-                **kwargs,
-            )
-            with contextlib.closing(response):
-                if time.monotonic() > deadline:
-                    raise _DeadlineMissed
-                status: int = response.status_code
-                if 300 <= status < 400:
-                    target = self._redact(response.headers.get("Location", "?").split("?", 1)[0])
-                    raise BackendError(
-                        f"{method} {shown}: answered with a redirect ({status}) to "
-                        f"{target}; redirects are never followed (a token must not travel "
-                        "elsewhere): use the final URL"
-                    )
-                body = bytearray()
-                if status >= 500 and retry_5xx:
-                    pass  # the attempt will be repeated: its body is not needed
-                elif status >= 400:
-                    self._read(response, body, _ERROR_PREFIX, deadline, truncate=True)
-                else:
-                    declared = response.headers.get("Content-Length", "")
-                    if declared.strip().isdigit() and int(declared) > self.max_bytes:
-                        raise self._too_large(method, shown)
-                    if not self._read(response, body, self.max_bytes, deadline):
-                        raise self._too_large(method, shown)
-                encoding: str | None = response.encoding
+            if time.monotonic() > deadlines.deadline:
+                raise _DeadlineMissed
+            status: int = response.status_code
+            if 300 <= status < 400:
+                target = self._redact(response.headers.get("Location", "?").split("?", 1)[0])
+                raise BackendError(
+                    f"{method} {shown}: answered with a redirect ({status}) to "
+                    f"{target}; redirects are never followed (a token must not travel "
+                    "elsewhere): use the final URL"
+                )
+            body = bytearray()
+            if status >= 400:
+                self._read(response, body, _ERROR_PREFIX, deadlines.deadline, truncate=True)
+            else:
+                declared = response.headers.get("Content-Length", "")
+                if declared.strip().isdigit() and int(declared) > self.max_bytes:
+                    raise self._too_large(method, shown)
+                if not self._read(response, body, self.max_bytes, deadlines.deadline):
+                    raise self._too_large(method, shown)
+            encoding: str | None = response.encoding
         except Exception:
-            if watchdog.fired:  # whatever failed, it failed because the socket was shut
+            if deadlines.fired:  # whatever failed, it failed because the socket was shut
                 raise _DeadlineMissed from None
             raise
-        finally:
-            watchdog.stop()
-            _inflight.watchdog = None
-        if watchdog.fired:  # a body ended by closing the connection ends when it is shut
+        if deadlines.fired:  # a body ended by closing the connection ends when it is shut
             raise _DeadlineMissed
         return status, body, encoding
+
+    def _too_slow(self, method: str, shown: str) -> BackendError:
+        return BackendError(
+            f"{method} {shown}: took longer than {self._timeout:g} s "
+            f"({self._retries + 1} attempt(s)); the timeout bounds the whole "
+            "request, body included: raise timeoutSeconds in ragsnap.yaml or "
+            "check the service"
+        )
+
+    def _unreachable(self, method: str, shown: str, cause: str) -> ServiceUnreachable:
+        return ServiceUnreachable(
+            f"{method} {shown}: cannot connect ({cause}) after "
+            f"{self._retries + 1} attempt(s); check that the service is running and the "
+            "URL is right"
+        )
 
     @staticmethod
     def _read(

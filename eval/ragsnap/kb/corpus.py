@@ -13,6 +13,13 @@ A seed document looks like::
     ---
     Body in Markdown ...
 
+python-frontmatter's YAML handler finds the header and splits it from the
+body; its boundary is narrowed to a whole ``---`` line (or YAML's ``...``
+document end, to close the header), so the header's line numbers are the
+file's. ragsnap parses the header itself, strictly (``io.jsonio.parse_yaml``:
+no aliases, no NaN), and every problem names the file, the field or line, and
+the fix.
+
 The frontmatter feeds metadata (filters, L0 hints, the reranker's title and
 breadcrumb) and is never chunked, embedded or indexed as text: only the body
 is. Chunking is pure: chunk 0 is the text before the first heading of
@@ -25,6 +32,7 @@ most ``max_chars`` that overlap by about ``overlap_chars``. Chunk ids are
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterator
@@ -84,19 +92,32 @@ def _problem(path: Path, problem: str, fix: str, pointer: str | None = None) -> 
     return InputError(path, problem, fix, pointer)
 
 
-def _split_header(text: str, path: Path) -> tuple[str, str, int]:
-    """Return (header YAML, body, line number where the body starts)."""
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
+@functools.cache
+def _header_handler() -> Any:
+    """python-frontmatter's YAML handler, its boundary a whole ``---`` or ``...`` line
+    (imported on first use: it imports PyYAML)."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    return YAMLHandler(fm_boundary=re.compile(r"^(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE))
+
+
+def _split_header(text: str, path: Path) -> tuple[str, str]:
+    """Return (header YAML, body); the header's first line is the file's line 2."""
+    handler = _header_handler()
+    if not text.startswith("---") or not handler.detect(text):
         raise _problem(
             path,
             "has no frontmatter header",
             "start the file with a '---' line, then at least `source: <unique-id>`, then '---'",
         )
-    for i in range(1, len(lines)):
-        if lines[i].rstrip() in ("---", "..."):
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2
-    raise _problem(path, "frontmatter header is never closed", "end the header with a '---' line")
+    try:
+        header, body = handler.split(text)
+    except ValueError:  # one boundary: the header never ends
+        raise _problem(
+            path, "frontmatter header is never closed", "end the header with a '---' line"
+        ) from None
+    # each part starts with the newline that ended its boundary line
+    return header.removeprefix("\n"), body.removeprefix("\n")
 
 
 def parse_seed_doc(path: Path, raw: bytes) -> SeedDocument:
@@ -106,7 +127,7 @@ def parse_seed_doc(path: Path, raw: bytes) -> SeedDocument:
     except UnicodeDecodeError:
         raise _problem(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
     text = text.replace("\r\n", "\n")
-    header, body, _ = _split_header(text, path)
+    header, body = _split_header(text, path)
     meta: Any = parse_yaml(
         header, path, "fix the header's YAML", subject="frontmatter ", first_line=2
     )

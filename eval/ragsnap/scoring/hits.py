@@ -21,7 +21,13 @@ Only the first ``topK`` evidence blocks count ("the top K").
   keyword occurs; ``miss`` = neither.
 
 A case passes when its hit level is at least ``minHitLevel`` (default
-``medium``) and every pipeline expectation holds. A no-answer case has no hit
+``medium``) and every pipeline expectation holds. The pipeline expectations
+are named in ``EXPECTATIONS`` (``selectedAttempt``, ``fallbackReason``,
+``fallbackReasons``, ``evidenceStatus``, ``contextSources``,
+``rerankTopSource``: the case fields ``expected<Name>``); the ones in
+``score_case``'s ``skip`` (``scoring.skip`` in ragsnap.yaml, for a service
+that does not expose a trace or a context pack) are not checked, and a case
+that sets one lists it in ``skipped_expectations``. A no-answer case has no hit
 level and passes only when no evidence is returned. A failing case lists
 every reason, in a fixed order.
 """
@@ -30,7 +36,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from ..models import (
@@ -42,6 +48,7 @@ from ..models import (
 )
 
 __all__ = [
+    "EXPECTATIONS",
     "FIXTURE_MISSING",
     "CaseResult",
     "breadcrumb_covers",
@@ -51,6 +58,17 @@ __all__ = [
 ]
 
 FIXTURE_MISSING = "fixture missing"
+
+#: The pipeline expectations ``score_case`` can skip, each with whether a case sets it
+#: (its ``expected<Name>`` field), in the order failing reasons are listed.
+EXPECTATIONS: Mapping[str, Callable[[GoldenCase], bool]] = {
+    "selectedAttempt": lambda case: case.expected_selected_attempt is not None,
+    "fallbackReason": lambda case: case.expected_fallback_reason is not None,
+    "fallbackReasons": lambda case: case.expected_fallback_reasons is not None,
+    "evidenceStatus": lambda case: case.expected_evidence_status is not None,
+    "contextSources": lambda case: bool(case.expected_context_sources),
+    "rerankTopSource": lambda case: case.expected_rerank_top_source is not None,
+}
 
 
 #: The full-width forms of ASCII (U+FF01-U+FF5E) and the ideographic space, each
@@ -123,6 +141,8 @@ class CaseResult:
     metrics: Mapping[str, float | None] | None = None
     #: the sources of the evidence blocks in the case's top K, in rank order
     top_sources: tuple[str, ...] = ()
+    #: the expectations the case sets that were not checked (``EXPECTATIONS`` names)
+    skipped_expectations: tuple[str, ...] = ()
 
 
 def hit_level(
@@ -147,9 +167,16 @@ def score_case(
     case: GoldenCase,
     fixture: Fixture | None,
     metrics: Mapping[str, float | None] | None = None,
+    *,
+    skip: Collection[str] = (),
 ) -> CaseResult:
     """Score ``case`` against its ``fixture`` (``None`` when the file is missing);
-    ``metrics`` are its graded metrics, computed in one batch by ``casemetrics``."""
+    ``metrics`` are its graded metrics, computed in one batch by ``casemetrics``;
+    the expectations named in ``skip`` (``EXPECTATIONS`` keys) are not checked."""
+    unknown = sorted(set(skip) - EXPECTATIONS.keys())
+    if unknown:
+        raise ValueError(f"unknown expectation(s) {unknown}; known: {list(EXPECTATIONS)}")
+    skipped = tuple(name for name, sets in EXPECTATIONS.items() if name in skip and sets(case))
     if fixture is None:
         return CaseResult(
             case=case,
@@ -168,6 +195,7 @@ def score_case(
             rerank_top_source=None,
             context_sources=(),
             metrics=metrics,
+            skipped_expectations=skipped,
         )
     lookup = fixture.lookup
     top = lookup.evidence_blocks[: case.top_k]
@@ -188,7 +216,7 @@ def score_case(
         if hit_level_rank(level) < hit_level_rank(case.min_hit_level):
             reasons.append(f"hit level {level} is below the minimum {case.min_hit_level}")
 
-    reasons.extend(_pipeline_reasons(case, fixture))
+    reasons.extend(_pipeline_reasons(case, fixture, skipped))
     return CaseResult(
         case=case,
         fixture_present=True,
@@ -207,6 +235,7 @@ def score_case(
         context_sources=lookup.context_sources,
         metrics=metrics,
         top_sources=tuple(block.source for block in top),
+        skipped_expectations=skipped,
     )
 
 
@@ -254,23 +283,33 @@ def _mismatch(label: str, actual: object, expected: object) -> str | None:
     return f"{label} {actual!r}, expected {expected!r}"
 
 
-def _pipeline_reasons(case: GoldenCase, fixture: Fixture) -> list[str]:
+def _pipeline_reasons(
+    case: GoldenCase, fixture: Fixture, skipped: tuple[str, ...] = ()
+) -> list[str]:
+    """Why the pipeline expectations failed, in ``EXPECTATIONS`` order, the skipped ones
+    left out."""
     lookup = fixture.lookup
     reason = case.expected_fallback_reason
     reasons = case.expected_fallback_reasons
     missing = [s for s in case.expected_context_sources if s not in lookup.context_sources]
-    checks = (
-        _mismatch("selected attempt", lookup.selected_attempt, case.expected_selected_attempt),
-        None
+    checks = {
+        "selectedAttempt": _mismatch(
+            "selected attempt", lookup.selected_attempt, case.expected_selected_attempt
+        ),
+        "fallbackReason": None
         if reason is None or reason in lookup.fallback_reasons
         else f"fallback reason {reason!r} not among {list(lookup.fallback_reasons)}",
-        _mismatch(
+        "fallbackReasons": _mismatch(
             "fallback reasons",
             list(lookup.fallback_reasons),
             None if reasons is None else list(reasons),
         ),
-        _mismatch("evidence status", lookup.evidence_status, case.expected_evidence_status),
-        f"context pack lacks expected source(s) {missing}" if missing else None,
-        _mismatch("rerank top source", lookup.rerank_top_source, case.expected_rerank_top_source),
-    )
-    return [check for check in checks if check is not None]
+        "evidenceStatus": _mismatch(
+            "evidence status", lookup.evidence_status, case.expected_evidence_status
+        ),
+        "contextSources": f"context pack lacks expected source(s) {missing}" if missing else None,
+        "rerankTopSource": _mismatch(
+            "rerank top source", lookup.rerank_top_source, case.expected_rerank_top_source
+        ),
+    }
+    return [check for name, check in checks.items() if check is not None and name not in skipped]

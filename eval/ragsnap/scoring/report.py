@@ -61,6 +61,12 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
         "rerankTopSource": result.rerank_top_source,
         "contextSources": list(result.context_sources),
         "metrics": None if result.metrics is None else dict(result.metrics),
+        # only when ``scoring.skip`` skipped one: reports without skips keep their bytes
+        **(
+            {"skippedExpectations": list(result.skipped_expectations)}
+            if result.skipped_expectations
+            else {}
+        ),
     }
 
 

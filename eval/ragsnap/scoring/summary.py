@@ -3,6 +3,7 @@ the reports are. Pure: returns lines, prints nothing."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,14 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
         lines.append(
             f"Known failures that now pass (remove their knownFailure): {', '.join(fixed[:limit])}"
             + (" ..." if len(fixed) > limit else "")
+        )
+    skipped = Counter(
+        name for case in report["cases"] for name in case.get("skippedExpectations", ())
+    )
+    if skipped:
+        lines.append(
+            "Not checked (scoring.skip): "
+            + ", ".join(f"{name} in {n} case(s)" for name, n in skipped.items())
         )
     orphans = report["orphanedFixtures"]
     if orphans:

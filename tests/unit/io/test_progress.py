@@ -63,8 +63,11 @@ def test_long_job_on_a_log_prints_sparse_lines(clock: Clock) -> None:
     assert "\r" not in out
     lines = out.splitlines()
     assert 1 <= len(lines) <= 10
-    assert lines[0] == "seed: 100/1000 documents"
-    assert all(line.startswith("seed: ") and line.endswith("/1000 documents") for line in lines)
+    # 100 done in 50 s: 2/s, and 900 left take 7.5 minutes
+    assert lines[0] == "seed: 100/1000 documents (2.0/s, ETA 7:30)"
+    assert all(
+        line.startswith("seed: ") and "/1000 documents (2.0/s, ETA " in line for line in lines
+    )
     counts = [int(line.split()[1].split("/")[0]) for line in lines]
     assert counts == sorted(set(counts))
 
@@ -79,7 +82,11 @@ def test_log_lines_with_uneven_steps(clock: Clock) -> None:
     bar.close()
     # a line when a tenth boundary (10, 20, ...) is crossed, never at the end
     lines = stream.getvalue().splitlines()
-    assert lines == ["embed: 37/100 chunks", "embed: 88/100 chunks"]
+    # 37 in 4 s: 9.25/s, 63 left take 6.8 s (rounded up); 88 in 8 s: 11/s, 12 left 1.1 s
+    assert lines == [
+        "embed: 37/100 chunks (9.2/s, ETA 0:07)",
+        "embed: 88/100 chunks (11.0/s, ETA 0:02)",
+    ]
 
 
 def test_log_quiet_for_the_first_second(clock: Clock) -> None:
@@ -128,7 +135,7 @@ def test_tty_redraws_in_place_and_close_ends_the_line(clock: Clock) -> None:
     assert "\n" not in out
     frames = out.split("\r")[1:]
     assert frames == [
-        f"seed {n}/4 documents [{'#' * (30 * n // 4)}{' ' * (30 - 30 * n // 4)}]"
+        f"seed {n}/4 documents [{'#' * (30 * n // 4)}{' ' * (30 - 30 * n // 4)}] 1.0/s ETA 0:0{4 - n}"
         for n in (1, 2, 3, 4)
     ]
     bar.close()
@@ -142,10 +149,58 @@ def test_tty_throttles_but_always_draws_the_end(clock: Clock) -> None:
     run(Progress(10, "seed", "documents", stream), 10)
     frames = stream.getvalue().split("\r")[1:]
     assert [f.split(" [")[0] for f in frames] == ["seed 1/10 documents", "seed 10/10 documents"]
-    assert stream.getvalue().endswith("]\n")
+    assert stream.getvalue().endswith("]\n")  # no time has passed: no rate, no ETA
 
 
 def test_close_without_drawing_writes_nothing(clock: Clock) -> None:
     stream = FakeTTY()
     Progress(10, "seed", "documents", stream).close()
     assert stream.getvalue() == ""
+
+
+# --- rate and ETA ----------------------------------------------------------------------
+
+
+def test_eta_counts_hours(clock: Clock) -> None:
+    stream = io.StringIO()
+    bar = Progress(1000, "embed", "chunks", stream)
+    clock.now += 400.0
+    bar.advance(100)  # 0.25/s: 900 left take an hour
+    clock.now += 8000.0
+    bar.advance(100)  # 200 in 8,400 s: 800 left take 9.3 hours (33,600 s)
+    assert stream.getvalue().splitlines() == [
+        "embed: 100/1000 chunks (0.2/s, ETA 1:00:00)",
+        "embed: 200/1000 chunks (0.0/s, ETA 9:20:00)",
+    ]
+
+
+def test_fast_rates_drop_the_decimal(clock: Clock) -> None:
+    stream = io.StringIO()
+    bar = Progress(100_000, "seed", "documents", stream)
+    clock.now += 2.0
+    bar.advance(10_000)  # 5,000/s; 90,000 left take 18 s
+    assert stream.getvalue() == "seed: 10000/100000 documents (5,000/s, ETA 0:18)\n"
+
+
+def test_tty_line_is_padded_when_the_pace_text_shrinks(clock: Clock) -> None:
+    stream = FakeTTY()
+    bar = Progress(1000, "seed", "documents", stream)
+    clock.now += 100.0
+    bar.advance()  # 0.01/s: ETA 27:45:00
+    clock.now += 1.0
+    bar.advance(899)  # 900 in 101 s: 8.9/s, ETA 0:12
+    first, second = stream.getvalue().split("\r")[1:]
+    assert first.endswith("] 0.0/s ETA 27:45:00")
+    assert second.rstrip().endswith("] 8.9/s ETA 0:12")
+    assert len(second) == len(first)  # the longer frame is blanked out
+
+
+def test_unknown_total_shows_the_rate_alone(clock: Clock) -> None:
+    stream, tty = io.StringIO(), FakeTTY()
+    for out in (stream, tty):
+        bar = Progress(None, "import", "documents", out)
+        clock.now += 12.0
+        bar.advance(3000)
+        bar.close()
+    assert stream.getvalue() == "import: 3,000 documents (250/s)\n"
+    assert tty.getvalue() == "\rimport 3,000 documents 250/s\n"

@@ -390,3 +390,17 @@ def test_real_seed_docs_chunk_without_loss(settings: ChunkSettings) -> None:
                 if line.strip():
                     assert line.strip() in joined, (seed.path, line)
         assert_covered(seed.body, texts)
+
+
+def test_header_boundaries_are_whole_lines() -> None:
+    # YAML's '...' ends a header; a later '---' (a Markdown rule) stays in the body;
+    # '----' is no boundary, so a header "closed" by it is never closed
+    parsed = parse_seed_doc(PATH, b"---  \nsource: x\n...\nabove\n\n---\n\nbelow\n")
+    assert parsed.body == "above\n\n---\n\nbelow"
+    assert "never closed" in parse_error("---\nsource: x\n----\nbody\n").problem
+    assert "no frontmatter header" in parse_error("----\nsource: x\n---\nbody\n").problem
+
+
+def test_yaml_error_lines_count_blank_header_lines() -> None:
+    err = parse_error("---\n\n\nsource: x\ntitle: a: b\n---\nbody\n")
+    assert err.pointer == "line 5"

@@ -10,6 +10,7 @@ import pytest
 from conftest import block, make_case, make_fixture
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.hits import (
+    EXPECTATIONS,
     FIXTURE_MISSING,
     breadcrumb_covers,
     hit_level,
@@ -158,6 +159,39 @@ def test_every_failing_expectation_is_listed_in_order() -> None:
         "context pack lacks expected source(s) ['mysql-slow-log']",
         "rerank top source 'mysql-pool', expected 'mysql-slow-log'",
     )
+
+
+def test_skipped_expectations_are_not_checked_and_are_listed() -> None:
+    c = case(
+        expectedSelectedAttempt="filtered",
+        expectedContextSources=["mysql-slow-log"],
+        expectedRerankTopSource="mysql-slow-log",
+    )
+    f = fixture([block(1, "mysql-pool")], selected="unfiltered")
+    assert score_case(c, f).reasons == (
+        "selected attempt 'unfiltered', expected 'filtered'",
+        "context pack lacks expected source(s) ['mysql-slow-log']",
+        "rerank top source 'mysql-pool', expected 'mysql-slow-log'",
+    )
+    assert score_case(c, f).skipped_expectations == ()  # the default skips nothing
+    r = score_case(c, f, skip={"rerankTopSource", "contextSources", "evidenceStatus"})
+    assert r.reasons == ("selected attempt 'unfiltered', expected 'filtered'",)
+    # only what the case expects is listed as skipped, in EXPECTATIONS order
+    assert r.skipped_expectations == ("contextSources", "rerankTopSource")
+    everything = score_case(c, f, skip=list(EXPECTATIONS))
+    assert everything.passed and everything.skipped_expectations == (
+        "selectedAttempt",
+        "contextSources",
+        "rerankTopSource",
+    )
+    missing = score_case(c, None, skip=["rerankTopSource"])  # a missing fixture still fails
+    assert missing.reasons == (FIXTURE_MISSING,)
+    assert missing.skipped_expectations == ("rerankTopSource",)
+
+
+def test_skipping_an_unknown_expectation_is_a_bug() -> None:
+    with pytest.raises(ValueError, match="rerankTop"):
+        score_case(case(), None, skip=["rerankTop"])
 
 
 def test_pipeline_expectations_that_hold() -> None:
