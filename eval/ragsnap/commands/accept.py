@@ -89,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     elif old_report is not None:
         current = load_report(baseline, "baseline")
         label = f"the previous {baseline.as_posix()}"
-        diff = diff_reports(old_report, current, config.tolerances, label)
+        diff = diff_reports(
+            old_report, current, config.tolerances, label, noise_floor=config.noise_floor
+        )
         print("\n".join(diff_lines(diff, args.max_listed, markdown)))
     print(
         f"accept: review the changes (git diff {args.fixtures.as_posix()} "

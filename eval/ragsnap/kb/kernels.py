@@ -263,6 +263,19 @@ class Bm25Kernel:
         )
         return out
 
+    def holding(self, terms: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """``[i, j]``: whether the chunk at ``positions[j]`` holds term ``terms[i]``: a
+        binary search in the term's postings (which are in position order), so a
+        lookup learns which query terms a candidate holds without reading it."""
+        out = np.zeros((len(terms), len(positions)), dtype=np.bool_)
+        for i, term in enumerate(terms.tolist()):
+            docs = self.docs[self.indptr[term] : self.indptr[term + 1]]
+            if len(docs) == 0:
+                continue
+            at = np.minimum(np.searchsorted(docs, positions), len(docs) - 1)
+            out[i] = docs[at] == positions
+        return out
+
 
 class VectorKernel:
     """Exact cosines of a query with every stored encoded vector, and their top k."""

@@ -99,7 +99,8 @@ _PUNCT = ".,;:?!()[]\"'"
 
 @dataclass(slots=True)
 class _Candidate:
-    chunk: StoredChunk
+    row: int
+    ref: ChunkRef  # identities only: the text is read when the chunk is shown or reranked
     lexical: float | None = None
     lexical_rank: int | None = None
     cosine: float | None = None
@@ -143,10 +144,10 @@ def _on_grid(
     """A store's ``(row, score)`` list as candidates with their scores, best first by
     grid score, equal grid scores by chunk id."""
     out = [(cands[r], value) for r, value in found]
-    keys = [(-round(value * TICKS_PER_UNIT), c.chunk.chunk_id) for c, value in out]  # -ticks
+    keys = [(-round(value * TICKS_PER_UNIT), c.ref.chunk_id) for c, value in out]  # -ticks
     if all(a <= b for a, b in itertools.pairwise(keys)):  # stores return this order
         return out
-    order = grid_order((r, value, cands[r].chunk.chunk_id) for r, value in found)
+    order = grid_order((r, value, cands[r].ref.chunk_id) for r, value in found)
     return [(cands[r], value) for r, value in order]
 
 
@@ -283,10 +284,10 @@ class Pipeline:
     ) -> _Attempt:
         start = time.perf_counter()
         lexical, vector, rows = self._search(spec, query, flt, self.settings.candidates)
-        stored = self.kb.chunks(rows)
-        if len(stored) != len(rows):  # a write removed them since the search: start again
+        refs = self.kb.refs(rows)
+        if len(refs) != len(rows):  # a write removed them since the search: start again
             raise _StaleRead
-        cands = {r: _Candidate(stored[r]) for r in rows}
+        cands = {r: _Candidate(r, refs[r]) for r in rows}
         lexical_list = _on_grid(lexical, cands)
         vector_list = _on_grid(vector, cands)
         f = self._fusion(spec)
@@ -312,7 +313,7 @@ class Pipeline:
             for c, value in vector_list:
                 c.ranking = round(value * per_unit) / per_unit
         else:
-            ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.chunk.chunk_id))
+            ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.ref.chunk_id))
             for c in ranked:
                 c.ranking = quantize(c.fused)
         floor = self._min_score(spec)
@@ -330,14 +331,19 @@ class Pipeline:
                 cands[r].cosine = sim
         kind = spec.kind
         coverage = query.coverage
+        # the query terms each candidate's index tokens hold (the store answers from
+        # its postings where it has them, without reading the chunks)
+        held = {} if kind == "vector" else self.kb.matched_terms(query.distinct, list(cands))
+        if len(held) != len(cands) and kind != "vector":
+            raise _StaleRead
         per_unit = TICKS_PER_UNIT  # c.confidence = quantize(exact), inlined
-        for c in cands.values():
+        for r, c in cands.items():
             if kind == "lexical":
-                exact = coverage(c.chunk.token_set)  # stored tokens, as indexed
+                exact = coverage(held[r])
             elif kind == "vector":
                 exact = max(c.cosine or 0.0, 0.0)
             else:
-                exact = (coverage(c.chunk.token_set) + max(c.cosine or 0.0, 0.0)) / 2
+                exact = (coverage(held[r]) + max(c.cosine or 0.0, 0.0)) / 2
             c.exact_confidence = exact
             c.confidence = round(exact * per_unit) / per_unit
 
@@ -402,16 +408,13 @@ class Pipeline:
             order = [keys[i] for i in np.lexsort((ids, -grid)).tolist()]
         if spec.reranker is not None and order:
             head = order[: self.settings.rerank_depth]
-            stored = self.kb.chunks(head)
-            if len(stored) != len(head):
-                raise _StaleRead
-            cands = {r: _Candidate(stored[r]) for r in head}
+            cands = {r: _Candidate(r, refs[r]) for r in head}
             for r, v in vector:
                 if r in cands:
                     cands[r].cosine = v
             self._confidences(spec, query, cands)
             reranked = self._rerank(query, [cands[r] for r in head])
-            order = [c.chunk.row for c in reranked] + order[len(head) :]
+            order = [c.row for c in reranked] + order[len(head) :]
         return order, refs, exhausted
 
     # -- rerank ---------------------------------------------------------------
@@ -419,13 +422,14 @@ class Pipeline:
     def _rerank(self, query: _Query, ranked: list[_Candidate]) -> list[_Candidate]:
         """The first ``rerank_depth`` candidates in reranked order, then the rest as fused."""
         head = ranked[: self.settings.rerank_depth]
+        chunks = self._chunks(head)
         for c in head:
-            tokens = c.chunk.tokens
-            meta = " ".join(x for x in (c.chunk.title, c.chunk.breadcrumb, c.chunk.heading) if x)
+            ch = chunks[c.row]
+            meta = " ".join(x for x in (ch.title, ch.breadcrumb, ch.heading) if x)
             title = query.share_in(set(self.tokenizer.tokens(meta)))
-            coverage = query.share_in(c.chunk.token_set)
-            phrase = query.phrase_share(tokens)
-            ident = query.identifier_share(c.chunk.text, coverage)
+            coverage = query.share_in(ch.token_set)
+            phrase = query.phrase_share(ch.tokens)
+            ident = query.identifier_share(ch.text, coverage)
             c.rerank = quantize(
                 0.45 * c.exact_confidence
                 + 0.20 * phrase
@@ -434,7 +438,7 @@ class Pipeline:
                 + 0.10 * coverage
             )
         return (
-            sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.chunk.chunk_id))
+            sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.ref.chunk_id))
             + ranked[self.settings.rerank_depth :]
         )
 
@@ -596,20 +600,34 @@ class Pipeline:
 
     @staticmethod
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
-        return {"chunkId": c.chunk.chunk_id, "source": c.chunk.source, "score": round(score, 6)}
+        return {"chunkId": c.ref.chunk_id, "source": c.ref.source, "score": round(score, 6)}
+
+    def _chunks(self, cands: Sequence[_Candidate]) -> dict[int, StoredChunk]:
+        """The stored chunks of ``cands`` (read only for what is shown or reranked)."""
+        rows = [c.row for c in cands]
+        stored = self.kb.chunks(rows)
+        if len(stored) != len(set(rows)):  # a write removed them since the search
+            raise _StaleRead
+        return stored
 
     def _evidence(self, ranked: list[_Candidate], top_k: int, spec: Method) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = []
         seen: set[str] = set()
         best = max((c.confidence for c in ranked), default=0.0)
         floor = max(self._min_score(spec), self._relative_score(spec) * best)
-        shown = math.inf  # the score above: a block never shows more
+        shown: list[_Candidate] = []
         for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
-            if c.chunk.chunk_id in seen or c.confidence < floor:
+            if c.ref.chunk_id in seen or c.confidence < floor:
                 continue
-            seen.add(c.chunk.chunk_id)
-            shown = min(c.score, shown)
-            ch = c.chunk
+            seen.add(c.ref.chunk_id)
+            shown.append(c)
+            if len(shown) == top_k:
+                break
+        chunks = self._chunks(shown)
+        blocks: list[dict[str, Any]] = []
+        ceiling = math.inf  # the score above: a block never shows more
+        for c in shown:
+            ceiling = min(c.score, ceiling)
+            ch = chunks[c.row]
             meta: dict[str, Any] = {
                 "confidence": round(c.confidence, 6),
                 "fused": quantize(c.fused),
@@ -634,13 +652,11 @@ class Pipeline:
                     "title": ch.title,
                     "breadcrumb": ch.breadcrumb,
                     "text": ch.text,
-                    "score": round(min(c.score, shown), 6),
+                    "score": round(min(c.score, ceiling), 6),
                     "scoreLabel": score_label(c.confidence),
                     "metadata": meta,
                 }
             )
-            if len(blocks) == top_k:
-                break
         return blocks
 
     def _context(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -739,6 +739,15 @@ class MilvusKnowledgeBase:
             for row, r in found.items()
         }
 
+    def matched_terms(
+        self, tokens: Sequence[str], rows: Sequence[int]
+    ) -> dict[int, frozenset[str]]:
+        """Which distinct ``tokens`` each row's stored index tokens hold (read from
+        the chunks: Milvus keeps no postings ragsnap can read)."""
+        wanted = frozenset(tokens)
+        found = self._fetch(rows, ["tokens"])
+        return {row: wanted.intersection(r["tokens"].split()) for row, r in found.items()}
+
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
         found = self._fetch(rows, ["chunk_id", "source", "doc_id"])
         return {

@@ -192,6 +192,10 @@ class _Bm25:
         return np.array(ids, dtype=np.int64)
 
 
+#: a chunk's (kb_scope, category, breadcrumb): what filters read
+_Label = tuple[str | None, str | None, str | None]
+
+
 @dataclass
 class _Index:
     """What searches keep in memory for one generation of the file."""
@@ -216,6 +220,9 @@ class _Index:
     #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
     chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
     ref_by_row: dict[int, ChunkRef] | None = None  # every row's identities, made once
+    #: distinct metadata labels and each position's (``labels``), with and without
+    #: breadcrumbs
+    label_codes: dict[bool, tuple[list[_Label], NDArray[np.int64]]] = field(default_factory=dict)
 
     def refs_by_row(self) -> dict[int, ChunkRef]:
         """Every row's ``ChunkRef`` (built on first use in this generation)."""
@@ -238,16 +245,31 @@ class _Index:
             if flt == Filter():
                 self.masks[flt] = None
             else:
-                mask = np.fromiter(
-                    (
-                        flt.admits(s, c, b)
-                        for s, c, b in zip(self.scope, self.category, self.breadcrumb, strict=True)
-                    ),
-                    dtype=bool,
-                    count=len(self.rows),
-                )
+                # the filter is tested once per distinct label, not once per chunk:
+                # (scope, category) pairs are few; breadcrumbs only when it has a prefix
+                labels, codes = self.labels(with_breadcrumb=flt.breadcrumb_prefix is not None)
+                admits = np.array([flt.admits(*label) for label in labels], dtype=bool)
+                mask = admits[codes]
                 self.masks[flt] = (np.flatnonzero(mask).astype(np.int64), mask)
         return self.masks[flt]
+
+    def labels(self, with_breadcrumb: bool) -> tuple[list[_Label], NDArray[np.int64]]:
+        """The distinct (scope, category, breadcrumb or None) labels and each position's
+        label number (made once per kind per generation)."""
+        made = self.label_codes.get(with_breadcrumb)
+        if made is None:
+            numbers: dict[_Label, int] = {}
+            crumbs = self.breadcrumb if with_breadcrumb else [None] * len(self.rows)
+            codes = np.fromiter(
+                (
+                    numbers.setdefault(label, len(numbers))
+                    for label in zip(self.scope, self.category, crumbs, strict=True)
+                ),
+                dtype=np.int64,
+                count=len(self.rows),
+            )
+            made = self.label_codes[with_breadcrumb] = (list(numbers), codes)
+        return made
 
     def tie_ranks(self) -> NDArray[np.int64]:
         """Each position's place in chunk-id order (made once per generation)."""
@@ -583,6 +605,27 @@ class SqliteKnowledgeBase:
         if all(map(by_row.__contains__, rows)):  # C-level checks (`None in refs` is not)
             return dict(zip(rows, map(by_row.__getitem__, rows), strict=True))
         return {row: by_row[row] for row in rows if row in by_row}
+
+    def matched_terms(
+        self, tokens: Sequence[str], rows: Sequence[int]
+    ) -> dict[int, frozenset[str]]:
+        """Which distinct ``tokens`` each row's index tokens hold, from the postings (no
+        chunk is read: a lookup reads only the chunks it shows)."""
+        with self._lock:
+            index = self._index()
+            bm25 = self._postings(index)
+            distinct = [t for t in dict.fromkeys(tokens) if t in bm25.vocab]
+            if not distinct or not rows:
+                return dict.fromkeys(rows, frozenset())
+            positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
+            terms = np.array([bm25.vocab[t] for t in distinct], dtype=np.int64)
+            held = bm25.kernel.holding(terms, positions)
+        # each row's subset of the query's terms as a bit code: few distinct subsets
+        codes: list[int] = (np.left_shift(1, np.arange(len(distinct))) @ held).tolist()
+        subsets: dict[int, frozenset[str]] = {}
+        for code in set(codes):
+            subsets[code] = frozenset(t for i, t in enumerate(distinct) if code >> i & 1)
+        return dict(zip(rows, map(subsets.__getitem__, codes), strict=True))
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         """Stored chunks by row; chunks read before in this generation come from memory
