@@ -1,0 +1,542 @@
+r"""Label hygiene: golden cases checked against the seed corpus they were written for.
+
+Pure functions over validated cases (``GoldenCase``), the cases file's parsed
+JSON and an index of the seed corpus (``CorpusIndex``: the documents and the
+chunks ``ragsnap seed`` cuts from them with the configured chunk settings).
+``ragsnap check`` reads the files and prints what these return. Each
+``Finding`` names the JSON pointer of the offending value, the problem and
+the fix, and is an **error** (the label is wrong: a scored number would be
+wrong or the case could never pass) or a **warning** (the set is weaker than
+it should be).
+
+Errors:
+
+* ``missing-target``: a judgment's target (its ``chunkId``, ``docId`` or
+  ``source``), or a value of ``expectedSources``, ``expectedDocIds``,
+  ``expectedContextSources`` or ``expectedRerankTopSource``, names nothing in
+  the corpus. Sources and document ids are the frontmatter's ``source`` and
+  ``doc_id``; chunk ids are ``<source>#<n>`` as the configured chunking cuts
+  the body.
+* ``span-not-verbatim``: an answer span is not an exact substring (no
+  normalisation: spans are scored verbatim) of its target's text: the chunk's
+  for a ``chunkId`` judgment, the document body's for ``docId`` and
+  ``source``. A span found in the document but not in the judged chunk says
+  which chunks hold it.
+* ``breadcrumb``: an ``expectedBreadcrumbs`` value is not a segment prefix
+  (``scoring.hits.breadcrumb_covers``: split on ``>``, trimmed, NFKC and
+  case-folded) of any document's breadcrumb, so breadcrumb coverage could
+  never be complete.
+* ``secret``, ``absolute-path``, ``endpoint``: a string anywhere in the cases
+  file (queries, notes, expectations, spans, the description) matches one of
+  ``PRIVACY_RULES``: an API key or token (``sk-``, ``AKIA``, ``ghp_``, ``xox``,
+  a JWT, ``Bearer ...``, ``password=``, a private key block, ``user:pass@`` in
+  a URL, or a long random-looking token, ``looks_random``), a path that names
+  a user or a machine (``/home/``, ``/Users/``, ``/root/``, ``/Volumes/``,
+  ``C:\``, ``\\server\``, ``~/``; system paths such as ``/var/lib/mysql``
+  are documentation and pass), or an endpoint (``scheme://``, ``host:port``).
+  Golden cases are committed, shared and quoted in reports; credentials,
+  personal paths and service addresses do not belong in them. A path or
+  endpoint that an answer span or expected keyword quotes verbatim from the
+  corpus passes (the corpus already holds it, and a span must be verbatim);
+  a secret never does. The finding never repeats the matched text, only the
+  rule and the character offset, so a report of it leaks nothing either.
+
+Warnings:
+
+* ``no-answer-coverage``: a language with answerable cases but no
+  ``noAnswer`` case, so no-answer false positives are never measured in it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..kb.corpus import Chunk, ChunkSettings, SeedDocument, chunk_document
+from ..models import GoldenCase
+from .hits import breadcrumb_covers
+
+__all__ = [
+    "PRIVACY_RULES",
+    "CorpusIndex",
+    "Finding",
+    "PrivacyRule",
+    "check_cases",
+    "check_labels",
+    "check_no_answer_coverage",
+    "check_privacy",
+    "looks_random",
+]
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem with one value of the cases file."""
+
+    severity: Severity
+    code: str
+    pointer: str
+    problem: str
+    fix: str
+
+    def line(self, file: str) -> str:
+        """``error: FILE at POINTER: problem; fix``, as an ``InputError`` reads."""
+        return f"{self.severity}: {file} at {self.pointer}: {self.problem}; {self.fix}"
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "pointer": self.pointer,
+            "problem": self.problem,
+            "fix": self.fix,
+        }
+
+
+def _pointer_key(pointer: str) -> tuple[tuple[int, int | str], ...]:
+    """Order pointers as the file does: ``/cases/2`` before ``/cases/10``."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in pointer.split("/"))
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------- the corpus
+
+
+@dataclass(frozen=True)
+class CorpusIndex:
+    """What labels may name: sources, document ids, chunk ids and breadcrumbs."""
+
+    sources: dict[str, SeedDocument]
+    doc_ids: dict[str, SeedDocument]
+    chunks: dict[str, Chunk]
+    #: chunk ids per source, in order
+    chunks_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    settings: ChunkSettings = field(default_factory=ChunkSettings)
+
+    @classmethod
+    def build(cls, docs: Iterable[SeedDocument], settings: ChunkSettings) -> CorpusIndex:
+        """Index ``docs`` and their chunks cut with ``settings`` (as ``ragsnap seed`` does)."""
+        sources: dict[str, SeedDocument] = {}
+        doc_ids: dict[str, SeedDocument] = {}
+        chunks: dict[str, Chunk] = {}
+        chunks_of: dict[str, tuple[str, ...]] = {}
+        for doc in docs:
+            sources[doc.source] = doc
+            if doc.doc_id is not None:
+                doc_ids.setdefault(doc.doc_id, doc)
+            cut = chunk_document(doc, settings)
+            chunks.update((c.chunk_id, c) for c in cut)
+            chunks_of[doc.source] = tuple(c.chunk_id for c in cut)
+        return cls(sources, doc_ids, chunks, chunks_of, settings)
+
+    def document(self, kind: str, target: str) -> SeedDocument | None:
+        """The document a ``source`` / ``docId`` / ``chunkId`` value names, if any."""
+        if kind == "source":
+            return self.sources.get(target)
+        if kind == "docId":
+            return self.doc_ids.get(target)
+        chunk = self.chunks.get(target)
+        return None if chunk is None else self.sources[chunk.source]
+
+    def text(self, kind: str, target: str) -> str | None:
+        """The text a judgment's spans are copied from: the chunk's, else the body."""
+        if kind == "chunkId":
+            chunk = self.chunks.get(target)
+            return None if chunk is None else chunk.text
+        doc = self.document(kind, target)
+        return None if doc is None else doc.body
+
+
+_KIND_NAMES = {"source": "source", "docId": "document id", "chunkId": "chunk"}
+
+
+def _missing(corpus: CorpusIndex, kind: str, value: str, pointer: str) -> Finding | None:
+    """A ``missing-target`` finding when ``value`` names nothing in the corpus."""
+    if corpus.document(kind, value) is not None:
+        return None
+    known: Iterable[str]
+    if kind == "chunkId":
+        source = value.rpartition("#")[0]
+        ids = corpus.chunks_of.get(source)
+        if ids is not None:
+            s = corpus.settings
+            return Finding(
+                "error",
+                "missing-target",
+                pointer,
+                f"chunk {value!r} does not exist: {source!r} is cut into {len(ids)} chunk(s), "
+                f"#0..#{len(ids) - 1} (maxChars {s.max_chars}, overlapChars "
+                f"{s.overlap_chars}, headingLevel {s.heading_level})",
+                "judge one of those chunks (the one that holds the answer), or check the "
+                "chunk settings in ragsnap.yaml",
+            )
+        known = corpus.chunks
+    else:
+        known = corpus.sources if kind == "source" else corpus.doc_ids
+    close = difflib.get_close_matches(value, list(known), n=1, cutoff=0.75)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    field_name = "doc_id" if kind == "docId" else "source"
+    return Finding(
+        "error",
+        "missing-target",
+        pointer,
+        f"{_KIND_NAMES[kind]} {value!r} is not in the seed corpus",
+        f"{hint}name an existing {_KIND_NAMES[kind]} (the seed documents' `{field_name}`"
+        + (", then `#<n>`" if kind == "chunkId" else "")
+        + "), or add the document to the seed corpus",
+    )
+
+
+def _span_finding(
+    corpus: CorpusIndex, kind: str, target: str, span: str, pointer: str
+) -> Finding | None:
+    text = corpus.text(kind, target)
+    doc = corpus.document(kind, target)
+    if text is None or doc is None or span in text:
+        return None
+    if kind == "chunkId" and span in doc.body:
+        holders = [c for c in corpus.chunks_of[doc.source] if span in corpus.chunks[c].text]
+        where = (
+            f"it is in {', '.join(repr(c) for c in holders)}"
+            if holders
+            else "it crosses a chunk boundary"
+        )
+        return Finding(
+            "error",
+            "span-not-verbatim",
+            pointer,
+            f"span {_excerpt(span)!r} is in {doc.source!r} but not in the judged chunk "
+            f"{target!r} ({where})",
+            "judge the chunk that holds the span, or quote a shorter span from the judged chunk",
+        )
+    what = f"chunk {target!r}" if kind == "chunkId" else f"the body of {doc.source!r}"
+    near = _loose(span) in _loose(text)
+    return Finding(
+        "error",
+        "span-not-verbatim",
+        pointer,
+        f"span {_excerpt(span)!r} does not occur verbatim in {what}"
+        + (" (it differs only in case or whitespace)" if near else ""),
+        "copy the span exactly from the document's body (spans are exact: case, "
+        "punctuation, Markdown and whitespace included)",
+    )
+
+
+def _loose(text: str) -> str:
+    """``text`` case-folded with its whitespace runs as one space, for the hint."""
+    return " ".join(text.casefold().split())
+
+
+def check_labels(cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Finding]:
+    """Targets, spans and breadcrumbs of ``cases`` (``/cases/N`` in file order) against
+    ``corpus`` (module docstring)."""
+    found: list[Finding] = []
+    breadcrumbs = sorted({d.breadcrumb for d in corpus.sources.values() if d.breadcrumb})
+    for index, case in enumerate(cases):
+        at = f"/cases/{index}"
+        for j, judgment in enumerate(case.judgments):
+            where = f"{at}/judgments/{j}"
+            missing = _missing(corpus, judgment.kind, judgment.target, f"{where}/{judgment.kind}")
+            if missing is not None:
+                found.append(missing)
+                continue
+            for k, span in enumerate(judgment.spans):
+                bad = _span_finding(
+                    corpus, judgment.kind, judgment.target, span, f"{where}/spans/{k}"
+                )
+                if bad is not None:
+                    found.append(bad)
+        lists = (
+            ("expectedSources", "source", case.expected_sources),
+            ("expectedDocIds", "docId", case.expected_doc_ids),
+            ("expectedContextSources", "source", case.expected_context_sources),
+        )
+        for name, kind, values in lists:
+            for k, value in enumerate(values):
+                missing = _missing(corpus, kind, value, f"{at}/{name}/{k}")
+                if missing is not None:
+                    found.append(missing)
+        if case.expected_rerank_top_source is not None:
+            missing = _missing(
+                corpus, "source", case.expected_rerank_top_source, f"{at}/expectedRerankTopSource"
+            )
+            if missing is not None:
+                found.append(missing)
+        for k, crumb in enumerate(case.expected_breadcrumbs):
+            if not any(breadcrumb_covers(crumb, have) for have in breadcrumbs):
+                close = difflib.get_close_matches(crumb, breadcrumbs, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                found.append(
+                    Finding(
+                        "error",
+                        "breadcrumb",
+                        f"{at}/expectedBreadcrumbs/{k}",
+                        f"breadcrumb {crumb!r} is not a prefix of any seed document's breadcrumb",
+                        f"{hint}use whole leading segments of a document's `breadcrumb` "
+                        "(`Database > MySQL` covers `Database > MySQL > Connection Pool`)",
+                    )
+                )
+    return found
+
+
+# ---------------------------------------------------------------- privacy
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyRule:
+    """A pattern that must not occur in a golden case, with what it is and the fix."""
+
+    code: str  # "secret", "absolute-path" or "endpoint"
+    name: str
+    pattern: re.Pattern[str]
+    fix: str
+
+
+_SECRET_FIX = (
+    "remove it: golden cases are committed and quoted in reports; if the credential is "
+    "real, revoke it"
+)
+_PATH_FIX = "remove it or write a relative path or a placeholder such as <home>/..."
+_ENDPOINT_FIX = "remove it or write a placeholder such as <service-url> or <host>:<port>"
+
+#: Each rule's name says what matched; the matched text is never repeated.
+PRIVACY_RULES: tuple[PrivacyRule, ...] = (
+    PrivacyRule(
+        "secret",
+        "a private key block",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "an API key (sk-...)",
+        re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}"),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "an AWS access key id (AKIA...)",
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "a GitHub token (ghp_...)",
+        re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "a Slack token (xox...)",
+        re.compile(r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "a JSON Web Token",
+        re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\."),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "a bearer token (Bearer ...)",
+        re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*", re.IGNORECASE),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "a credential assignment (password=...)",
+        re.compile(
+            r"\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|"
+            r"access[_-]?token|client[_-]?secret)\s*[=:]\s*[^\s,;'\"<]",
+            re.IGNORECASE,
+        ),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "secret",
+        "credentials in a URL (user:password@)",
+        re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
+        _SECRET_FIX,
+    ),
+    PrivacyRule(
+        "absolute-path",
+        "an absolute path (/home/..., /Users/...)",
+        re.compile(r"(?<![\w.~/:-])/(?:home|Users|root|Volumes)/"),
+        _PATH_FIX,
+    ),
+    PrivacyRule(
+        "absolute-path",
+        "a Windows path (C:\\...)",
+        re.compile(r"(?<![A-Za-z0-9])[A-Za-z]:\\|(?<![A-Za-z0-9:/])[A-Za-z]:/(?!/)|\\\\[\w.-]+\\"),
+        _PATH_FIX,
+    ),
+    PrivacyRule(
+        "absolute-path",
+        "a home-relative path (~/...)",
+        re.compile(r"(?<![\w/])~[A-Za-z0-9_.-]*/"),
+        _PATH_FIX,
+    ),
+    PrivacyRule(
+        "endpoint",
+        "a URL (scheme://...)",
+        re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"),
+        _ENDPOINT_FIX,
+    ),
+    PrivacyRule(
+        "endpoint",
+        "a host:port address",
+        re.compile(
+            r"(?<![\w.:/@-])"
+            r"(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|\[[0-9A-Fa-f:]+\]|"
+            r"[A-Za-z0-9-]*[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)"
+            r":(?:6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{1,3})"
+            r"(?![\w:.]|-\w)"
+        ),
+        _ENDPOINT_FIX,
+    ),
+)
+
+#: a run of token characters long enough to be a random key
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
+_RANDOM_FIX = _SECRET_FIX + "; a long random-looking identifier counts as a secret"
+
+
+def looks_random(token: str) -> bool:
+    """True for a token that looks like a random key: 24+ characters that mix upper
+    case, lower case and digits, with a Shannon entropy of at least 4 bits per
+    character (random base62/base64 text has about 4.2 at 24 characters and more
+    beyond; identifiers such as ``SQLTransientConnectionException`` have no digit,
+    ``db-err-4031-order-repository`` no capital, and hex digests at most 4 bits)."""
+    if len(token) < 24:
+        return False
+    if not (
+        any(c.isupper() for c in token)
+        and any(c.islower() for c in token)
+        and any(c.isdigit() for c in token)
+    ):
+        return False
+    counts = Counter(token)
+    entropy = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+    return entropy >= 4.0
+
+
+def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str]]:
+    """(pointer, string) of every string value in a parsed JSON document."""
+    if isinstance(value, str):
+        yield pointer, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{pointer}/{_escape(str(key))}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{pointer}/{index}")
+
+
+#: values that quote the corpus: an answer span, an expected keyword
+_QUOTES = re.compile(r"/judgments/\d+/spans/\d+$|/expectedKeywords/\d+$")
+
+
+def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Finding]:
+    """Secrets, absolute paths and endpoints in any string of ``document`` (a parsed
+    cases file): one finding per value and rule, naming the rule and the character
+    offset of the first match, never the matched text.
+
+    A path or an endpoint in an answer span or an expected keyword is allowed when
+    the matched text occurs verbatim in a document of ``corpus``: the case then quotes
+    what the corpus already holds (a runbook's ``--bootstrap-server kafka:9092``), and
+    a span must be verbatim. A secret is refused wherever it is.
+    """
+    bodies = [] if corpus is None else [doc.body for doc in corpus.sources.values()]
+
+    def quoted(pointer: str, text: str) -> bool:
+        return _QUOTES.search(pointer) is not None and any(text in body for body in bodies)
+
+    found: list[Finding] = []
+    for pointer, text in _strings(document, ""):
+        for rule in PRIVACY_RULES:
+            match = next(
+                (
+                    m
+                    for m in rule.pattern.finditer(text)
+                    if rule.code == "secret" or not quoted(pointer, m.group())
+                ),
+                None,
+            )
+            if match is None:
+                continue
+            found.append(
+                Finding(
+                    "error",
+                    rule.code,
+                    pointer,
+                    f"holds {rule.name} at character {match.start()}",
+                    rule.fix,
+                )
+            )
+        if not any(f.code == "secret" and f.pointer == pointer for f in found):
+            token = next((m for m in _TOKEN.finditer(text) if looks_random(m.group())), None)
+            if token is not None:
+                found.append(
+                    Finding(
+                        "error",
+                        "secret",
+                        pointer,
+                        f"holds a long random-looking token at character {token.start()} "
+                        "(an API key or token?)",
+                        _RANDOM_FIX,
+                    )
+                )
+    return found
+
+
+# ---------------------------------------------------------------- coverage
+
+
+def check_no_answer_coverage(cases: Sequence[GoldenCase]) -> list[Finding]:
+    """A warning per language with answerable cases and no no-answer case."""
+    answerable: Counter[str] = Counter()
+    no_answer: set[str] = set()
+    for case in cases:
+        if case.no_answer:
+            no_answer.add(case.language)
+        else:
+            answerable[case.language] += 1
+    return [
+        Finding(
+            "warning",
+            "no-answer-coverage",
+            "/cases",
+            f"language {language!r} has {count} answerable case(s) and no no-answer case, "
+            "so no-answer false positives are not measured in it",
+            f'add a case with "language": "{language}", "noAnswer": true and a question '
+            "the seed corpus does not answer",
+        )
+        for language, count in sorted(answerable.items())
+        if language not in no_answer
+    ]
+
+
+def check_cases(document: Any, cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Finding]:
+    """Every check of the module docstring: errors first, then warnings, each in file
+    order."""
+    found = [
+        *check_labels(cases, corpus),
+        *check_privacy(document, corpus),
+        *check_no_answer_coverage(cases),
+    ]
+    return sorted(found, key=lambda f: (f.severity != "error", _pointer_key(f.pointer)))
