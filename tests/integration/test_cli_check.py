@@ -105,7 +105,7 @@ def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path
     }
     assert [f["pointer"] for f in report["findings"]][:2] == [
         "/cases/0/judgments/0/chunkId",
-        "/cases/1/expectedDocIds/0",
+        "/cases/1/expectedBreadcrumbs/0",
     ]
     assert {f["file"] for f in report["findings"]} == {CASES}
     assert SECRET not in json.dumps(report)

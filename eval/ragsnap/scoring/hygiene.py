@@ -532,8 +532,8 @@ def check_no_answer_coverage(cases: Sequence[GoldenCase]) -> list[Finding]:
 
 
 def check_cases(document: Any, cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Finding]:
-    """Every check of the module docstring: errors first, then warnings, each in file
-    order."""
+    """Every check of the module docstring: errors first, then warnings; each by case in
+    file order, then by pointer (``/cases/2/...`` before ``/cases/10/...``)."""
     found = [
         *check_labels(cases, corpus),
         *check_privacy(document, corpus),
