@@ -186,3 +186,21 @@ def test_bad_input_exits_2_before_anything_is_written(example: Path) -> None:
     run = run_cli("check", cwd=example)
     assert run.code == 2
     assert "unknown field 'expectedSorces'" in run.err
+
+
+def test_the_other_shipped_sets_pass(tmp_path: Path) -> None:
+    """GoodBuddy's imported set (a JSONL corpus) and the project `ragsnap init` writes."""
+    run = run_cli(
+        "check",
+        "--cases",
+        "cases/goodbuddy/golden-cases.json",
+        "--config",
+        "cases/goodbuddy/ragsnap.yaml",
+        cwd=REPO,
+    )
+    assert run.code == 0, run.out + run.err
+    assert run.out.endswith(": 0 errors, 0 warnings; labels OK\n")
+    assert run_cli("init", "fresh", cwd=tmp_path).code == 0
+    run = run_cli("check", cwd=tmp_path / "fresh")
+    assert run.code == 0, run.out + run.err
+    assert run.out.endswith(": 0 errors, 0 warnings; labels OK\n")
