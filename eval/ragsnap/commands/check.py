@@ -23,8 +23,8 @@ from typing import Any
 from ..config import load_config
 from ..io.inputs import load_cases_document
 from ..io.jsonio import check_outputs, write_outputs
-from ..kb.corpus import load_seed_docs
-from ..scoring.hygiene import CorpusIndex, check_cases
+from ..kb.corpus import open_seed_docs
+from ..scoring.hygiene import CorpusIndex, check_cases, needed_documents, quote_candidates
 
 #: the exit code of a run with at least one error: bad input
 EXIT_ERRORS = 2
@@ -39,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
     case_set, document = load_cases_document(args.cases)
     settings = config.kb.chunking
-    corpus = CorpusIndex.build(load_seed_docs(folder), settings)
     if args.json_report is not None:
         check_outputs(
             [args.json_report],
@@ -47,8 +46,15 @@ def run(args: argparse.Namespace) -> int:
             folders=[folder] if folder.is_dir() else [],
             allow_outside=args.allow_outside,
         )
+    corpus = CorpusIndex.build(
+        open_seed_docs(folder),  # streamed: only the judged documents' text is kept
+        settings,
+        keep=needed_documents(case_set.cases),
+        quotes=quote_candidates(document),
+    )
     findings = check_cases(document, case_set.cases, corpus)
     errors = sum(f.severity == "error" for f in findings)
+    chunks = sum(corpus.chunk_counts.values())
     warnings = len(findings) - errors
     cases_name = args.cases.as_posix()
     if args.json_report is not None:
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             "summary": {
                 "cases": len(case_set.cases),
                 "documents": len(corpus.sources),
-                "chunks": len(corpus.chunks),
+                "chunks": chunks,
                 "errors": errors,
                 "warnings": warnings,
             },
@@ -77,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     verdict = "labels OK" if not errors else "fix the errors below"
     lines = [
         f"check: {_count(len(case_set.cases), 'case')} against {folder.as_posix()} "
-        f"({_count(len(corpus.sources), 'document')}, {_count(len(corpus.chunks), 'chunk')}): "
+        f"({_count(len(corpus.sources), 'document')}, {_count(chunks, 'chunk')}): "
         f"{_count(errors, 'error')}, {_count(warnings, 'warning')}; {verdict}"
     ]
     lines += [f.line(cases_name) for f in findings]

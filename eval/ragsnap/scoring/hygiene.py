@@ -53,11 +53,11 @@ import difflib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..kb.corpus import Chunk, ChunkSettings, SeedDocument, chunk_document
+from ..kb.corpus import ChunkSettings, SeedDocument, chunk_document
 from ..models import GoldenCase
 from .hits import breadcrumb_covers
 
@@ -71,6 +71,8 @@ __all__ = [
     "check_no_answer_coverage",
     "check_privacy",
     "looks_random",
+    "needed_documents",
+    "quote_candidates",
 ]
 
 Severity = Literal["error", "warning"]
@@ -118,76 +120,150 @@ def _excerpt(text: str, limit: int = 60) -> str:
 
 @dataclass(frozen=True)
 class CorpusIndex:
-    """What labels may name: sources, document ids, chunk ids and breadcrumbs."""
+    """What labels may name, read in one pass over the seed corpus.
 
-    sources: dict[str, SeedDocument]
-    doc_ids: dict[str, SeedDocument]
-    chunks: dict[str, Chunk]
-    #: chunk ids per source, in order
-    chunks_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    Every document leaves its ids (source, doc_id, its number of chunks: chunk ids
+    are ``<source>#0`` .. ``#n-1``) and its breadcrumb; only the documents the cases
+    name (``keep``) leave their body and chunk texts, so a large corpus is checked
+    in memory for its ids, not its text. ``quotes`` are strings to look for in every
+    body (``quote_candidates``); ``quoted`` holds those found.
+    """
+
+    #: source -> doc_id (None when the document has none)
+    sources: dict[str, str | None]
+    #: doc_id -> source (the first document with it)
+    doc_ids: dict[str, str]
+    #: source -> number of chunks
+    chunk_counts: dict[str, int]
+    breadcrumbs: frozenset[str]
+    #: source -> body, for the kept documents
+    bodies: dict[str, str] = field(default_factory=dict)
+    #: chunk id -> text, for the kept documents
+    chunk_texts: dict[str, str] = field(default_factory=dict)
+    quoted: frozenset[str] = frozenset()
     settings: ChunkSettings = field(default_factory=ChunkSettings)
 
     @classmethod
-    def build(cls, docs: Iterable[SeedDocument], settings: ChunkSettings) -> CorpusIndex:
-        """Index ``docs`` and their chunks cut with ``settings`` (as ``ragsnap seed`` does)."""
-        sources: dict[str, SeedDocument] = {}
-        doc_ids: dict[str, SeedDocument] = {}
-        chunks: dict[str, Chunk] = {}
-        chunks_of: dict[str, tuple[str, ...]] = {}
+    def build(
+        cls,
+        docs: Iterable[SeedDocument],
+        settings: ChunkSettings,
+        *,
+        keep: Collection[str] | None = None,
+        quotes: Collection[str] = (),
+    ) -> CorpusIndex:
+        """Index ``docs`` and their chunks cut with ``settings`` (as ``ragsnap seed``
+        does). ``keep``: the sources and doc ids whose text is kept (None: all)."""
+        sources: dict[str, str | None] = {}
+        doc_ids: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        breadcrumbs: set[str] = set()
+        bodies: dict[str, str] = {}
+        texts: dict[str, str] = {}
+        quoted: set[str] = set()
         for doc in docs:
-            sources[doc.source] = doc
+            sources[doc.source] = doc.doc_id
             if doc.doc_id is not None:
-                doc_ids.setdefault(doc.doc_id, doc)
+                doc_ids.setdefault(doc.doc_id, doc.source)
+            if doc.breadcrumb:
+                breadcrumbs.add(doc.breadcrumb)
             cut = chunk_document(doc, settings)
-            chunks.update((c.chunk_id, c) for c in cut)
-            chunks_of[doc.source] = tuple(c.chunk_id for c in cut)
-        return cls(sources, doc_ids, chunks, chunks_of, settings)
+            counts[doc.source] = len(cut)
+            if (
+                keep is None
+                or doc.source in keep
+                or (doc.doc_id is not None and doc.doc_id in keep)
+            ):
+                bodies[doc.source] = doc.body
+                texts.update((c.chunk_id, c.text) for c in cut)
+            quoted.update(q for q in quotes if q not in quoted and q in doc.body)
+        return cls(
+            sources,
+            doc_ids,
+            counts,
+            frozenset(breadcrumbs),
+            bodies,
+            texts,
+            frozenset(quoted),
+            settings,
+        )
 
-    def document(self, kind: str, target: str) -> SeedDocument | None:
-        """The document a ``source`` / ``docId`` / ``chunkId`` value names, if any."""
+    def source_of(self, kind: str, target: str) -> str | None:
+        """The source of the document a ``source`` / ``docId`` / ``chunkId`` value
+        names; None when it names nothing."""
         if kind == "source":
-            return self.sources.get(target)
+            return target if target in self.sources else None
         if kind == "docId":
             return self.doc_ids.get(target)
-        chunk = self.chunks.get(target)
-        return None if chunk is None else self.sources[chunk.source]
+        source, _, ordinal = target.rpartition("#")
+        count = self.chunk_counts.get(source)
+        if count is None or not ordinal.isdigit() or str(int(ordinal)) != ordinal:
+            return None
+        return source if int(ordinal) < count else None
 
     def text(self, kind: str, target: str) -> str | None:
-        """The text a judgment's spans are copied from: the chunk's, else the body."""
+        """The text a judgment's spans are copied from: the chunk's, else the body
+        (None when it names nothing or its document was not kept)."""
         if kind == "chunkId":
-            chunk = self.chunks.get(target)
-            return None if chunk is None else chunk.text
-        doc = self.document(kind, target)
-        return None if doc is None else doc.body
+            return self.chunk_texts.get(target)
+        source = self.source_of(kind, target)
+        return None if source is None else self.bodies.get(source)
+
+    def chunk_ids(self, source: str) -> list[str]:
+        return [f"{source}#{n}" for n in range(self.chunk_counts.get(source, 0))]
+
+
+def needed_documents(cases: Iterable[GoldenCase]) -> set[str]:
+    """The sources and doc ids whose text ``check_labels`` reads: the targets of
+    judgments with spans (a chunk id's source)."""
+    keep: set[str] = set()
+    for case in cases:
+        for judgment in case.judgments:
+            if judgment.spans:
+                target = judgment.target
+                keep.add(target.rpartition("#")[0] if judgment.kind == "chunkId" else target)
+    return keep
 
 
 _KIND_NAMES = {"source": "source", "docId": "document id", "chunkId": "chunk"}
 
 
+#: above this many ids no "did you mean" is computed (difflib is linear in them)
+_HINT_LIMIT = 20_000
+
+
 def _missing(corpus: CorpusIndex, kind: str, value: str, pointer: str) -> Finding | None:
     """A ``missing-target`` finding when ``value`` names nothing in the corpus."""
-    if corpus.document(kind, value) is not None:
+    if corpus.source_of(kind, value) is not None:
         return None
-    known: Iterable[str]
+    known: Collection[str]
     if kind == "chunkId":
         source = value.rpartition("#")[0]
-        ids = corpus.chunks_of.get(source)
-        if ids is not None:
+        count = corpus.chunk_counts.get(source)
+        if count is not None:
             s = corpus.settings
             return Finding(
                 "error",
                 "missing-target",
                 pointer,
-                f"chunk {value!r} does not exist: {source!r} is cut into {len(ids)} chunk(s), "
-                f"#0..#{len(ids) - 1} (maxChars {s.max_chars}, overlapChars "
+                f"chunk {value!r} does not exist: {source!r} is cut into {count} chunk(s), "
+                f"#0..#{count - 1} (maxChars {s.max_chars}, overlapChars "
                 f"{s.overlap_chars}, headingLevel {s.heading_level})",
                 "judge one of those chunks (the one that holds the answer), or check the "
                 "chunk settings in ragsnap.yaml",
             )
-        known = corpus.chunks
+        known = corpus.sources  # the source part is what is wrong
+        value_for_hint = source
     else:
         known = corpus.sources if kind == "source" else corpus.doc_ids
-    close = difflib.get_close_matches(value, list(known), n=1, cutoff=0.75)
+        value_for_hint = value
+    close = (
+        difflib.get_close_matches(value_for_hint, list(known), n=1, cutoff=0.75)
+        if len(known) <= _HINT_LIMIT
+        else []
+    )
+    if close and kind == "chunkId":
+        close = [f"{close[0]}#{value.rpartition('#')[2]}"]
     hint = f"did you mean {close[0]!r}? " if close else ""
     field_name = "doc_id" if kind == "docId" else "source"
     return Finding(
@@ -205,11 +281,12 @@ def _span_finding(
     corpus: CorpusIndex, kind: str, target: str, span: str, pointer: str
 ) -> Finding | None:
     text = corpus.text(kind, target)
-    doc = corpus.document(kind, target)
-    if text is None or doc is None or span in text:
+    source = corpus.source_of(kind, target)
+    if text is None or source is None or span in text:
         return None
-    if kind == "chunkId" and span in doc.body:
-        holders = [c for c in corpus.chunks_of[doc.source] if span in corpus.chunks[c].text]
+    body = corpus.bodies[source]
+    if kind == "chunkId" and span in body:
+        holders = [c for c in corpus.chunk_ids(source) if span in corpus.chunk_texts[c]]
         where = (
             f"it is in {', '.join(repr(c) for c in holders)}"
             if holders
@@ -219,11 +296,11 @@ def _span_finding(
             "error",
             "span-not-verbatim",
             pointer,
-            f"span {_excerpt(span)!r} is in {doc.source!r} but not in the judged chunk "
+            f"span {_excerpt(span)!r} is in {source!r} but not in the judged chunk "
             f"{target!r} ({where})",
             "judge the chunk that holds the span, or quote a shorter span from the judged chunk",
         )
-    what = f"chunk {target!r}" if kind == "chunkId" else f"the body of {doc.source!r}"
+    what = f"chunk {target!r}" if kind == "chunkId" else f"the body of {source!r}"
     near = _loose(span) in _loose(text)
     return Finding(
         "error",
@@ -245,7 +322,7 @@ def check_labels(cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Findi
     """Targets, spans and breadcrumbs of ``cases`` (``/cases/N`` in file order) against
     ``corpus`` (module docstring)."""
     found: list[Finding] = []
-    breadcrumbs = sorted({d.breadcrumb for d in corpus.sources.values() if d.breadcrumb})
+    breadcrumbs = sorted(corpus.breadcrumbs)
     for index, case in enumerate(cases):
         at = f"/cases/{index}"
         for j, judgment in enumerate(case.judgments):
@@ -313,7 +390,10 @@ _SECRET_FIX = (
 _PATH_FIX = "remove it or write a relative path or a placeholder such as <home>/..."
 _ENDPOINT_FIX = "remove it or write a placeholder such as <service-url> or <host>:<port>"
 
-#: Each rule's name says what matched; the matched text is never repeated.
+#: Each rule's name says what matched; the matched text is never repeated. Tokens
+#: must look like tokens (``sk-`` and ``Bearer`` ones hold a digit, so ``Bearer
+#: authentication`` passes) and a ``host:port`` host is written in lower case, as
+#: hostnames are (``ERR:4031`` passes).
 PRIVACY_RULES: tuple[PrivacyRule, ...] = (
     PrivacyRule(
         "secret",
@@ -324,7 +404,7 @@ PRIVACY_RULES: tuple[PrivacyRule, ...] = (
     PrivacyRule(
         "secret",
         "an API key (sk-...)",
-        re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}"),
+        re.compile(r"(?<![A-Za-z0-9])sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{16,}"),
         _SECRET_FIX,
     ),
     PrivacyRule(
@@ -354,7 +434,7 @@ PRIVACY_RULES: tuple[PrivacyRule, ...] = (
     PrivacyRule(
         "secret",
         "a bearer token (Bearer ...)",
-        re.compile(r"\bBearer\s+[A-Za-z0-9._~+/-]{8,}=*", re.IGNORECASE),
+        re.compile(r"\bBearer\s+(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}", re.IGNORECASE),
         _SECRET_FIX,
     ),
     PrivacyRule(
@@ -403,7 +483,7 @@ PRIVACY_RULES: tuple[PrivacyRule, ...] = (
         re.compile(
             r"(?<![\w.:/@-])"
             r"(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|\[[0-9A-Fa-f:]+\]|"
-            r"[A-Za-z0-9-]*[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*)"
+            r"[a-z0-9-]*[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*)"
             r":(?:6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{1,3})"
             r"(?![\w:.]|-\w)"
         ),
@@ -451,20 +531,35 @@ def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str]]:
 _QUOTES = re.compile(r"/judgments/\d+/spans/\d+$|/expectedKeywords/\d+$")
 
 
+def quote_candidates(document: Any) -> set[str]:
+    """The paths and endpoints that answer spans and expected keywords of ``document``
+    hold: what ``CorpusIndex.build(quotes=...)`` looks for in the corpus."""
+    return {
+        match.group()
+        for pointer, text in _strings(document, "")
+        if _QUOTES.search(pointer)
+        for rule in PRIVACY_RULES
+        if rule.code != "secret"
+        for match in rule.pattern.finditer(text)
+    }
+
+
 def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Finding]:
     """Secrets, absolute paths and endpoints in any string of ``document`` (a parsed
     cases file): one finding per value and rule, naming the rule and the character
     offset of the first match, never the matched text.
 
     A path or an endpoint in an answer span or an expected keyword is allowed when
-    the matched text occurs verbatim in a document of ``corpus``: the case then quotes
-    what the corpus already holds (a runbook's ``--bootstrap-server kafka:9092``), and
-    a span must be verbatim. A secret is refused wherever it is.
+    the matched text occurs verbatim in a document of ``corpus`` (found while it was
+    built, ``quote_candidates``, or in a body it kept): the case then quotes what the
+    corpus already holds (a runbook's ``--bootstrap-server kafka:9092``), and a span
+    must be verbatim. A secret is refused wherever it is.
     """
-    bodies = [] if corpus is None else [doc.body for doc in corpus.sources.values()]
 
     def quoted(pointer: str, text: str) -> bool:
-        return _QUOTES.search(pointer) is not None and any(text in body for body in bodies)
+        if corpus is None or _QUOTES.search(pointer) is None:
+            return False
+        return text in corpus.quoted or any(text in body for body in corpus.bodies.values())
 
     found: list[Finding] = []
     for pointer, text in _strings(document, ""):

@@ -17,6 +17,8 @@ from ragsnap.scoring.hygiene import (
     check_no_answer_coverage,
     check_privacy,
     looks_random,
+    needed_documents,
+    quote_candidates,
 )
 from ragsnap.settings import ChunkSettings
 
@@ -30,8 +32,8 @@ POOL_BODY = (
 )
 
 
-def corpus() -> CorpusIndex:
-    docs = [
+def documents() -> list[SeedDocument]:
+    return [
         SeedDocument(
             path="seed-docs/pool.md",
             source="mysql-pool",
@@ -48,7 +50,10 @@ def corpus() -> CorpusIndex:
             breadcrumb="Cache > Redis",
         ),
     ]
-    return CorpusIndex.build(docs, ChunkSettings())
+
+
+def corpus() -> CorpusIndex:
+    return CorpusIndex.build(documents(), ChunkSettings())
 
 
 def case(index: int = 0, **fields: Any) -> GoldenCase:
@@ -70,7 +75,11 @@ def codes(findings: list[Finding]) -> list[tuple[str, str]]:
 
 def test_the_corpus_is_chunked_as_seed_does() -> None:
     index = corpus()
-    assert index.chunks_of["mysql-pool"] == ("mysql-pool#0", "mysql-pool#1", "mysql-pool#2")
+    assert index.chunk_ids("mysql-pool") == ["mysql-pool#0", "mysql-pool#1", "mysql-pool#2"]
+    assert index.source_of("chunkId", "mysql-pool#2") == "mysql-pool"
+    assert index.source_of("chunkId", "mysql-pool#3") is None
+    assert index.source_of("chunkId", "mysql-pool#01") is None
+    assert index.source_of("docId", "doc-mysql-pool") == "mysql-pool"
     assert index.text("chunkId", "mysql-pool#1") == (
         "## Size\n\n`maximum-pool-size` is set to 20 per pod."
     )
@@ -188,7 +197,7 @@ def test_breadcrumbs_must_prefix_a_documents_breadcrumb() -> None:
         ("use key sk-proj-AbCdEf0123456789xyz now", "an API key (sk-...)"),
         ("AKIAIOSFODNN7EXAMPLE in the config", "an AWS access key id (AKIA...)"),
         ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "a GitHub token (ghp_...)"),
-        ("Authorization: Bearer abc.def.ghi123", "a bearer token (Bearer ...)"),
+        ("Authorization: Bearer eyJhbGciOi.J9abc123xyz", "a bearer token (Bearer ...)"),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIE", "a private key block"),
         ("jdbc url with password=hunter2", "a credential assignment (password=...)"),
         ("https://svc:s3cr3t@db.internal/x", "credentials in a URL (user:password@)"),
@@ -272,6 +281,10 @@ def test_an_endpoint_is_an_error(text: str) -> None:
         "and/or 24/7",
         "缓存雪崩时间：30秒",
         "Database > MySQL > Connection Pool",
+        "ERR:4031 from OrderRepository",
+        "How do I send a Bearer token? Bearer authentication fails",
+        "tuning an sk-learn-pipeline-for-ranking",
+        "What does the secret rotation job do",
     ],
 )
 def test_ordinary_text_passes(text: str) -> None:
@@ -352,3 +365,38 @@ def test_check_cases_lists_errors_first_then_warnings_in_file_order() -> None:
             "error: cases/golden-cases.json at /cases/2/expectedSources/0: source 'gone' is not"
         )
     )
+
+
+def test_only_the_judged_documents_keep_their_text() -> None:
+    judged = [
+        case(judgments=[{"chunkId": "mysql-pool#1", "grade": 3, "spans": ["20 per pod"]}]),
+        case(1, judgments=[{"source": "redis-evict", "grade": 0}]),  # no span: no text
+    ]
+    keep = needed_documents(judged)
+    assert keep == {"mysql-pool"}
+    index = CorpusIndex.build(documents(), ChunkSettings(), keep=keep)
+    assert set(index.bodies) == {"mysql-pool"}
+    assert set(index.chunk_texts) == {"mysql-pool#0", "mysql-pool#1", "mysql-pool#2"}
+    assert index.source_of("source", "redis-evict") == "redis-evict"  # ids of every document
+    assert check_labels(judged, index) == []
+
+
+def test_quotes_are_looked_up_while_the_corpus_is_read() -> None:
+    document = {
+        "cases": [
+            {
+                "query": "lag?",
+                "expectedKeywords": ["--bootstrap-server kafka:9092"],
+                "judgments": [{"source": "redis-evict", "grade": 1, "spans": ["see ~/notes"]}],
+            }
+        ]
+    }
+    assert quote_candidates(document) == {"kafka:9092", "~/"}
+    index = CorpusIndex.build(
+        documents(), ChunkSettings(), keep=set(), quotes=quote_candidates(document)
+    )
+    assert index.bodies == {}
+    assert index.quoted == {"kafka:9092"}
+    assert codes(check_privacy(document, index)) == [
+        ("absolute-path", "/cases/0/judgments/0/spans/0")
+    ]
