@@ -62,6 +62,7 @@ def inject_defects(cases: list[dict[str, Any]]) -> None:
     cases[3]["notes"] = "Written from /home/alice/notes.md"
     cases[4]["notes"] = "Reproduced against http://10.2.3.4/api/knowledge/lookup"
     cases[5]["expectedContextSources"] = ["no-such-source"]
+    cases[8]["expectedSources"] = ["billing-db-pool-tuning"]  # kb_scope other-team
 
 
 def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path) -> None:
@@ -70,7 +71,7 @@ def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path
     assert run.code == 2, run.out + run.err
     lines = run.out.splitlines()
     assert lines[0].startswith("check: 29 cases against seed-docs") and lines[0].endswith(
-        ": 8 errors, 1 warning; fix the errors below"
+        ": 9 errors, 1 warning; fix the errors below"
     )
     prefix = f"error: {CASES} at "
     expected = [
@@ -86,6 +87,8 @@ def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path
         "/cases/3/notes: holds an absolute path (/home/..., /Users/...) at character 13",
         "/cases/4/notes: holds a URL (scheme://...) at character 19",
         "/cases/5/expectedContextSources/0: source 'no-such-source' is not in the seed corpus",
+        "/cases/8/expectedSources/0: source 'billing-db-pool-tuning' is in kb_scope "
+        "'other-team', and the case looks up inside kb_scope 'rag-eval' only",
     ]
     errors = [line for line in lines if line.startswith("error: ")]
     assert len(errors) == len(expected)
@@ -100,7 +103,7 @@ def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path
         "cases": 29,
         "documents": 18,
         "chunks": 88,
-        "errors": 8,
+        "errors": 9,
         "warnings": 1,
     }
     assert [f["pointer"] for f in report["findings"]][:2] == [

@@ -1,8 +1,9 @@
 r"""Label hygiene: golden cases checked against the seed corpus they were written for.
 
 Pure functions over validated cases (``GoldenCase``), the cases file's parsed
-JSON and an index of the seed corpus (``CorpusIndex``: the documents and the
-chunks ``ragsnap seed`` cuts from them with the configured chunk settings).
+JSON and an index of the seed corpus (``CorpusIndex``, built in one pass: every
+document's ids and the number of chunks ``ragsnap seed`` cuts it into with the
+configured chunk settings, and the text of the documents the cases judge).
 ``ragsnap check`` reads the files and prints what these return. Each
 ``Finding`` names the JSON pointer of the offending value, the problem and
 the fix, and is an **error** (the label is wrong: a scored number would be
@@ -22,6 +23,10 @@ Errors:
   for a ``chunkId`` judgment, the document body's for ``docId`` and
   ``source``. A span found in the document but not in the judged chunk says
   which chunks hold it.
+* ``out-of-scope``: a value of those expectations, or the target of a judgment
+  with a grade above 0, is a document of another ``kb_scope`` than the case's
+  ``kbScope`` (or of none): lookups never leave their scope, so it can never
+  be returned. Cases without a ``kbScope`` are not checked.
 * ``breadcrumb``: an ``expectedBreadcrumbs`` value is not a segment prefix
   (``scoring.hits.breadcrumb_covers``: split on ``>``, trimmed, NFKC and
   case-folded) of any document's breadcrumb, so breadcrumb coverage could
@@ -142,6 +147,8 @@ class CorpusIndex:
     chunk_texts: dict[str, str] = field(default_factory=dict)
     quoted: frozenset[str] = frozenset()
     settings: ChunkSettings = field(default_factory=ChunkSettings)
+    #: source -> kb_scope, for the documents that have one
+    scopes: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -161,8 +168,11 @@ class CorpusIndex:
         bodies: dict[str, str] = {}
         texts: dict[str, str] = {}
         quoted: set[str] = set()
+        scopes: dict[str, str] = {}
         for doc in docs:
             sources[doc.source] = doc.doc_id
+            if doc.kb_scope is not None:
+                scopes[doc.source] = doc.kb_scope
             if doc.doc_id is not None:
                 doc_ids.setdefault(doc.doc_id, doc.source)
             if doc.breadcrumb:
@@ -186,6 +196,7 @@ class CorpusIndex:
             texts,
             frozenset(quoted),
             settings,
+            scopes,
         )
 
     def source_of(self, kind: str, target: str) -> str | None:
@@ -318,6 +329,37 @@ def _loose(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _target(
+    corpus: CorpusIndex,
+    case: GoldenCase,
+    kind: str,
+    value: str,
+    pointer: str,
+    relevant: bool = True,
+) -> Finding | None:
+    """``missing-target`` when ``value`` names nothing; ``out-of-scope`` when it names a
+    document the case's lookups cannot see (another ``kb_scope``, or none) and the case
+    needs it (an expectation, or a judgment with a grade above 0)."""
+    missing = _missing(corpus, kind, value, pointer)
+    if missing is not None or not relevant or case.kb_scope is None:
+        return missing
+    source = corpus.source_of(kind, value)
+    assert source is not None  # not missing
+    scope = corpus.scopes.get(source)
+    if scope == case.kb_scope:
+        return None
+    where = f"in kb_scope {scope!r}" if scope is not None else "in no kb_scope"
+    return Finding(
+        "error",
+        "out-of-scope",
+        pointer,
+        f"{_KIND_NAMES[kind]} {value!r} is {where}, and the case looks up inside kb_scope "
+        f"{case.kb_scope!r} only, so it can never be returned",
+        f"expect a document of kb_scope {case.kb_scope!r}, or give the case the kbScope of "
+        "the document",
+    )
+
+
 def check_labels(cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Finding]:
     """Targets, spans and breadcrumbs of ``cases`` (``/cases/N`` in file order) against
     ``corpus`` (module docstring)."""
@@ -327,14 +369,14 @@ def check_labels(cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Findi
         at = f"/cases/{index}"
         for j, judgment in enumerate(case.judgments):
             where = f"{at}/judgments/{j}"
-            missing = _missing(corpus, judgment.kind, judgment.target, f"{where}/{judgment.kind}")
-            if missing is not None:
-                found.append(missing)
-                continue
+            kind, target = judgment.kind, judgment.target
+            bad = _target(corpus, case, kind, target, f"{where}/{kind}", judgment.grade > 0)
+            if bad is not None:
+                found.append(bad)
+                if bad.code == "missing-target":
+                    continue
             for k, span in enumerate(judgment.spans):
-                bad = _span_finding(
-                    corpus, judgment.kind, judgment.target, span, f"{where}/spans/{k}"
-                )
+                bad = _span_finding(corpus, kind, target, span, f"{where}/spans/{k}")
                 if bad is not None:
                     found.append(bad)
         lists = (
@@ -344,15 +386,14 @@ def check_labels(cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Findi
         )
         for name, kind, values in lists:
             for k, value in enumerate(values):
-                missing = _missing(corpus, kind, value, f"{at}/{name}/{k}")
-                if missing is not None:
-                    found.append(missing)
+                bad = _target(corpus, case, kind, value, f"{at}/{name}/{k}")
+                if bad is not None:
+                    found.append(bad)
         if case.expected_rerank_top_source is not None:
-            missing = _missing(
-                corpus, "source", case.expected_rerank_top_source, f"{at}/expectedRerankTopSource"
-            )
-            if missing is not None:
-                found.append(missing)
+            value = case.expected_rerank_top_source
+            bad = _target(corpus, case, "source", value, f"{at}/expectedRerankTopSource")
+            if bad is not None:
+                found.append(bad)
         for k, crumb in enumerate(case.expected_breadcrumbs):
             if not any(breadcrumb_covers(crumb, have) for have in breadcrumbs):
                 close = difflib.get_close_matches(crumb, breadcrumbs, n=1, cutoff=0.6)

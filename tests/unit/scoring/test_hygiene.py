@@ -400,3 +400,35 @@ def test_quotes_are_looked_up_while_the_corpus_is_read() -> None:
     assert codes(check_privacy(document, index)) == [
         ("absolute-path", "/cases/0/judgments/0/spans/0")
     ]
+
+
+def test_a_relevant_target_outside_the_cases_kb_scope_is_an_error() -> None:
+    docs = [
+        SeedDocument("a.md", "ours", "Pool size 20.", "", kb_scope="rag-eval"),
+        SeedDocument("b.md", "theirs", "Pool size 30.", "", kb_scope="other-team"),
+        SeedDocument("c.md", "nobodys", "Pool size 40.", ""),
+    ]
+    index = CorpusIndex.build(docs, ChunkSettings())
+    scoped = case(
+        kbScope="rag-eval",
+        expectedSources=["ours", "theirs"],
+        expectedContextSources=["nobodys"],
+        judgments=[
+            {"source": "ours", "grade": 3, "spans": ["size 20"]},
+            {"source": "theirs", "grade": 0},  # a judged decoy may live anywhere
+            {"source": "nobodys", "grade": 1, "spans": ["size 40"]},
+        ],
+    )
+    found = check_labels([scoped], index)
+    assert codes(found) == [
+        ("out-of-scope", "/cases/0/judgments/2/source"),
+        ("out-of-scope", "/cases/0/expectedSources/1"),
+        ("out-of-scope", "/cases/0/expectedContextSources/0"),
+    ]
+    assert found[1].problem == (
+        "source 'theirs' is in kb_scope 'other-team', and the case looks up inside kb_scope "
+        "'rag-eval' only, so it can never be returned"
+    )
+    assert "is in no kb_scope" in found[0].problem
+    unscoped = case(expectedSources=["theirs"], judgments=[{"source": "nobodys", "grade": 2}])
+    assert check_labels([unscoped], index) == []
