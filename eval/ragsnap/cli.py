@@ -170,6 +170,46 @@ def build_parser() -> argparse.ArgumentParser:
     _add_allow_outside(diff)
     diff.set_defaults(handler="diff")
 
+    check = sub.add_parser(
+        "check",
+        help="check the golden cases' labels against the seed corpus (offline)",
+        description="Check the golden cases against the seed documents, offline: every "
+        "judgment target (chunkId, docId, source) and every expectedSources, expectedDocIds, "
+        "expectedContextSources and expectedRerankTopSource value exists (chunk ids as "
+        "`ragsnap seed` cuts them with kb.chunking), every answer span occurs verbatim in "
+        "its chunk or document, every expectedBreadcrumbs value is a prefix of a "
+        "document's breadcrumb, and no case holds a secret (API key, token, password=, "
+        "private key), a personal path (/home/..., C:\\..., ~/) or an endpoint "
+        "(http://..., host:port); these are errors. A language with answerable cases but "
+        "no noAnswer case is a warning. One line per finding: FILE at JSON-POINTER: "
+        "problem; fix.",
+        epilog="Exit codes: 0 no errors (warnings alone exit 0), 2 an error in a label or "
+        "bad input (as for every command), 3 an internal error.",
+    )
+    _add_cases(check)
+    check.add_argument(
+        "--seed-docs",
+        type=Path,
+        metavar="DIR",
+        help="folder of Markdown seed documents, or a .jsonl corpus (default: kb.seedDocs "
+        "in ragsnap.yaml, else seed-docs)",
+    )
+    check.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file for kb.seedDocs and kb.chunking (default: ragsnap.yaml when it "
+        "exists, else built-in defaults)",
+    )
+    check.add_argument(
+        "--json-report",
+        type=Path,
+        metavar="FILE",
+        help="also write the findings as JSON (default: none)",
+    )
+    _add_allow_outside(check)
+    check.set_defaults(handler="check")
+
     metrics = sub.add_parser(
         "metrics",
         help="evaluate a TREC run against TREC qrels, trec_eval style",

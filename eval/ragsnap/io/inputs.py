@@ -26,7 +26,14 @@ from ..models import (
 from .jsonio import parse_json, read_bytes, read_json
 from .schema import validate
 
-__all__ = ["CaseSet", "FixtureSet", "load_cases", "load_fixtures", "load_report"]
+__all__ = [
+    "CaseSet",
+    "FixtureSet",
+    "load_cases",
+    "load_cases_document",
+    "load_fixtures",
+    "load_report",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,12 @@ class FixtureSet:
 
 def load_cases(path: Path) -> CaseSet:
     """Read, validate and check a golden cases file."""
+    return load_cases_document(path)[0]
+
+
+def load_cases_document(path: Path) -> tuple[CaseSet, Any]:
+    """``load_cases`` and the file's parsed JSON, read once (``ragsnap check`` reads
+    fields the models leave out, such as ``notes``)."""
     raw = read_bytes(path, "pass --cases with the path of your golden cases file")
     data: Any = parse_json(raw, path)
     validate(data, "golden-cases", path, "golden cases file")
@@ -67,7 +80,7 @@ def load_cases(path: Path) -> CaseSet:
         case = GoldenCase.from_json(item, defaults)
         _check_case(case, path, pointer)
         cases.append(case)
-    return CaseSet(tuple(cases), hashlib.sha256(raw).hexdigest())
+    return CaseSet(tuple(cases), hashlib.sha256(raw).hexdigest()), data
 
 
 def _check_case(case: GoldenCase, path: Path, pointer: str) -> None:

@@ -32,6 +32,7 @@ SCHEMA_NAMES = (
     "gates",
     "trial-plan",
     "trial-report",
+    "check-report",
 )
 
 
