@@ -112,6 +112,7 @@ def test_the_final_step_fails_on_1_2_and_3_only() -> None:
 def test_every_ragsnap_command_is_accepted_by_the_parser() -> None:
     commands = [cmd for step in _steps() for cmd in _ragsnap_commands(step.get("run", ""))]
     assert commands == [
+        ["check"],
         [
             "score",
             "--compare-to",
