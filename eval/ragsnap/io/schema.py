@@ -32,6 +32,10 @@ SCHEMA_NAMES = (
     "gates",
     "trial-plan",
     "trial-report",
+    "private-report",
+    "private-diff-report",
+    "private-trial-report",
+    "private-live-report",
 )
 
 
