@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 
 from conftest import REPO, Served, run_cli
-
 from ragsnap.io.schema import validate
 from ragsnap.kb.corpus import chunk_document, load_seed_docs
 from ragsnap.settings import ChunkSettings

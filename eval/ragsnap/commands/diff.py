@@ -43,9 +43,9 @@ class Differ:
 
 
 def _score_differ() -> Differ:
+    from ..scoring.privacy import private_diff, private_report
     from ..scoring.review import render_diff_markdown
     from ..scoring.summary import diff_lines
-    from ..scoring.privacy import private_diff, private_report
     from ._review import diff_with_config
 
     return Differ(

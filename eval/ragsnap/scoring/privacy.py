@@ -121,7 +121,9 @@ def private_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- failure reasons --------------------------------------------------------------------
 
-_LEVEL = re.compile(r"hit level (strong|medium|weak|miss) is below the minimum (strong|medium|weak)")
+_LEVEL = re.compile(
+    r"hit level (strong|medium|weak|miss) is below the minimum (strong|medium|weak)"
+)
 _NO_ANSWER = re.compile(r"no-answer case returned [0-9]+ evidence block\(s\)")
 #: verbatim reasons that quote nothing of the case
 _VERBATIM = ("fixture missing", "stale fixture: its query differs from the case's query")
