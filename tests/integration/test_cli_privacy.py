@@ -243,3 +243,18 @@ def test_full_reports_hold_the_strings_the_scan_looks_for(project: tuple[Path, s
         "embedder or knowledge-base fingerprint",
         "knownFailure text",
     } <= kinds, kinds
+
+
+def test_trial_shareable_makes_privacy_the_default(tmp_path: Path) -> None:
+    for name in ("cases", "seed-docs"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    config = (REPO / "ragsnap.yaml").read_text(encoding="utf-8")
+    (tmp_path / "ragsnap.yaml").write_text(config + "  shareable: true\n", encoding="utf-8")
+    args = ("trial", "--methods", "lexical", "--split", "dev")
+    _run(tmp_path, *args, "--json-report", "shared.json", "--markdown-report", "shared.md")
+    _run(tmp_path, *args, "--no-privacy", "--json-report", "full.json", "--markdown-report", "f.md")
+    shared = json.loads((tmp_path / "shared.json").read_text(encoding="utf-8"))
+    full = json.loads((tmp_path / "full.json").read_text(encoding="utf-8"))
+    assert shared["privacy"] is True and "privacy" not in full
+    assert set(shared["plan"]["methods"][0]) == {"name", "sha256"}
+    assert "char-ngram" in json.dumps(full) and "char-ngram" not in json.dumps(shared)
