@@ -124,6 +124,10 @@ def private_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
 _LEVEL = re.compile(
     r"hit level (strong|medium|weak|miss) is below the minimum (strong|medium|weak)"
 )
+_PRIVATE_LEVEL = re.compile(
+    _LEVEL.pattern + r"; [0-9]+ expected target\(s\) found in the top [0-9]+, "
+    r"breadcrumbs [0-9]+/[0-9]+, keywords [0-9]+/[0-9]+"
+)
 _NO_ANSWER = re.compile(r"no-answer case returned [0-9]+ evidence block\(s\)")
 #: verbatim reasons that quote nothing of the case
 _VERBATIM = ("fixture missing", "stale fixture: its query differs from the case's query")
@@ -150,7 +154,7 @@ def _private_reason(reason: str, case: Mapping[str, Any] | None) -> str:
             f"{case['breadcrumbsExpected']}, keywords {case['keywordsCovered']}/"
             f"{case['keywordsExpected']}"
         )
-    if _LEVEL.match(reason) and reason.partition(";")[2].startswith(" ") and case is None:
+    if _PRIVATE_LEVEL.fullmatch(reason):
         return reason  # already private, with its counts
     return next((p for s, p in _REWORDED if reason.startswith(s)), "other failure")
 

@@ -130,3 +130,17 @@ def test_evaluation_definition_covers_generators_and_measures() -> None:
     three = evaluation_definition(full, [{"embedder": {"model": "m2"}, "settings": {"a": 1}}])
     assert one["providersSha256"] == two["providersSha256"] != three["providersSha256"]
     assert len({one["evaluationDefinitionSha256"], two["evaluationDefinitionSha256"]}) == 2
+
+
+def test_reasons_of_an_edited_report_are_not_trusted() -> None:
+    reasons = [
+        "hit level miss is below the minimum medium; 0 expected target(s) found in the top 5, "
+        "breadcrumbs 0/0, keywords 0/1",
+        "hit level miss is below the minimum medium; but the query was a secret",
+        "selected attempt 'secret', expected 'filtered'",
+    ]
+    assert private_reasons({"reasons": reasons}) == [
+        reasons[0],
+        "other failure",
+        "selected attempt differs from the expected one",
+    ]
