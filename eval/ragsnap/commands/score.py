@@ -81,6 +81,8 @@ def _run(args: argparse.Namespace) -> int:
         report = private_report(full, evaluation_definition(full, generators))
     if diff is not None and (privacy or is_private(baseline or {})):
         diff = private_diff(diff, baseline, full)
+        if privacy:  # the current report's own hashes, definition included
+            diff["currentInputs"] = dict(report["inputs"])
     outputs: list[tuple[Path, Any]] = [
         (args.json_report, report),
         (args.markdown_report, render_markdown(report)),
