@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(score, "failing or regressed")
     _add_review(score)
+    _add_privacy(score)
     _add_allow_outside(score)
     score.set_defaults(handler="score")
 
@@ -167,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(diff, "regressed")
     _add_review(diff)
+    _add_privacy(diff)
     _add_allow_outside(diff)
     diff.set_defaults(handler="diff")
 
@@ -541,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="requests in flight (default: http.concurrency, else 4)",
     )
     _add_allow_outside(live)
+    _add_privacy(live)
     live.set_defaults(handler="live_check")
 
     trial = sub.add_parser(
@@ -662,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="settings file (default: ragsnap.yaml when it exists, else built-in defaults)",
     )
     _add_allow_outside(trial)
+    _add_privacy(trial, "trial.shareable in ragsnap.yaml, else off")
     trial.set_defaults(handler="trial")
 
     serve = sub.add_parser(
@@ -801,6 +805,17 @@ def _add_review(parser: argparse.ArgumentParser) -> None:
         help="an aggregate drop fails only when the paired test finds it significant "
         "(p < diff.significance.alpha); case regressions always fail (default: "
         "diff.significance.require in ragsnap.yaml, else off)",
+    )
+
+
+def _add_privacy(parser: argparse.ArgumentParser, default: str = "off") -> None:
+    parser.add_argument(
+        "--privacy",
+        action="store_true" if default == "off" else argparse.BooleanOptionalAction,
+        default=False if default == "off" else None,
+        help="write privacy reports: case, method and category ids, SHA-256 hashes of the "
+        "inputs and of the evaluation definition, measurements and id-based failures; no "
+        f"query, title, text, source, path, URL or model name (default: {default})",
     )
 
 

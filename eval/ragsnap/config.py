@@ -84,6 +84,7 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       methods: [lexical, vector, hybrid, hybrid+rerank, alias]
       depth: 1000          # raw ranking depth (default: the evidence only)
       gates: gates.yaml
+      shareable: false     # true: trial writes privacy reports unless --no-privacy
 
 Paths inside the file are relative to the file's folder.
 """
@@ -181,6 +182,8 @@ class TrialConfig:
     methods: tuple[str, ...] | None = None  # None: every built-in the corpus can run
     depth: int | None = None
     gates: Path | None = None
+    #: the reports are shared: ``trial`` writes privacy views unless ``--no-privacy``
+    shareable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +333,7 @@ def _trial_config(data: dict[str, Any], base: Path) -> TrialConfig:
         methods=None if methods is None else tuple(methods),
         depth=data.get("depth"),
         gates=where("gates"),
+        shareable=data.get("shareable", False),
     )
 
 

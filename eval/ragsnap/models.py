@@ -8,7 +8,7 @@ the other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
@@ -204,6 +204,8 @@ class Fixture:
     retrieved_at: str
     backend: str
     lookup: LookupResult
+    #: the fixture's ``generator`` block (backend, method, settings, embedder ...)
+    generator: dict[str, Any] | None = field(default=None, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fixture:
@@ -214,4 +216,5 @@ class Fixture:
             retrieved_at=data["retrievedAt"],
             backend=data["generator"]["backend"],
             lookup=LookupResult.from_json(data["lookupResult"]),
+            generator=data["generator"],
         )

@@ -121,7 +121,7 @@ def test_every_ragsnap_command_is_accepted_by_the_parser() -> None:
             "github=reports/pr-comment.md",
             "--junit-xml",
             "reports/junit.xml",
-        ]
+        ],
     ]
     parser = build_parser()
     for argv in commands:

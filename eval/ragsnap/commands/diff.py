@@ -1,5 +1,8 @@
 """``ragsnap diff BASELINE CURRENT``: diff two existing score reports, or two trial
-reports (per method). The baseline's ``kind`` picks the differ from ``DIFFERS``."""
+reports (per method). The baseline's ``kind`` picks the differ from ``DIFFERS``.
+
+With ``--privacy``, or when either report is a privacy report, every output is a
+privacy view (``ragsnap.scoring.privacy``, ``ragsnap.trial.privacy``)."""
 
 from __future__ import annotations
 
@@ -26,11 +29,21 @@ class Differ:
     diff: Callable[..., dict[str, Any]]
     markdown: Callable[[dict[str, Any]], str]
     lines: Callable[[dict[str, Any], argparse.Namespace], list[str]]
+    #: (diff, baseline, current) -> the diff's privacy view
+    private: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]
+    #: the current report's privacy view (for --report / --junit-xml)
+    private_report: Callable[[dict[str, Any]], dict[str, Any]]
     #: whether --report / --junit-xml formats apply (score reports only)
     extras: bool = True
 
+    @staticmethod
+    def is_private(baseline: dict[str, Any], current: dict[str, Any]) -> bool:
+        """A diff involving a privacy report is private too."""
+        return baseline.get("privacy") is True or current.get("privacy") is True
+
 
 def _score_differ() -> Differ:
+    from ..scoring.privacy import private_diff, private_report
     from ..scoring.review import render_diff_markdown
     from ..scoring.summary import diff_lines
     from ._review import diff_with_config
@@ -40,11 +53,14 @@ def _score_differ() -> Differ:
         diff_with_config,
         render_diff_markdown,
         lambda diff, args: diff_lines(diff, args.max_listed, args.diff_markdown_report),
+        private_diff,
+        private_report,
     )
 
 
 def _trial_differ() -> Differ:
     from ..trial.compare import diff_trials, render_trial_diff_markdown, trial_diff_lines
+    from ..trial.privacy import private_trial, private_trial_diff
 
     return Differ(
         load_trial_report,
@@ -53,6 +69,8 @@ def _trial_differ() -> Differ:
         ),
         render_trial_diff_markdown,
         lambda diff, args: trial_diff_lines(diff, args.max_listed),
+        lambda diff, baseline, current: private_trial_diff(diff),
+        private_trial,
         extras=False,
     )
 
@@ -78,6 +96,11 @@ def _run(args: argparse.Namespace) -> int:
             f"{args.baseline} is a trial report: drop them"
         )
     diff = differ.diff(baseline, current, config, args, args.baseline.as_posix())
+    if getattr(args, "privacy", False) or differ.is_private(baseline, current):
+        # computed on whatever the reports hold, then made private
+        diff = differ.private(diff, baseline, current)
+        if differ.extras:
+            current = differ.private_report(current)
     outputs: dict[Path, Any] = {
         args.diff_json_report: diff,
         args.diff_markdown_report: differ.markdown(diff),

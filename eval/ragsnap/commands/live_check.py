@@ -6,7 +6,9 @@ ragsnap.yaml); a case passes when an expected source is in its top K (see
 ``ragsnap.live.livecheck``). The first request runs alone, so an unreachable
 service fails after one request's retries rather than one per case; the
 rest run ``--concurrency`` at a time. Both reports are written only after
-every request succeeded.
+every request succeeded. ``--privacy`` writes their privacy views
+(``ragsnap.live.privacy``): ids, hashes and counts, never a query, source,
+URL or endpoint.
 """
 
 from __future__ import annotations
@@ -97,6 +99,12 @@ def run(args: argparse.Namespace) -> int:
         checked_at=checked_at,
         overrides={"kbScope": args.kb_scope, "topK": args.top_k},
     )
+    if args.privacy:
+        from ..io.schema import validate
+        from ..live.privacy import private_live
+
+        report = private_live(report)
+        validate(report, "private-live-report", json_path, "live-check report")
     write_outputs({json_path: report, markdown_path: render_live_markdown(report)})
 
     s = report["summary"]

@@ -5,6 +5,10 @@ a bad fixture leaves every existing report untouched.
 
 ``scoring.skip`` in ragsnap.yaml names case expectations that are not checked
 (``score_case``'s ``skip``); the report and the summary say which were skipped.
+
+``--privacy`` writes the privacy views (``ragsnap.scoring.privacy``) of every
+report: the diff is computed on the full report, then made private. A diff
+against a private baseline is private too.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ..io.jsonio import check_outputs, write_outputs
 from ..ir.metrics import parse_measures
 from ..scoring.casemetrics import case_metrics
 from ..scoring.hits import score_case
+from ..scoring.privacy import evaluation_definition, is_private, private_diff, private_report
 from ..scoring.report import build_report, render_markdown
 from ..scoring.review import render_diff_markdown
 from ..scoring.summary import diff_lines, score_lines
@@ -65,14 +70,25 @@ def _run(args: argparse.Namespace) -> int:
             "fixturesSha256": fixture_set.sha256,
         },
     )
+    diff = None
+    if baseline is not None:
+        # the diff reads the full data; the privacy view comes after
+        diff = diff_with_config(baseline, report, config, args, args.compare_to.as_posix())
+    privacy = getattr(args, "privacy", False)
+    full = report
+    if privacy:
+        generators = [f.generator for f in fixtures.values() if f.generator is not None]
+        report = private_report(full, evaluation_definition(full, generators))
+    if diff is not None and (privacy or is_private(baseline or {})):
+        diff = private_diff(diff, baseline, full)
+        if privacy:  # the current report's own hashes, definition included
+            diff["currentInputs"] = dict(report["inputs"])
     outputs: list[tuple[Path, Any]] = [
         (args.json_report, report),
         (args.markdown_report, render_markdown(report)),
     ]
-    diff = None
     diff_markdown = args.diff_markdown_report or DEFAULT_DIFF_MARKDOWN
-    if baseline is not None:
-        diff = diff_with_config(baseline, report, config, args, args.compare_to.as_posix())
+    if diff is not None:
         outputs += [
             (args.diff_json_report or DEFAULT_DIFF_JSON, diff),
             (diff_markdown, render_diff_markdown(diff)),

@@ -9,6 +9,11 @@ embedded knowledge base per vector provider from the configured corpus
 and the measured passes; compare their determinism projections; score the
 first measured pass per method; apply the gates; write the report (and the
 TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
+
+``--privacy`` (the default when ``trial.shareable: true``; ``--no-privacy``
+turns it off) writes the report's privacy view (``ragsnap.trial.privacy``);
+a diff is computed on the full report, then made private. The TREC runs hold
+ids only and are written as they are; a plan file is written in full.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ..settings import ALIAS_NOTE, Method
 from ..trial.gates import GateResult, evaluate_gates, gates_from_json
 from ..trial.measure import MethodMeasurement, measure_method, trial_measures
 from ..trial.plan import Plan, canonical_sha256, corpus_digest
+from ..trial.privacy import private_trial, private_trial_diff
 from ..trial.report import build_trial_report, method_table, render_trial_markdown
 from ..trial.runner import PassResult, first_difference, latency_summary, pass_order, run_pass
 from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN
@@ -71,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
                 "--plan runs a plan and --write-plan writes one; pass only one of them"
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
+    given_privacy = getattr(args, "privacy", None)
+    privacy = config.trial.shareable if given_privacy is None else given_privacy
     names = _method_names(args, config, pinned)
     methods = {name: config.lookup.method_spec(name) for name in names}
     depth = _pick(args.depth, pinned, "depth", config.trial.depth)
@@ -259,7 +267,15 @@ def run(args: argparse.Namespace) -> int:
             "cgroup": _cgroup(),
         },
     )
-    validate(report, "trial-report", args.json_report, "trial report")
+    full = report
+    if privacy:
+        report = private_trial(full)
+    validate(
+        report,
+        "private-trial-report" if privacy else "trial-report",
+        args.json_report,
+        "trial report",
+    )
     written: dict[Path, Any] = {
         args.json_report: report,
         args.markdown_report: render_trial_markdown(report),
@@ -271,8 +287,10 @@ def run(args: argparse.Namespace) -> int:
 
         # the report as it reads back from disk (floats rounded like every output)
         diff = diff_trials(
-            baseline, round_floats(report), config.tolerances, args.compare_to.as_posix()
+            baseline, round_floats(full), config.tolerances, args.compare_to.as_posix()
         )
+        if privacy or baseline.get("privacy") is True:
+            diff = private_trial_diff(diff)
         written[diff_json] = diff
         written[diff_markdown] = render_trial_diff_markdown(diff)
     write_outputs(written)

@@ -209,7 +209,8 @@ def load_report(path: Path, role: str) -> dict[str, Any]:
             regenerate,
             pointer="/schemaVersion",
         )
-    validate(data, "report", path, f"{role} report")
+    schema = "private-report" if data.get("privacy") is True else "report"
+    validate(data, schema, path, f"{role} report")
     seen: set[str] = set()
     for index, case in enumerate(data["cases"]):
         if case["id"] in seen:
@@ -242,5 +243,6 @@ def load_trial_report(path: Path, role: str) -> dict[str, Any]:
             f"compare two reports of `ragsnap trial`; {regenerate}",
             pointer="/kind",
         )
-    validate(data, "trial-report", path, "trial report")
+    schema = "private-trial-report" if data.get("privacy") is True else "trial-report"
+    validate(data, schema, path, "trial report")
     return dict(data)

@@ -33,6 +33,10 @@ SCHEMA_NAMES = (
     "trial-plan",
     "trial-report",
     "check-report",
+    "private-report",
+    "private-diff-report",
+    "private-trial-report",
+    "private-live-report",
 )
 
 

@@ -222,8 +222,54 @@ def _score(value: Any) -> Any:
     return f"{value:.3f}" if isinstance(value, float) else value
 
 
+def _render_private(report: Mapping[str, Any]) -> str:
+    """A privacy report (``ragsnap.live.privacy``): summary, failures, every case by id."""
+    s = report["summary"]
+    checked = s["passed"] + s["failed"]
+    rows = [
+        [
+            c["caseId"],
+            "known failure" if is_known_failure(c) else c["status"],
+            c["topK"],
+            c["resultCount"],
+            f"{c['matchedTargets']}/{c['expectedTargets']}",
+            c["firstExpectedRank"],
+            c["reason"],
+        ]
+        for c in report["cases"]
+    ]
+    inputs = report["inputs"]
+    lines = [
+        "# ragsnap live check",
+        "",
+        f"**{s['verdict'].upper()}: {s['passed']} of {checked} checked case(s) passed**; "
+        f"{s['skipped']} skipped, {s['knownFailures']} known failure(s), {s['empty']} of "
+        f"{s['cases']} returned no results.",
+        *(
+            ["", "**Every case returned no results: the index looks empty.**"]
+            if s["allEmpty"]
+            else []
+        ),
+        "",
+        "## Cases",
+        "",
+        markdown_table(
+            ("case", "status", "topK", "results", "matched", "first rank", "reason"), rows
+        ),
+        "",
+        "---",
+        "",
+        f"Privacy view: ids, hashes and counts only. Checked {report['checkedAt']}; "
+        + ", ".join(f"{name} `{value[:12]}`" for name, value in sorted(inputs.items()))
+        + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def render_live_markdown(report: Mapping[str, Any]) -> str:
     """Render a live-check report dict as Markdown: summary, failures, every case."""
+    if report.get("privacy") is True:
+        return _render_private(report)
     s = report["summary"]
     checked = s["passed"] + s["failed"]
     lines = [

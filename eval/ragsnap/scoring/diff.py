@@ -343,7 +343,8 @@ def _case_changes(
         ),
     }
     for name in _NEUTRAL_FIELDS:
-        statuses[name] = UNCHANGED if before[name] == after[name] else CHANGED
+        if name in before and name in after:  # a private report leaves them out
+            statuses[name] = UNCHANGED if before[name] == after[name] else CHANGED
     return [
         {"field": name, "baseline": before[name], "current": after[name], "status": status}
         for name, status in statuses.items()
@@ -368,7 +369,7 @@ def _case_row(
     return {
         "id": case_id,
         "status": status,
-        "query": shown["query"],
+        "query": shown.get("query"),  # none in a private report
         "category": shown["category"],
         "language": shown["language"],
         "changes": changes,

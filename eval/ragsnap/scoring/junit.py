@@ -70,9 +70,15 @@ def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) 
         message = _case_failure(case, regressed.get(case["id"]))
         if message is not None:
             failure = ET.SubElement(item, "failure", message=message, type="RetrievalFailure")
-            failure.text = f"query: {case['query']}\n{message}"
+            query = case.get("query")  # none in a private report
+            failure.text = message if query is None else f"query: {query}\n{message}"
         elif not case["passed"]:
-            ET.SubElement(item, "skipped", message=f"known failure: {case['knownFailure']}")
+            known = case["knownFailure"]
+            ET.SubElement(
+                item,
+                "skipped",
+                message="known failure" if known is True else f"known failure: {known}",
+            )
     totals = [_count(suite)]
     if diff is not None:
         rows = _suite(root, "ragsnap.aggregates")

@@ -156,6 +156,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     """Render a score report dict as Markdown."""
     summary = report["summary"]
     levels = summary["hitLevels"]
+    private = report.get("privacy") is True
     lines = [
         "# ragsnap retrieval report",
         "",
@@ -203,9 +204,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             "These cases fail as their `knownFailure` says; they do not fail the run.",
             "",
             markdown_table(
-                ("case", "hit level", "reasons", "known failure"),
+                ("case", "hit level", "reasons", "known failure")[: 3 if private else 4],
                 [
-                    [c["id"], c["hitLevel"], "; ".join(c["reasons"]), c["knownFailure"]]
+                    [c["id"], c["hitLevel"], "; ".join(c["reasons"]), c["knownFailure"]][
+                        : 3 if private else 4
+                    ]
                     for c in known
                 ],
             ),
@@ -220,42 +223,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             "",
             *[f"- `{case_id}`" for case_id in fixed],
         ]
-    lines += [
-        "",
-        "## All cases",
-        "",
-        markdown_table(
-            (
-                "case",
-                "split",
-                "category",
-                "lang",
-                "hit level",
-                "first rank",
-                "attempt",
-                "fallback",
-                "evidence",
-                "rerank top",
-                "pass",
-            ),
-            [
-                [
-                    c["id"],
-                    c["split"],
-                    c["category"],
-                    c["language"],
-                    "no-answer" if c["noAnswer"] else c["hitLevel"],
-                    c["firstExpectedRank"],
-                    c["selectedAttempt"],
-                    c["fallbackReasons"],
-                    c["evidenceStatus"],
-                    c["rerankTopSource"],
-                    "known failure" if not c["passed"] and c.get("knownFailure") else c["passed"],
-                ]
-                for c in report["cases"]
-            ],
-        ),
-    ]
+    lines += ["", "## All cases", "", _all_cases_table(report["cases"], private)]
     orphans = report["orphanedFixtures"]
     if orphans:
         lines += [
@@ -267,12 +235,54 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             *[f"- `{name}`" for name in orphans],
         ]
     inputs = report["inputs"]
-    lines += [
-        "",
-        "---",
-        "",
-        f"Cases `{inputs['cases']}` (sha256 `{inputs['casesSha256'][:12]}`), "
-        f"fixtures `{inputs['fixtures']}` (sha256 `{inputs['fixturesSha256'][:12]}`), "
-        f"scoring `{report['scoringVersion']}`.",
-    ]
+    lines += ["", "---", ""]
+    if private:
+        lines.append(
+            "Privacy view: ids, hashes and measurements only. "
+            + ", ".join(f"{name} `{value[:12]}`" for name, value in sorted(inputs.items()))
+            + f", scoring `{report['scoringVersion']}`."
+        )
+    else:
+        lines.append(
+            f"Cases `{inputs['cases']}` (sha256 `{inputs['casesSha256'][:12]}`), "
+            f"fixtures `{inputs['fixtures']}` (sha256 `{inputs['fixturesSha256'][:12]}`), "
+            f"scoring `{report['scoringVersion']}`."
+        )
     return "\n".join(lines) + "\n"
+
+
+_ALL_HEADERS = (
+    "case",
+    "split",
+    "category",
+    "lang",
+    "hit level",
+    "first rank",
+    "attempt",
+    "fallback",
+    "evidence",
+    "rerank top",
+    "pass",
+)
+#: the pipeline columns a private report does not hold
+_PIPELINE_COLUMNS = ("selectedAttempt", "fallbackReasons", "evidenceStatus", "rerankTopSource")
+
+
+def _all_cases_table(cases: Sequence[Mapping[str, Any]], private: bool) -> str:
+    rows = []
+    for c in cases:
+        pipeline = [] if private else [c[name] for name in _PIPELINE_COLUMNS]
+        rows.append(
+            [
+                c["id"],
+                c["split"],
+                c["category"],
+                c["language"],
+                "no-answer" if c["noAnswer"] else c["hitLevel"],
+                c["firstExpectedRank"],
+                *pipeline,
+                "known failure" if not c["passed"] and c.get("knownFailure") else c["passed"],
+            ]
+        )
+    headers = [h for h in _ALL_HEADERS if not private or h not in _ALL_HEADERS[6:10]]
+    return markdown_table(headers, rows)

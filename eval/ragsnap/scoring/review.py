@@ -50,6 +50,8 @@ def _short(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def _change(change: Mapping[str, Any]) -> str:
+    if change["baseline"] is None and change["current"] is None:  # values left out (private)
+        return f"{change['field']} changed"
     return f"{change['field']} {cell(change['baseline'])} → {cell(change['current'])}"
 
 
@@ -69,25 +71,23 @@ def _case_block(case: Mapping[str, Any], level: int) -> str:
     lines = [
         f"{'#' * level} `{case['id']}` ({case['category']}, {case['language']}){move}",
         "",
-        f"> {_short(case['query'])}",
-        "",
+        *([] if case.get("query") is None else [f"> {_short(case['query'])}", ""]),
         "- Changed: " + ("; ".join(_change(c) for c in case["changes"]) or "-"),
     ]
     if case["reasons"]:
         lines.append("- Fails now: " + _short("; ".join(case["reasons"]), 2 * _TEXT_LIMIT))
-    top = case["topSources"]
-    lines.append(
-        f"- Top sources: baseline {_sources(top['baseline'])} → current {_sources(top['current'])}"
-    )
+    top = case.get("topSources")  # none in a private diff
+    if top is not None:
+        lines.append(
+            f"- Top sources: baseline {_sources(top['baseline'])} → "
+            f"current {_sources(top['current'])}"
+        )
     return "\n".join(lines)
 
 
 def _case_list_row(case: Mapping[str, Any]) -> list[str]:
-    return [
-        f"`{case['id']}`",
-        "; ".join(_change(c) for c in case["changes"]),
-        _short(case["query"], 120),
-    ]
+    row = [f"`{case['id']}`", "; ".join(_change(c) for c in case["changes"])]
+    return row if case.get("query") is None else [*row, _short(case["query"], 120)]
 
 
 def _rows_sorted(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -191,8 +191,9 @@ def _sections(diff: Mapping[str, Any], level: int) -> list[tuple[str, list[str],
     for title, status in (("Improved cases", IMPROVEMENT), ("Other changed cases", CHANGED)):
         rows = [c for c in cases if c["status"] == status]
         if rows:
+            headers = ["case", "changes"] + ([] if diff.get("privacy") else ["query"])
             tables = [
-                markdown_table(["case", "changes", "query"], [_case_list_row(c) for c in chunk])
+                markdown_table(headers, [_case_list_row(c) for c in chunk])
                 for chunk in (rows[i : i + 50] for i in range(0, len(rows), 50))
             ]
             sections.append((f"{h} {title} ({len(rows)})", tables, "case table"))
@@ -212,6 +213,8 @@ def _sections(diff: Mapping[str, Any], level: int) -> list[tuple[str, list[str],
 
 def _head(diff: Mapping[str, Any], title: str) -> list[str]:
     lines = [title, "", f"**{verdict(diff)}.**"]
+    if diff.get("privacy"):
+        lines += ["", "Privacy view: ids, hashes and measurements only."]
     if diff["notes"]:
         lines += ["", *[f"> Note: {note}." for note in diff["notes"]]]
     return lines

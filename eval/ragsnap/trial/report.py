@@ -190,6 +190,16 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
         f"Corpus: {corpus['documents']} documents, {corpus['chunks']} chunks "
         f"(`{corpus['sha256'][:16]}`). Cases: {cases['run']} of {cases['total']} ran "
         f"({cases['answerable']} answerable, {cases['noAnswer']} no-answer).",
+        *(
+            [
+                "",
+                "Privacy view: ids, hashes and measurements only; evaluation definition "
+                f"`{report['evaluationDefinitionSha256'][:16]}`, providers "
+                f"`{plan['inputs'].get('providers', '')[:16]}`.",
+            ]
+            if report.get("privacy")
+            else []
+        ),
         "",
         "## Methods",
         "",

@@ -1,0 +1,68 @@
+"""The privacy view of a trial report and of a trial diff (``trial --privacy``).
+
+Pure functions. A trial report already leaves out queries, texts, titles and
+source names; its privacy view (``private-trial-report.schema.json``, marked
+``"privacy": true``) also leaves out what describes the retrieval setup
+beyond ids and hashes:
+
+* each method's definition (retrievers, embedder fingerprint with its model
+  name, every retrieval setting, the note) becomes its name and the SHA-256
+  of the definition, in ``plan.methods`` and ``methods.*.definition``;
+* ``evaluationDefinitionSha256`` is added: the SHA-256 of the plan's hash
+  (corpus, cases with queries, judgments and splits, vector providers,
+  methods with their settings, depth, split, repetitions, seed), the scoring
+  version and the measures. ``plan.inputs`` keeps its digests (``corpus``,
+  ``cases``, ``vectors``, ``providers``: the hash of the provider definitions).
+
+Measurements, gates (method and measure ids, thresholds, values), the
+determinism check, case results (ids, hit levels, failure codes), the TREC
+run file names and timing stay as they are. The plan hash stays, so a private
+report still names the plan it ran; a plan file (``--write-plan``) is an input
+and is written in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scoring.privacy import is_private, sha256_json
+from ..scoring.report import SCORING_VERSION
+
+__all__ = ["private_trial", "private_trial_diff"]
+
+
+def _method(definition: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": definition["name"], "sha256": sha256_json(dict(definition))}
+
+
+def private_trial(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The privacy view of a trial report (a private one is returned as it is)."""
+    if is_private(report):
+        return dict(report)
+    plan = report["plan"]
+    measures = sorted(
+        {name for entry in report["methods"].values() for name in entry["summary"]["metrics"]}
+    )
+    return {
+        **report,
+        "privacy": True,
+        "plan": {**plan, "methods": [_method(m) for m in plan["methods"]]},
+        "evaluationDefinitionSha256": sha256_json(
+            {
+                "plan": report["planSha256"],
+                "scoringVersion": SCORING_VERSION,
+                "measures": measures,
+            }
+        ),
+        "methods": {
+            name: {**entry, "definition": _method(entry["definition"])}
+            for name, entry in report["methods"].items()
+        },
+    }
+
+
+def private_trial_diff(diff: Mapping[str, Any]) -> dict[str, Any]:
+    """The privacy view of a trial diff: its baseline is named ``baseline``, not by its
+    path (the rest is method ids, input digest names and measurements)."""
+    return {**diff, "privacy": True, "baseline": "baseline"}
