@@ -198,13 +198,17 @@ def upsert_document(
     settings: ChunkSettings,
     *,
     where: str = "the knowledge base",
+    receipt: Callable[[str, int], Mapping[str, str]] | None = None,
 ) -> tuple[str, int]:
     """Delete-then-upload one document by source, leaving every other document alone.
 
     Returns ``(status, chunks)``: ``added``, ``updated`` or ``unchanged`` (the
     stored document was indexed from the same bytes and chunk settings, so
-    nothing is written). This is the service's upload endpoint; ``seed`` is the
-    whole-corpus import.
+    no document is written). ``receipt(status, chunks)`` gives meta entries
+    stored in the same write (for an unchanged document, a write of them alone,
+    when there are any):
+    the service's receipts. This
+    is the service's upload endpoint; ``seed`` is the whole-corpus import.
     """
     fingerprint = embedder.fingerprint
     stored = kb.documents()
@@ -219,24 +223,30 @@ def upsert_document(
     digest = index_hash(doc, settings)
     have = stored.get(doc.source)
     if have is not None and have.index_hash == digest:
+        entries = receipt("unchanged", have.chunk_count) if receipt is not None else {}
+        if entries:
+            kb.write(WriteBatch((), (), dict(entries)))
         return "unchanged", have.chunk_count
     chunks = chunk_document(doc, settings)
     vectors = embedder.embed_documents([c.text for c in chunks], [c.chunk_id for c in chunks])
     tokens = [" ".join(tokenizer.tokens(c.text)) for c in chunks]
+    status = "added" if have is None else "updated"
     meta = {
+        **(receipt(status, len(chunks)) if receipt is not None else {}),
         "embedder": json.dumps(fingerprint.to_json(), sort_keys=True),
         "tokenizer": tokenizer.name,
         "chunking": settings.fingerprint(),
     }
     upload = Upload(doc, digest, chunks, tokens, vectors, replaces=have is not None)
     kb.write(WriteBatch((), [upload], meta))
-    return ("added" if have is None else "updated"), len(chunks)
+    return status, len(chunks)
 
 
-def delete_document(kb: KnowledgeBase, source: str) -> int:
-    """Remove ``source`` and its chunks; return how many chunks it had (0: not stored)."""
+def delete_document(kb: KnowledgeBase, source: str, meta: Mapping[str, str] | None = None) -> int:
+    """Remove ``source`` and its chunks; return how many chunks it had (0: not stored).
+    ``meta`` entries are stored in the same write."""
     have = kb.documents().get(source)
     if have is None:
         return 0
-    kb.write(WriteBatch((source,)))
+    kb.write(WriteBatch((source,), (), dict(meta or {})))
     return have.chunk_count
