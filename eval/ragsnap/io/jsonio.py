@@ -270,8 +270,8 @@ class AtomicFile:
     included) deletes it. The file gets ``mode`` (e.g. 0o600 for a private
     file; the temporary file never has more), by default 0o666 less the umask.
     Several can be prepared and then committed together, so a failed import
-    replaces none of its outputs. A symlinked
-    destination is refused, also one created while the file was written.
+    replaces none of its outputs. A symlinked destination is refused, also one
+    created while the file was written.
     """
 
     def __init__(self, path: Path, *, mode: int | None = None):
