@@ -9,12 +9,16 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -373,3 +377,93 @@ def test_changed_corpus_is_refused(served: Served, project: Path) -> None:
     )
     run = prepare(project, served.base_url)
     assert run.code == 2 and "another corpus: doc-001 changed" in run.err
+
+
+# --- a service that does not honour idempotency keys --------------------------------------
+
+
+class Forgetful:
+    """A loopback service with ragsnap serve's document contract that ignores
+    ``Idempotency-Key``: every upload is a new record (with a new id)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.complete = True
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send({"complete": owner.complete, "documents": owner.records})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                match = re.search(r"^source: (\S+)$", body["content"], re.MULTILINE)
+                assert match is not None
+                record = {
+                    "source": match.group(1),
+                    "id": str(uuid.uuid4()),
+                    "revision": hashlib.sha256(body["content"].encode()).hexdigest(),
+                    "embedding": "fake",
+                    "kbScope": SCOPE,
+                }
+                owner.records.append(record)
+                self._send({**record, "status": "added"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def forgetful() -> Iterator[Forgetful]:
+    service = Forgetful()
+    yield service
+    service.close()
+
+
+def test_duplicates_of_a_service_that_ignores_keys_fail_verification(
+    forgetful: Forgetful, project: Path
+) -> None:
+    crashed = prepare(project, forgetful.url, env={EXIT_AFTER: "5"})
+    assert crashed.code == 137
+    run = prepare(project, forgetful.url)
+    assert run.code == 1, run.out + run.err
+    assert "5 failure(s)" in run.out
+    assert "duplicate: 2 records for source doc-000" in run.out
+    assert "does not honour idempotency keys" in run.out
+    state = read_state(project)
+    assert len(state["verification"]["failures"]) == 5
+
+
+def test_resume_refuses_a_service_that_ignores_keys(forgetful: Forgetful, project: Path) -> None:
+    assert prepare(project, forgetful.url, "--max-requests", "3").code == 2
+    doc = (project / "seed-docs" / "doc-001.md").read_text(encoding="utf-8")
+    requests.post(
+        forgetful.url + "/api/documents", json={"name": "doc-001.md", "content": doc}, timeout=30
+    ).raise_for_status()
+    run = prepare(project, forgetful.url)
+    assert run.code == 2
+    assert "2 records for doc-001" in run.err and "does not honour idempotency keys" in run.err
+    assert len(forgetful.records) == 4  # nothing more was sent
+
+
+def test_partial_list_fails_verification(forgetful: Forgetful, project: Path) -> None:
+    forgetful.complete = False
+    run = prepare(project, forgetful.url)
+    assert run.code == 1, run.out + run.err
+    assert "partial list" in run.out
