@@ -28,6 +28,7 @@ import requests
 from conftest import REPO, Run, Served
 from ragsnap.cli import main
 from ragsnap.io.locks import writer_lock
+from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.live.preparation import CHECKPOINT_EVERY, idempotency_key
 
 DOCS = 70  # more than CHECKPOINT_EVERY: a mid-run checkpoint happens
@@ -140,10 +141,20 @@ def test_idempotency_key_replays_the_first_answer_even_after_a_restart(
     plain = requests.post(url, json=body, timeout=30).json()
     assert plain["id"] == first["id"] and plain["status"] == "unchanged"
     server.stop()
+    with SqliteKnowledgeBase(kb, create=False) as store:  # beside the documents, not in meta
+        assert not [k for k in store.read_meta() if ":" in k]
+        generation = store.read_meta()["generation"]
+        receipt = json.loads(store.read_receipts(["receipt:k-1"])["receipt:k-1"])
+        assert receipt["id"] == first["id"]
     restarted = serve("--kb", str(kb), "--workers", "1", cwd=project)
     url2 = restarted.base_url + "/api/documents"
     after = requests.post(url2, json=body, headers={"Idempotency-Key": "k-1"}, timeout=30).json()
     assert after == {**first, "replayed": True}
+    unchanged = {"name": "doc-001.md", "content": doc}
+    keyed = requests.post(url2, json=unchanged, headers={"Idempotency-Key": "k-2"}, timeout=30)
+    assert keyed.json()["status"] == "unchanged" and keyed.json()["id"] == first["id"]
+    with SqliteKnowledgeBase(kb, create=False) as store:  # a receipt alone: no new generation
+        assert store.read_meta()["generation"] == generation
     (one,) = listed(restarted.base_url)
     assert one["id"] == first["id"] and one["revision"] == first["revision"]
     assert one["embedding"] == first["embedding"]

@@ -39,10 +39,10 @@ says ``complete: true`` (it is never paged). An upload carrying an
 service has answered before gets that first answer again (same id and
 revision, ``replayed: true``) and changes nothing, whatever happened to the
 document since; the same key with another document is a 409. The receipts
-and ids are stored in the knowledge base's ``meta`` table in the same
-transaction as the document (embedded store): a restarted service honours
-them, a fresh knowledge base has none. Over Milvus they are kept in memory
-and forgotten when the service stops.
+and ids are stored in the knowledge base's ``receipts`` table in the same
+transaction as the document (embedded store; never read by lookups): a
+restarted service honours them, a fresh knowledge base has none. Over
+Milvus they are kept in memory and forgotten when the service stops.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..errors import BackendError, KnowledgeBaseBusy, RagsnapError
-from ..kb.backends import Filter, KnowledgeBase
+from ..kb.backends import Filter, KnowledgeBase, ReceiptStore
 from ..kb.corpus import parse_seed_doc
 from ..kb.embedders import Embedder
 from ..kb.numeric import quantize
@@ -114,36 +114,42 @@ _KEY_PATTERN = r"^[\x21-\x7e]{1,200}$"
 class Receipts:
     """Answered idempotency keys and the server ids of sources (module docstring).
 
-    In the knowledge base's meta entries for the embedded store (written with the
-    document, read back by every worker process), in memory for any other.
-    Read and written only under the store's writer lock.
+    In the store's receipts (``ReceiptStore``: the embedded store's ``receipts``
+    table, written in the document's transaction and read by every worker
+    process), in memory for any other store. Read and written only under the
+    store's writer lock, but for the list endpoint's server ids.
     """
 
     def __init__(self, kb: KnowledgeBase):
-        self._kb = kb
-        self.persistent = kb.backend == "embedded"
+        self._store = kb if isinstance(kb, ReceiptStore) else None
         self._memory: dict[str, str] = {}
 
-    def entries(self) -> dict[str, str]:
-        return self._kb.read_meta() if self.persistent else dict(self._memory)
+    @property
+    def persistent(self) -> bool:
+        return self._store is not None
 
-    def stage(self, entries: dict[str, str]) -> dict[str, str] | None:
-        """What to write with the document: the entries, or None when kept in memory."""
-        return entries if self.persistent else None
+    def _read(self, keys: list[str]) -> dict[str, str]:
+        if self._store is not None:
+            return self._store.read_receipts(keys)
+        return {k: self._memory[k] for k in keys if k in self._memory}
+
+    def answer(self, key: str) -> dict[str, Any] | None:
+        """The first answer to idempotency key ``key`` (with its ``request`` hash)."""
+        raw = self._read([_RECEIPT + key]).get(_RECEIPT + key)
+        return None if not raw else dict(json.loads(raw))
+
+    def server_ids(self, sources: list[str]) -> dict[str, str]:
+        """The server ids of those of ``sources`` that have one."""
+        raw = self._read([_RECORD + s for s in sources])
+        return {k[len(_RECORD) :]: str(json.loads(v)["id"]) for k, v in raw.items() if v}
+
+    def stage(self, entries: dict[str, str]) -> dict[str, str]:
+        """What to write with the document: the entries, or nothing when kept in memory."""
+        return entries if self.persistent else {}
 
     def committed(self, entries: dict[str, str]) -> None:
         if not self.persistent:
             self._memory.update(entries)
-
-    @staticmethod
-    def answer(entries: dict[str, str], key: str) -> dict[str, Any] | None:
-        raw = entries.get(_RECEIPT + key)
-        return None if not raw else dict(json.loads(raw))
-
-    @staticmethod
-    def server_id(entries: dict[str, str], source: str) -> str | None:
-        raw = entries.get(_RECORD + source)
-        return None if not raw else str(json.loads(raw)["id"])
 
 
 class ReadWriteLock:
@@ -389,7 +395,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
     @app.get("/api/documents", dependencies=guarded, summary="Stored documents by source")
     def documents() -> dict[str, Any]:
         docs = state.kb.documents()
-        entries = state.receipts.entries()
+        ids = state.receipts.server_ids(list(docs))
         embedding = state.embedder.fingerprint.to_json()
         return {
             "complete": True,
@@ -403,7 +409,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
                     "kbScope": info.kb_scope,
                     "chunks": info.chunk_count,
                     "indexHash": info.index_hash,
-                    "id": Receipts.server_id(entries, info.source),
+                    "id": ids.get(info.source),
                     "revision": info.index_hash,
                     "embedding": embedding,
                 }
@@ -428,9 +434,8 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
         request = hashlib.sha256(body.name.encode("utf-8") + b"\0" + raw).hexdigest()
         revision = index_hash(doc, state.chunking)
         with state.access.write(), state.store_lock():
-            entries = state.receipts.entries()
             if idempotency_key is not None:
-                seen = Receipts.answer(entries, idempotency_key)
+                seen = state.receipts.answer(idempotency_key)
                 if seen is not None:
                     if seen.pop("request") != request:
                         return JSONResponse(
@@ -442,7 +447,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
                         )
                     return {**seen, "replayed": True}
             stored = doc.source in state.kb.documents()
-            known = Receipts.server_id(entries, doc.source) if stored else None
+            known = state.receipts.server_ids([doc.source]).get(doc.source) if stored else None
             server_id = known or str(uuid.uuid4())
             answer: dict[str, Any] = {
                 "source": doc.source,
@@ -460,7 +465,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
                 if idempotency_key is not None:
                     kept = {**answer, "request": request}
                     written[_RECEIPT + idempotency_key] = json.dumps(kept, sort_keys=True)
-                return state.receipts.stage(written) or {}
+                return state.receipts.stage(written)
 
             upsert_document(
                 state.kb,
