@@ -337,6 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="start over: ignore what --state holds (the service keeps its documents; the "
         "same keys get the same records back) (default: resume from it)",
     )
+    prepare.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="upload nothing: verify the state against the service (under the lock) and "
+        "record the verdict in it, e.g. before and after a trial (default: prepare)",
+    )
     prepare.set_defaults(handler="prepare")
 
     lookup = sub.add_parser(

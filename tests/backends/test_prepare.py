@@ -478,3 +478,18 @@ def test_partial_list_fails_verification(forgetful: Forgetful, project: Path) ->
     run = prepare(project, forgetful.url)
     assert run.code == 1, run.out + run.err
     assert "partial list" in run.out
+
+
+def test_verify_only_checks_and_records_without_uploading(served: Served, project: Path) -> None:
+    nothing = prepare(project, served.base_url, "--verify-only")
+    assert nothing.code == 2 and "no state to verify" in nothing.err
+    assert prepare(project, served.base_url, "--max-requests", "4").code == 2
+    partial = prepare(project, served.base_url, "--verify-only")
+    assert partial.code == 1, partial.out + partial.err
+    assert "incomplete: the state holds 4 of 70 documents" in partial.out
+    assert len(listed(served.base_url)) == 4  # nothing uploaded
+    assert prepare(project, served.base_url).code == 0
+    again = prepare(project, served.base_url, "--verify-only")
+    assert again.code == 0, again.out + again.err
+    assert f"0 uploaded, {DOCS} skipped, {DOCS} verified; 1 requests" in again.out
+    assert read_state(project)["counters"]["lastRun"]["requests"] == 1

@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
             docs,
             reset=args.reset_state,
             max_requests=args.max_requests,
+            verify_only=args.verify_only,
         )
         where = service.base_url
     c = result.counters

@@ -36,6 +36,9 @@ Steps, in order:
    corpus's kb_scopes the state does not know, and a list the service marks
    incomplete are failures (``PrepareResult.failures``, exit 1 in the CLI).
 
+``verify_only`` runs steps 1, 2 and 5 only: a check of a prepared service
+(before and after a trial on it, say) that records its verdict in the state.
+
 ``max_requests`` bounds the requests of one run: at the ceiling the state is
 checkpointed and ``BudgetExhausted`` says to run the command again. The
 counters (requests, uploads, skipped, verified) of the last run and in total
@@ -389,25 +392,40 @@ def prepare(
     *,
     reset: bool = False,
     max_requests: int | None = None,
+    verify_only: bool = False,
     on_locked: Callable[[], None] | None = None,
 ) -> PrepareResult:
     """Prepare ``service`` with ``docs`` recording into the state at ``path`` (module
-    docstring); ``on_locked`` is called once the lock is held (tests)."""
+    docstring); ``on_locked`` is called once the lock is held (tests).
+
+    ``verify_only`` (``--verify-only``, e.g. before and after a trial on the service)
+    skips steps 3 and 4: an existing state is only verified (step 5), under the lock,
+    and the verification and counters are recorded in it.
+    """
     if max_requests is not None and max_requests < 1:
         raise UsageError("--max-requests must be at least 1")
+    if verify_only and reset:
+        raise UsageError("--verify-only checks a state and --reset-state drops it; pick one")
     check_state_path(path)
     hook = os.environ.get(_EXIT_AFTER)
     exit_after = int(hook) if hook and hook.isdigit() else None
     with writer_lock(path, "ragsnap prepare"):
         if on_locked is not None:
             on_locked()
+        if verify_only and not path.exists():
+            raise UsageError(
+                f"{path}: no state to verify; run `ragsnap prepare --state {path}` first"
+            )
         state = _new_state(service.base_url) if reset or not path.exists() else _load(path)
         _match_corpus(path, state, docs)
         state["service"] = service.base_url
         run = _Run(service, path, docs, state, max_requests)
         try:
-            run.resume_check()
-            run.upload_missing(exit_after)
+            if not verify_only:
+                run.resume_check()
+                run.upload_missing(exit_after)
+            else:
+                run.counters.skipped = len(state["documents"])
         except BudgetExhausted:
             raise
         except BaseException:
@@ -417,6 +435,12 @@ def prepare(
             raise
         state["complete"] = len(state["documents"]) == len(docs)
         failures, verified = run.verify()
+        if verify_only and not state["complete"]:
+            failures.insert(
+                0,
+                f"incomplete: the state holds {len(state['documents'])} of {len(docs)} "
+                "documents; run prepare without --verify-only to finish it",
+            )
         state["verification"] = {
             "passed": not failures,
             "documents": verified,
