@@ -20,7 +20,8 @@ Steps, in order:
    any request. The lock file is never deleted.
 3. **Resume check.** A saved state must match the corpus (each saved source
    still there with the same content hash) and the service: one list request
-   must show every saved document with its server id and revision, ids unique,
+   must show every saved document with its server id, revision and embedding
+   identity, ids unique,
    and no source twice (two records for one source: the service does not
    honour idempotency keys). A state the service does not know (reset or
    changed) is refused, never silently rebuilt; ``reset=True``
@@ -310,11 +311,13 @@ class _Run:
             if r["id"] not in by_id
             or by_id[r["id"]].get("source") != s
             or by_id[r["id"]].get("revision") != r["revision"]
+            or by_id[r["id"]].get("embedding") != r.get("embedding")
         ]
         if unknown:
             raise BackendError(
                 f"{self.service.base_url} does not hold {len(unknown)} of the "
-                f"{len(saved)} documents {self.path} recorded with their ids and revisions "
+                f"{len(saved)} documents {self.path} recorded with their ids, revisions and "
+                "embedding identities "
                 f"(first: {unknown[0]}, id {saved[unknown[0]]['id']}): the service was reset "
                 "or changed. The state is not rebuilt silently: point at the service it was "
                 "prepared on, or pass --reset-state to prepare this one from scratch"

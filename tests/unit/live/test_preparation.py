@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from ragsnap.config import load_config
+from ragsnap.errors import InputError
+from ragsnap.kb.backends.http import HttpService
 from ragsnap.live.preparation import STATE_FORMAT, idempotency_key, verify_state
 
 
@@ -63,3 +69,39 @@ def test_one_id_for_two_sources_is_a_duplicate() -> None:
         state(a=saved("1")), [listed("a", "1"), listed("b", "1")], None, set()
     )
     assert failures == ["duplicate id 1 for sources a, b"]
+
+
+def test_the_http_section_maps_the_document_fields(tmp_path: Path) -> None:
+    config = tmp_path / "ragsnap.yaml"
+    config.write_text(
+        "http:\n"
+        "  documents:\n"
+        "    idempotencyHeader: X-Request-Key\n"
+        "    complete: page.last\n"
+        "    fields: {id: uuid, revision: meta.rev, embedding: receipt.model}\n",
+        encoding="utf-8",
+    )
+    mapping = load_config(config).http
+    assert mapping.idempotency_header == "X-Request-Key"
+    assert mapping.list_complete == "page.last"
+    service = HttpService(mapping, base_url="http://127.0.0.1:9")
+    answer = {"source": "a", "uuid": "u-1", "meta": {"rev": "r"}, "receipt": {"model": "m"}}
+    assert service.stored(answer) == {
+        "source": "a",
+        "id": "u-1",
+        "revision": "r",
+        "embedding": "m",
+        "kbScope": None,
+    }
+    defaults = load_config(None).http
+    assert defaults.idempotency_header == "Idempotency-Key"
+    assert dict(defaults.document) == {
+        k: k for k in ("source", "id", "revision", "embedding", "kbScope")
+    }
+
+
+def test_an_unknown_document_field_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "ragsnap.yaml"
+    config.write_text("http:\n  documents:\n    fields: {serverId: uuid}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="serverId"):
+        load_config(config)
