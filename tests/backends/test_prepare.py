@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -400,6 +401,7 @@ class Forgetful:
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
         self.complete = True
+        self.refuse_after: int | None = None  # uploads answered 400 from then on
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -419,6 +421,11 @@ class Forgetful:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if owner.refuse_after is not None and len(owner.records) >= owner.refuse_after:
+                    self.send_response(400)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 match = re.search(r"^source: (\S+)$", body["content"], re.MULTILINE)
                 assert match is not None
                 record = {
@@ -493,3 +500,43 @@ def test_verify_only_checks_and_records_without_uploading(served: Served, projec
     assert again.code == 0, again.out + again.err
     assert f"0 uploaded, {DOCS} skipped, {DOCS} verified; 1 requests" in again.out
     assert read_state(project)["counters"]["lastRun"]["requests"] == 1
+
+
+def test_a_failed_request_keeps_what_was_uploaded(forgetful: Forgetful, project: Path) -> None:
+    forgetful.refuse_after = 10
+    run = prepare(project, forgetful.url)
+    assert run.code == 2 and "HTTP 400" in run.err
+    assert len(read_state(project)["documents"]) == 10  # checkpointed on the way out
+    forgetful.refuse_after = None
+    rest = prepare(project, forgetful.url)
+    assert rest.code == 0, rest.out + rest.err
+    assert f"{DOCS - 10} uploaded, 10 skipped, {DOCS} verified" in rest.out
+    assert len(forgetful.records) == DOCS  # nothing sent twice
+
+
+def test_one_key_sent_to_two_workers_at_once_makes_one_record(
+    serve: Callable[..., Served], project: Path
+) -> None:
+    server = serve("--kb", str(project / "kb.sqlite"), "--workers", "2", cwd=project)
+    doc = (project / "seed-docs" / "doc-005.md").read_text(encoding="utf-8")
+
+    def send(_: int) -> dict[str, Any]:
+        answer = requests.post(
+            server.base_url + "/api/documents",
+            json={"name": "doc-005.md", "content": doc},
+            headers={"Idempotency-Key": "same"},
+            timeout=60,
+        )
+        if answer.status_code == 409:  # the store's writer lock was held by the other
+            return {}
+        answer.raise_for_status()
+        result: dict[str, Any] = answer.json()
+        return result
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = [a for a in pool.map(send, range(8)) if a]
+    assert answers
+    assert len({a["id"] for a in answers}) == 1
+    assert sum(not a["replayed"] for a in answers) <= 1
+    (one,) = listed(server.base_url)
+    assert one["id"] == answers[0]["id"]

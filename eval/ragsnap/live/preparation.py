@@ -429,15 +429,15 @@ def prepare(
                 run.upload_missing(exit_after)
             else:
                 run.counters.skipped = len(state["documents"])
+            state["complete"] = len(state["documents"]) == len(docs)
+            failures, verified = run.verify()
         except BudgetExhausted:
-            raise
-        except BaseException:
+            raise  # checkpointed already
+        except BaseException:  # keep what was uploaded (Ctrl-C, a failed request ...)
             if run.unsaved:
                 with contextlib.suppress(OutputError):  # the original error says more
                     run.checkpoint()
             raise
-        state["complete"] = len(state["documents"]) == len(docs)
-        failures, verified = run.verify()
         if verify_only and not state["complete"]:
             failures.insert(
                 0,
