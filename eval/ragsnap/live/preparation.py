@@ -21,17 +21,18 @@ Steps, in order:
 3. **Resume check.** A saved state must match the corpus (each saved source
    still there with the same content hash) and the service: one list request
    must show every saved document with its server id, revision and embedding
-   identity, ids unique,
-   and no source twice (two records for one source: the service does not
-   honour idempotency keys). A state the service does not know (reset or
-   changed) is refused, never silently rebuilt; ``reset=True``
+   identity, ids unique, and no source twice (two records for one source: the
+   service does not honour idempotency keys). A state the service does not
+   know (reset or changed) is refused, never silently rebuilt; ``reset=True``
    (``--reset-state``) starts over explicitly.
 4. **Upload.** Documents not in the state are uploaded with the key
    ``sha256("<source>\\n<content sha256>")``: a resend after a crash gets the
    original record back. The state is checkpointed after every
    ``CHECKPOINT_EVERY`` newly completed documents and at the end (the one
    atomic writer: temporary file mode 0600, fsynced, renamed, folder fsynced;
-   a failed folder sync is an error: retry with the same state).
+   a failed folder sync is an error: retry with the same state). A failed
+   request, Ctrl-C or a failed verification request checkpoints what was
+   uploaded before the error is raised.
 5. **Verification.** A final list must show every state document with the
    same id, revision and embedding identity; duplicates, records in the
    corpus's kb_scopes the state does not know, and a list the service marks

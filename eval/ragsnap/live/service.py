@@ -105,7 +105,7 @@ class ServiceState:
         self.receipts = Receipts(self.kb)
 
 
-#: meta keys of the receipts: an answered idempotency key, a source's server id
+#: receipt keys: an answered idempotency key, a source's server id
 _RECEIPT = "receipt:"
 _RECORD = "record:"
 _KEY_PATTERN = r"^[\x21-\x7e]{1,200}$"
