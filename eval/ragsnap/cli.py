@@ -322,6 +322,71 @@ def build_parser() -> argparse.ArgumentParser:
     )
     seed.set_defaults(handler="seed")
 
+    prepare = sub.add_parser(
+        "prepare",
+        help="upload the seed corpus to a live service, resumably, recording its receipts "
+        "in a state file",
+        description="Upload seed-docs/ through the service's upload endpoint with "
+        "deterministic idempotency keys and record each document's server id, revision and "
+        "embedding identity in --state (mode 0600), checkpointed every 64 documents, under a "
+        "lock beside the state. Re-running with the same state resumes: it checks the saved "
+        "documents against the service, re-sends only what is missing, and verifies the "
+        "whole state at the end. Exit 0 verified, 1 verification failures (listed), 2 usage, "
+        "lock, service or budget errors.",
+    )
+    prepare.add_argument(
+        "--backend",
+        choices=("http",),
+        default="http",
+        help="the service to prepare (default: http, the only one)",
+    )
+    prepare.add_argument(
+        "--state",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="the state file, in an existing private folder (required)",
+    )
+    prepare.add_argument(
+        "--seed-docs",
+        type=Path,
+        metavar="DIR",
+        help="folder of Markdown seed documents, or a .jsonl corpus (default: kb.seedDocs "
+        "in ragsnap.yaml, else seed-docs)",
+    )
+    prepare.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file (default: ragsnap.yaml when it exists, else built-in defaults)",
+    )
+    prepare.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the service (default: http.baseUrl in ragsnap.yaml, else http://127.0.0.1:9900)",
+    )
+    _add_token(prepare, "send this bearer token")
+    prepare.add_argument(
+        "--max-requests",
+        type=_positive_int,
+        metavar="N",
+        help="send at most N requests in this run, then checkpoint and stop with exit 2 "
+        "(default: no limit)",
+    )
+    prepare.add_argument(
+        "--reset-state",
+        action="store_true",
+        help="start over: ignore what --state holds (the service keeps its documents; the "
+        "same keys get the same records back) (default: resume from it)",
+    )
+    prepare.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="upload nothing: verify the state against the service (under the lock) and "
+        "record the verdict in it, e.g. before and after a trial (default: prepare)",
+    )
+    prepare.set_defaults(handler="prepare")
+
     lookup = sub.add_parser(
         "lookup",
         help="run one query through the lookup pipeline and print its lookupResult",

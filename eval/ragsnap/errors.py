@@ -18,7 +18,9 @@ or ``RAGSNAP_DEBUG=1`` shows its traceback::
     │   ├── ServiceUnreachable    a service that did not answer at all, after retries
     │   ├── KnowledgeBaseBusy     another process is writing the knowledge base
     │   └── EmbedderError         an embedder that cannot produce a vector
-    └── MissingDependency         an optional extra is not installed; says which
+    ├── MissingDependency         an optional extra is not installed; says which
+    └── BudgetExhausted           a run stopped at its request budget, work saved;
+                                  says how to continue
 
 Every message ends with the next step the user should take.
 """
@@ -30,6 +32,7 @@ from pathlib import Path
 __all__ = [
     "INTERNAL_ERROR",
     "BackendError",
+    "BudgetExhausted",
     "EmbedderError",
     "InputError",
     "KnowledgeBaseBusy",
@@ -102,3 +105,7 @@ class MissingDependency(RagsnapError):
 
     def __init__(self, feature: str, extra: str):
         super().__init__(f"{feature} is not available. To install: pip install 'ragsnap[{extra}]'")
+
+
+class BudgetExhausted(RagsnapError):
+    """A run reached its budget (``--max-requests``) and stopped cleanly, its work saved."""

@@ -537,3 +537,22 @@ def test_chunks_read_from_memory_follow_a_write(
     assert set(after) < set(rows)  # the old kafka-lag rows were deleted
     new_rows = [r for r, _ in kb.lexical_search(["brandnewword"], Filter(), 10)]
     assert "brandnewword" in kb.chunks(new_rows)[new_rows[0]].text
+
+
+def test_receipts_are_kept_beside_the_documents_not_in_meta(
+    kb: SqliteKnowledgeBase, tmp_path: Path
+) -> None:
+    assert kb.read_receipts(["receipt:a"]) == {}  # an older file: no table yet, none stored
+    generation = kb.read_meta()["generation"]
+    kb.write_receipts({"receipt:a": "1", "record:s": "2"})
+    assert kb.read_meta()["generation"] == generation  # receipts alone: no new generation
+    assert kb.read_receipts(["receipt:a", "record:s", "record:t"]) == {
+        "receipt:a": "1",
+        "record:s": "2",
+    }
+    assert not [k for k in kb.read_meta() if ":" in k]
+    kb.write(WriteBatch(("kafka-lag",), receipts={"record:kafka-lag": ""}))
+    assert kb.read_receipts(["record:kafka-lag"]) == {"record:kafka-lag": ""}
+    many = {f"k{i}": str(i) for i in range(1200)}  # more keys than one query takes
+    kb.write_receipts(many)
+    assert kb.read_receipts(sorted(many)) == many

@@ -267,14 +267,17 @@ class AtomicFile:
     ``handle`` is a binary handle on a temporary file beside ``path``;
     ``commit()`` fsyncs it, renames it over ``path`` and fsyncs the folder;
     ``discard()`` (or leaving a ``with`` block by an exception, Ctrl-C
-    included) deletes it. Several can be prepared and then committed
-    together, so a failed import replaces none of its outputs. A symlinked
-    destination is refused, also one created while the file was written.
+    included) deletes it. The file gets ``mode`` (e.g. 0o600 for a private
+    file; the temporary file never has more), by default 0o666 less the umask.
+    Several can be prepared and then committed together, so a failed import
+    replaces none of its outputs. A symlinked destination is refused, also one
+    created while the file was written.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, mode: int | None = None):
         _refuse_symlink(path)
         self.path = path
+        self._mode = mode
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -294,9 +297,12 @@ class AtomicFile:
         self.handle.flush()
         os.fsync(self.handle.fileno())
         self.handle.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        self._tmp.chmod(0o666 & ~umask)
+        if self._mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            self._tmp.chmod(0o666 & ~umask)
+        else:
+            self._tmp.chmod(self._mode)
         _refuse_symlink(self.path)  # a link created while we wrote is refused too
         try:
             self._tmp.replace(self.path)
@@ -322,9 +328,12 @@ class AtomicFile:
             self.discard()
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write ``value`` to ``path`` as deterministic JSON, atomically."""
-    _write_atomic(path, dump_json(value))
+def write_json(path: Path, value: Any, *, mode: int | None = None) -> None:
+    """Write ``value`` to ``path`` as deterministic JSON, atomically (with ``mode``, see
+    ``AtomicFile``)."""
+    with AtomicFile(path, mode=mode) as output:
+        output.handle.write(dump_json(value))
+        output.commit()
 
 
 def write_text(path: Path, text: str) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..errors import BackendError
-from .backends import DocumentInfo, KnowledgeBase, Upload, WriteBatch
+from .backends import DocumentInfo, KnowledgeBase, ReceiptStore, Upload, WriteBatch
 from .corpus import ChunkSettings, SeedDocument, chunk_document
 from .embedders import Embedder, Fingerprint
 from .numeric import VECTOR_ENCODING
@@ -198,13 +198,16 @@ def upsert_document(
     settings: ChunkSettings,
     *,
     where: str = "the knowledge base",
+    receipt: Callable[[str, int], Mapping[str, str]] | None = None,
 ) -> tuple[str, int]:
     """Delete-then-upload one document by source, leaving every other document alone.
 
     Returns ``(status, chunks)``: ``added``, ``updated`` or ``unchanged`` (the
     stored document was indexed from the same bytes and chunk settings, so
-    nothing is written). This is the service's upload endpoint; ``seed`` is the
-    whole-corpus import.
+    no document is written). ``receipt(status, chunks)`` gives the service's
+    receipts (``ReceiptStore``), stored in the same write (for an unchanged
+    document, a write of them alone, when there are any). This
+    is the service's upload endpoint; ``seed`` is the whole-corpus import.
     """
     fingerprint = embedder.fingerprint
     stored = kb.documents()
@@ -219,24 +222,34 @@ def upsert_document(
     digest = index_hash(doc, settings)
     have = stored.get(doc.source)
     if have is not None and have.index_hash == digest:
+        entries = receipt("unchanged", have.chunk_count) if receipt is not None else {}
+        if entries:
+            if not isinstance(kb, ReceiptStore):
+                raise BackendError(f"{where} keeps no receipts; this is a bug in the caller")
+            kb.write_receipts(entries)
         return "unchanged", have.chunk_count
     chunks = chunk_document(doc, settings)
     vectors = embedder.embed_documents([c.text for c in chunks], [c.chunk_id for c in chunks])
     tokens = [" ".join(tokenizer.tokens(c.text)) for c in chunks]
+    status = "added" if have is None else "updated"
+    receipts = receipt(status, len(chunks)) if receipt is not None else {}
     meta = {
         "embedder": json.dumps(fingerprint.to_json(), sort_keys=True),
         "tokenizer": tokenizer.name,
         "chunking": settings.fingerprint(),
     }
     upload = Upload(doc, digest, chunks, tokens, vectors, replaces=have is not None)
-    kb.write(WriteBatch((), [upload], meta))
-    return ("added" if have is None else "updated"), len(chunks)
+    kb.write(WriteBatch((), [upload], meta, receipts=receipts))
+    return status, len(chunks)
 
 
-def delete_document(kb: KnowledgeBase, source: str) -> int:
-    """Remove ``source`` and its chunks; return how many chunks it had (0: not stored)."""
+def delete_document(
+    kb: KnowledgeBase, source: str, receipts: Mapping[str, str] | None = None
+) -> int:
+    """Remove ``source`` and its chunks; return how many chunks it had (0: not stored).
+    ``receipts`` are stored in the same write (``ReceiptStore``)."""
     have = kb.documents().get(source)
     if have is None:
         return 0
-    kb.write(WriteBatch((source,)))
+    kb.write(WriteBatch((source,), receipts=dict(receipts or {})))
     return have.chunk_count

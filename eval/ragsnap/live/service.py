@@ -6,9 +6,11 @@ Endpoints (all JSON; the OpenAPI document is at ``/openapi.json``)::
     POST   /api/knowledge/lookup            {query, topK?, kbScope?, method?} -> {lookupResult}
     GET    /api/search/similar?query=&topK=&kbScope=
                                             vector similarity search -> {results: [...]}
-    GET    /api/documents                   stored documents with their index hashes
+    GET    /api/documents                   stored documents with their index hashes,
+                                            server ids, revisions and embedding identity
     POST   /api/documents                   {name, content}: a Markdown seed document with
-                                            frontmatter; delete-then-upload by its source
+                                            frontmatter; delete-then-upload by its source;
+                                            header ``Idempotency-Key`` makes it replayable
     DELETE /api/documents?source=           remove one document and its chunks
 
 It is what the ``http`` backend and ``ragsnap live-check`` speak by default,
@@ -22,13 +24,35 @@ is a 409 naming the writer. Inside the process, lookups and searches share a
 read lock and uploads and deletes take it exclusively, so a lookup never sees a
 half-applied upload; a write by another process is caught by the lookup itself,
 which reads one state of the store (``Pipeline.lookup``).
+
+Server ids, revisions and idempotency keys. Every document uploaded through
+the service gets a server id (a uuid4) that stays while the source is stored:
+an update keeps it, a delete ends it and a later upload of the source gets a
+new one. Its ``revision`` is the hash it was indexed from (the file's bytes,
+frontmatter included, and the chunk settings), and its ``embedding`` the
+embedder's fingerprint. Upload answers carry ``id``, ``revision``,
+``embedding``, ``idempotencyKey`` and ``replayed``; list answers carry ``id``
+(null for a document written by ``ragsnap seed`` directly, until it is
+uploaded through the service), ``revision``, ``embedding``, and the list
+says ``complete: true`` (it is never paged). An upload carrying an
+``Idempotency-Key`` header (1-200 printable ASCII characters) that the
+service has answered before gets that first answer again (same id and
+revision, ``replayed: true``) and changes nothing, whatever happened to the
+document since; the same key with another document is a 409. The receipts
+and ids are stored in the knowledge base's ``receipts`` table in the same
+transaction as the document (embedded store; never read by lookups): a
+restarted service honours them, a fresh knowledge base has none. Over
+Milvus they are kept in memory and forgotten when the service stops.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import secrets
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -36,7 +60,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,15 +68,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..errors import BackendError, KnowledgeBaseBusy, RagsnapError
-from ..kb.backends import Filter, KnowledgeBase
+from ..kb.backends import Filter, KnowledgeBase, ReceiptStore
 from ..kb.corpus import parse_seed_doc
 from ..kb.embedders import Embedder
 from ..kb.numeric import quantize
 from ..kb.pipeline import PIPELINE_VERSION, Pipeline, score_label
-from ..kb.seeding import delete_document, upsert_document
+from ..kb.seeding import delete_document, index_hash, upsert_document
 from ..settings import METHODS, ChunkSettings
 
-__all__ = ["DEFAULT_MAX_BODY", "ServiceState", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "Receipts", "ServiceState", "create_app"]
 
 #: Largest request body accepted (bytes); larger ones get 413.
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
@@ -75,6 +99,57 @@ class ServiceState:
     access: ReadWriteLock = field(default_factory=lambda: ReadWriteLock())
     #: the store's writer lock across processes (``ragsnap.io.locks``), held per write
     store_lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    receipts: Receipts = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.receipts = Receipts(self.kb)
+
+
+#: receipt keys: an answered idempotency key, a source's server id
+_RECEIPT = "receipt:"
+_RECORD = "record:"
+_KEY_PATTERN = r"^[\x21-\x7e]{1,200}$"
+
+
+class Receipts:
+    """Answered idempotency keys and the server ids of sources (module docstring).
+
+    In the store's receipts (``ReceiptStore``: the embedded store's ``receipts``
+    table, written in the document's transaction and read by every worker
+    process), in memory for any other store. Read and written only under the
+    store's writer lock, but for the list endpoint's server ids.
+    """
+
+    def __init__(self, kb: KnowledgeBase):
+        self._store = kb if isinstance(kb, ReceiptStore) else None
+        self._memory: dict[str, str] = {}
+
+    @property
+    def persistent(self) -> bool:
+        return self._store is not None
+
+    def _read(self, keys: list[str]) -> dict[str, str]:
+        if self._store is not None:
+            return self._store.read_receipts(keys)
+        return {k: self._memory[k] for k in keys if k in self._memory}
+
+    def answer(self, key: str) -> dict[str, Any] | None:
+        """The first answer to idempotency key ``key`` (with its ``request`` hash)."""
+        raw = self._read([_RECEIPT + key]).get(_RECEIPT + key)
+        return None if not raw else dict(json.loads(raw))
+
+    def server_ids(self, sources: list[str]) -> dict[str, str]:
+        """The server ids of those of ``sources`` that have one."""
+        raw = self._read([_RECORD + s for s in sources])
+        return {k[len(_RECORD) :]: str(json.loads(v)["id"]) for k, v in raw.items() if v}
+
+    def stage(self, entries: dict[str, str]) -> dict[str, str]:
+        """What to write with the document: the entries, or nothing when kept in memory."""
+        return entries if self.persistent else {}
+
+    def committed(self, entries: dict[str, str]) -> None:
+        if not self.persistent:
+            self._memory.update(entries)
 
 
 class ReadWriteLock:
@@ -320,7 +395,10 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
     @app.get("/api/documents", dependencies=guarded, summary="Stored documents by source")
     def documents() -> dict[str, Any]:
         docs = state.kb.documents()
+        ids = state.receipts.server_ids(list(docs))
+        embedding = state.embedder.fingerprint.to_json()
         return {
+            "complete": True,
             "documents": [
                 {
                     "source": info.source,
@@ -331,33 +409,84 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
                     "kbScope": info.kb_scope,
                     "chunks": info.chunk_count,
                     "indexHash": info.index_hash,
+                    "id": ids.get(info.source),
+                    "revision": info.index_hash,
+                    "embedding": embedding,
                 }
                 for info in docs.values()
-            ]
+            ],
         }
 
     @app.post(
         "/api/documents",
         dependencies=guarded,
         summary="Upload a Markdown seed document (delete-then-upload by its source)",
+        response_model=None,
     )
-    def upload(body: UploadRequest) -> dict[str, Any]:
-        doc = parse_seed_doc(Path(body.name), body.content.encode("utf-8"))
+    def upload(
+        body: UploadRequest,
+        idempotency_key: Annotated[
+            str | None, Header(alias="Idempotency-Key", pattern=_KEY_PATTERN)
+        ] = None,
+    ) -> JSONResponse | dict[str, Any]:
+        raw = body.content.encode("utf-8")
+        doc = parse_seed_doc(Path(body.name), raw)
+        request = hashlib.sha256(body.name.encode("utf-8") + b"\0" + raw).hexdigest()
+        revision = index_hash(doc, state.chunking)
         with state.access.write(), state.store_lock():
-            status, chunks = upsert_document(
+            if idempotency_key is not None:
+                seen = state.receipts.answer(idempotency_key)
+                if seen is not None:
+                    if seen.pop("request") != request:
+                        return JSONResponse(
+                            {
+                                "error": f"Idempotency-Key {idempotency_key} was used for "
+                                "another document; send this one with its own key"
+                            },
+                            status_code=409,
+                        )
+                    return {**seen, "replayed": True}
+            stored = doc.source in state.kb.documents()
+            known = state.receipts.server_ids([doc.source]).get(doc.source) if stored else None
+            server_id = known or str(uuid.uuid4())
+            answer: dict[str, Any] = {
+                "source": doc.source,
+                "id": server_id,
+                "revision": revision,
+                "embedding": state.embedder.fingerprint.to_json(),
+                "idempotencyKey": idempotency_key,
+            }
+            written: dict[str, str] = {}
+
+            def receipt(status: str, chunks: int) -> dict[str, str]:
+                answer.update(status=status, chunks=chunks)
+                if known is None:
+                    written[_RECORD + doc.source] = json.dumps({"id": server_id})
+                if idempotency_key is not None:
+                    kept = {**answer, "request": request}
+                    written[_RECEIPT + idempotency_key] = json.dumps(kept, sort_keys=True)
+                return state.receipts.stage(written)
+
+            upsert_document(
                 state.kb,
                 doc,
                 state.embedder,
                 state.pipeline.tokenizer,
                 state.chunking,
                 where=state.where,
+                receipt=receipt,
             )
-        return {"source": doc.source, "status": status, "chunks": chunks}
+            state.receipts.committed(written)
+            answer["replayed"] = False
+        return answer
 
     @app.delete("/api/documents", dependencies=guarded, summary="Delete a document by source")
     def delete(source: Annotated[str, Query(min_length=1, max_length=200)]) -> dict[str, Any]:
+        tombstone = {_RECORD + source: ""}
         with state.access.write(), state.store_lock():
-            chunks = delete_document(state.kb, source)
+            chunks = delete_document(state.kb, source, state.receipts.stage(tombstone))
+            if chunks:
+                state.receipts.committed(tombstone)
         return {"source": source, "removed": chunks > 0, "chunks": chunks}
 
     app.add_middleware(_BodyLimit, limit=max_body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,14 @@ def test_read_bytes_reads_past_a_size_stat_understates() -> None:
     assert maps.stat().st_size == 0
     data = read_bytes(maps, "fix", kind="config")
     assert len(data) > 4096 and data.endswith(b"\n")
+
+
+def test_write_json_with_a_mode_gives_the_file_that_mode(tmp_path: Path) -> None:
+    target = tmp_path / "private.json"
+    old = os.umask(0)
+    try:
+        write_json(target, {"a": 1}, mode=0o600)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert target.read_bytes() == b'{\n  "a": 1\n}\n'

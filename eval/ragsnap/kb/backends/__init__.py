@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,6 +36,7 @@ __all__ = [
     "DocumentInfo",
     "Filter",
     "KnowledgeBase",
+    "ReceiptStore",
     "StoredChunk",
     "Upload",
     "WriteBatch",
@@ -171,12 +172,30 @@ class WriteBatch:
 
     ``uploads`` may be a lazy iterable (embedding happens while it is
     consumed); ``on_upload`` is called after each upload is staged.
+    ``receipts`` are a service's entries (``ReceiptStore``), written in the
+    same transaction by a store that keeps them and ignored by any other.
     """
 
     deletes: Sequence[str] = ()
     uploads: Iterable[Upload] = ()
     meta: Mapping[str, str] = field(default_factory=dict)
     on_upload: Callable[[Upload], None] | None = None
+    receipts: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ReceiptStore(Protocol):
+    """A store that keeps ``ragsnap serve``'s receipts (answered idempotency keys,
+    server ids) beside its documents: key -> value, apart from ``read_meta`` so
+    lookups never read them."""
+
+    def read_receipts(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored entries of ``keys`` (a key without one is left out)."""
+        ...
+
+    def write_receipts(self, entries: Mapping[str, str]) -> None:
+        """Store ``entries`` alone (no document, no new generation)."""
+        ...
 
 
 class KnowledgeBase(Protocol):

@@ -68,6 +68,8 @@ _ITEM_FIELDS = (
 #: an evidence block's fields: a result's, and its metadata
 _BLOCK_FIELDS = (*_ITEM_FIELDS, "metadata")
 _REQUIRED_BLOCK = ("chunkId", "source", "text")
+#: a stored document's fields (upload and list answers), in ragsnap's names
+_DOCUMENT_FIELDS = ("source", "id", "revision", "embedding", "kbScope")
 _TRACES = ("contextPack", "retrievalTrace", "rerankTrace")
 _EMPTY_TRACES: dict[str, Any] = {
     "contextPack": {"sources": [], "text": ""},
@@ -115,6 +117,9 @@ class HttpMapping:
     list_field: str = "documents"
     upload_path: str | None = "/api/documents"
     delete_path: str | None = "/api/documents"
+    idempotency_header: str | None = "Idempotency-Key"
+    list_complete: str | None = "complete"
+    document: Mapping[str, str] = field(default_factory=lambda: _identity(_DOCUMENT_FIELDS))
     source: str = "ragsnap.yaml"  # where the mapping came from, for messages
 
     @classmethod
@@ -148,6 +153,9 @@ class HttpMapping:
             list_field=docs.get("listField", d.list_field),
             upload_path=docs.get("upload", d.upload_path),
             delete_path=docs.get("delete", d.delete_path),
+            idempotency_header=docs.get("idempotencyHeader", d.idempotency_header),
+            list_complete=docs.get("complete", d.list_complete),
+            document={**d.document, **docs.get("fields", {})},
             source=source,
         )
 
@@ -355,10 +363,49 @@ class HttpService:
             )
         return docs
 
-    def upload(self, name: str, content: str) -> dict[str, Any]:
-        """Upload one Markdown seed document; the service deletes-then-uploads by source."""
+    def listing(self) -> tuple[list[dict[str, Any]], bool | None]:
+        """The stored documents in ragsnap's names (``document`` fields: ``source``,
+        ``id``, ``revision``, ``embedding``, ``kbScope``; one the answer lacks is None)
+        and whether the service says the list is complete (None: it does not say)."""
+        m = self.mapping
+        path = self._need(m.list_path, "documents.list")
+        endpoint = f"GET {self.base_url}{path}"
+        answer = self.client.get_json(path)
+        docs = self._field(answer, m.list_field, endpoint, "documents.listField")
+        if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
+            raise BackendError(
+                f"{endpoint}: `{m.list_field}` is not a list of objects; check "
+                f"http.documents.listField in {m.source}"
+            )
+        complete = None
+        if m.list_complete is not None:
+            try:
+                complete = bool(_get(answer, m.list_complete))
+            except _Missing:
+                complete = None
+        return [self.stored(d) for d in docs], complete
+
+    def stored(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """A listed document or an upload answer in ragsnap's names (missing: None)."""
+        out: dict[str, Any] = {}
+        for name, dotted in self.mapping.document.items():
+            try:
+                out[name] = _get(raw, dotted)
+            except _Missing:
+                out[name] = None
+        return out
+
+    def upload(self, name: str, content: str, key: str | None = None) -> dict[str, Any]:
+        """Upload one Markdown seed document; the service deletes-then-uploads by source.
+        ``key`` is sent as the idempotency key header (when the mapping has one)."""
         path = self._need(self.mapping.upload_path, "documents.upload")
-        answer = self.client.post_json(path, {"name": name, "content": content})
+        header = self.mapping.idempotency_header
+        if key is not None and header is not None:
+            answer = self.client.request(
+                "POST", path, json={"name": name, "content": content}, headers={header: key}
+            )
+        else:
+            answer = self.client.post_json(path, {"name": name, "content": content})
         return answer if isinstance(answer, dict) else {}
 
     def delete(self, source: str) -> dict[str, Any]:

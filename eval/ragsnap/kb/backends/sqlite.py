@@ -6,6 +6,8 @@ Tables::
     documents(source, ...)        frontmatter metadata and the hash each document was indexed from
     chunks(id, chunk_id, source, ordinal, heading, text, vector)   vector: float32 bytes
     chunks_fts(body)              FTS5 over the pre-tokenised chunk text, rowid = chunks.id
+    receipts(key, value)          ``ragsnap serve``'s idempotency receipts and server ids
+                                  (made by the first write that stores one)
 
 Lexical search is BM25 as Lucene, bm25s and Milvus compute it (k1 = 1.5, b =
 0.75, idf = ln(1 + (N - n + 0.5) / (n + 0.5))) over FTS5's index: FTS5's own
@@ -34,7 +36,7 @@ import json
 import math
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +110,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, 'row');
 """
+#: made by the first write that stores a receipt (so opening an older file to read it
+#: never writes)
+_RECEIPTS_TABLE = "CREATE TABLE IF NOT EXISTS receipts (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+#: how many keys one ``read_receipts`` query asks for (SQLite's bound-parameter limit)
+_RECEIPT_STEP = 500
+_PUT_RECEIPT = (
+    "INSERT INTO receipts (key, value) VALUES (?, ?) "
+    "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+)
 
 
 def _match_expression(tokens: Sequence[str]) -> str:
@@ -370,6 +381,36 @@ class SqliteKnowledgeBase:
             (n,) = self._db.execute("SELECT count(*) FROM chunks").fetchone()
         return int(n)
 
+    def read_receipts(self, keys: Sequence[str]) -> dict[str, str]:
+        """The service's receipts of ``keys`` (``ReceiptStore``)."""
+        out: dict[str, str] = {}
+        with self._lock:
+            for start in range(0, len(keys), _RECEIPT_STEP):
+                part = list(keys[start : start + _RECEIPT_STEP])
+                marks = ", ".join("?" * len(part))
+                try:
+                    rows = self._db.execute(
+                        f"SELECT key, value FROM receipts WHERE key IN ({marks})",
+                        part,
+                    ).fetchall()
+                except sqlite3.OperationalError:  # no receipts table: none stored yet
+                    return {}
+                out.update(rows)
+        return out
+
+    def write_receipts(self, entries: Mapping[str, str]) -> None:
+        """Store receipts alone: one transaction, no new generation (``ReceiptStore``)."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(_RECEIPTS_TABLE)
+                db.executemany(_PUT_RECEIPT, sorted(entries.items()))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
     # -- writing --------------------------------------------------------------
 
     def _delete(self, source: str) -> None:
@@ -440,6 +481,9 @@ class SqliteKnowledgeBase:
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     sorted(meta.items()),
                 )
+                if batch.receipts:
+                    db.execute(_RECEIPTS_TABLE)
+                    db.executemany(_PUT_RECEIPT, sorted(batch.receipts.items()))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
