@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -235,6 +236,17 @@ class Run:
     code: int
     out: str
     err: str
+
+
+def copy_example(root: Path, *names: str) -> Path:
+    """Copy the repository's example project's ``names`` (folders, or ``ragsnap.yaml``)
+    into ``root``; return ``root``."""
+    for name in names:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, root / name)
+        else:
+            shutil.copy(REPO / name, root / name)
+    return root
 
 
 def run_cli(*args: str, cwd: Path, script: str | None = None) -> Run:

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import REPO, run_cli, write_json
+from conftest import REPO, copy_example, run_cli, write_json
 from ragsnap.io.schema import load_schema
 
 CASES = "cases/golden-cases.json"
@@ -20,10 +20,7 @@ SECRET = "sk-live-9fQ2xLr7Vt4Nm1Kd9Hs3"
 @pytest.fixture
 def example(tmp_path: Path) -> Path:
     """The repository's own cases, seed documents and ragsnap.yaml."""
-    for name in ("cases", "seed-docs"):
-        shutil.copytree(REPO / name, tmp_path / name)
-    shutil.copy(REPO / "ragsnap.yaml", tmp_path / "ragsnap.yaml")
-    return tmp_path
+    return copy_example(tmp_path, "cases", "seed-docs", "ragsnap.yaml")
 
 
 def edit_cases(root: Path, change: Any) -> None:

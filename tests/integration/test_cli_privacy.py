@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, Served, run_cli
+from conftest import REPO, Served, copy_example, run_cli
 from ragsnap.io.schema import validate
 from ragsnap.kb.corpus import chunk_document, load_seed_docs
 from ragsnap.settings import ChunkSettings
@@ -42,9 +42,7 @@ FINGERPRINTS = ("char-ngram", "bigram-v1", "snowball-english", "heuristic-v1", "
 
 
 def _project(root: Path) -> Path:
-    for name in ("cases", "fixtures", "reports", "seed-docs"):
-        shutil.copytree(REPO / name, root / name)
-    shutil.copy(REPO / "ragsnap.yaml", root / "ragsnap.yaml")
+    copy_example(root, "cases", "fixtures", "reports", "seed-docs", "ragsnap.yaml")
     run = run_cli("seed", cwd=root)
     assert run.code == 0, run.out + run.err
     regressed = root / "fixtures-regressed"
@@ -246,8 +244,7 @@ def test_full_reports_hold_the_strings_the_scan_looks_for(project: tuple[Path, s
 
 
 def test_trial_shareable_makes_privacy_the_default(tmp_path: Path) -> None:
-    for name in ("cases", "seed-docs"):
-        shutil.copytree(REPO / name, tmp_path / name)
+    copy_example(tmp_path, "cases", "seed-docs")
     config = (REPO / "ragsnap.yaml").read_text(encoding="utf-8")
     (tmp_path / "ragsnap.yaml").write_text(config + "  shareable: true\n", encoding="utf-8")
     args = ("trial", "--methods", "lexical", "--split", "dev")

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO, run_cli
+from conftest import copy_example, run_cli
 
 
 def example(tmp_path: Path) -> Path:
-    for name in ("cases", "fixtures", "reports"):
-        shutil.copytree(REPO / name, tmp_path / name)
-    return tmp_path
+    return copy_example(tmp_path, "cases", "fixtures", "reports")
 
 
 def test_pr_comment_and_junit_from_the_pr_check(tmp_path: Path) -> None:

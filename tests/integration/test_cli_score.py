@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import jsonschema
 
-from conftest import REPO, Project, block, make_case, make_fixture, run_cli, write_json
+from conftest import (
+    REPO,
+    Project,
+    block,
+    copy_example,
+    make_case,
+    make_fixture,
+    run_cli,
+    write_json,
+)
 from ragsnap.io.schema import load_schema
 
 
@@ -274,8 +282,7 @@ def test_symlinked_report_destination_is_refused(project: Project) -> None:
 
 def test_main_job_on_the_committed_example(tmp_path: Path) -> None:
     """The README's main command, on a copy of the repository's own eval set."""
-    for name in ("cases", "fixtures", "reports"):
-        shutil.copytree(REPO / name, tmp_path / name)
+    copy_example(tmp_path, "cases", "fixtures", "reports")
     run = run_cli(
         "--compare-to", "reports/baseline.json", cwd=tmp_path, script="eval_rag_retrieval.py"
     )
