@@ -238,8 +238,9 @@ def _print_service(service: dict[str, Any]) -> None:
         f"{c['lookups']} lookup(s))"
     )
     failures = service["failures"]
-    for f in failures[:LISTED]:
-        print(f"  {f['phase']} {f['kind']}: {f.get('message') or f.get('documentId') or ''}")
+    for f in failures[:LISTED]:  # a privacy view has no messages: ids instead
+        what = f.get("message") or f["caseId"] or f["documentId"] or ""
+        print(f"  {f['phase']} {f['kind']}: {what}")
     if len(failures) > LISTED:
         print(f"  ... and {len(failures) - LISTED} more")
     if failures:
