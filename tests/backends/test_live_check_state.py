@@ -1,6 +1,7 @@
 """``ragsnap live-check --state STATE`` against real ``ragsnap serve`` processes on
 loopback with real state files from ``ragsnap prepare``: verification before and after
-the lookups, the state's lock, the request budget, the repeat check."""
+the lookups, the state's lock, the request budget; and the repeat check against a
+loopback service whose ranking is unstable."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +273,69 @@ def test_an_unfinished_preparation_is_a_failure(
     service = reports(project)[0]["service"]
     assert service["failuresByKind"] == {"incomplete-state": 1}
     assert service["before"]["documents"] == 2 and service["after"]["passed"] is True
+
+
+class Wobbly:
+    """A loopback service whose similarity search swaps its first two results on every
+    other call (the document list never changes)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.startswith("/api/documents"):
+                    body: Any = {"complete": True, "documents": []}
+                else:
+                    owner.calls += 1
+                    sources = ["doc-kafka", "doc-redis", "doc-tls"]
+                    if owner.calls % 2 == 0:
+                        sources[:2] = sources[1::-1]
+                    body = {
+                        "results": [
+                            {"rank": rank, "chunkId": f"{s}#0", "source": s}
+                            for rank, s in enumerate(sources, 1)
+                        ]
+                    }
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_repeat_check_fails_an_unstable_ranking(project: Path) -> None:
+    wobbly = Wobbly()
+    try:
+        run = live_check(project, wobbly.url, "--case", "kafka-lag", "--repeat-check")
+    finally:
+        wobbly.close()
+    assert run.code == 1, run.out + run.err
+    assert wobbly.calls == 2
+    assert "  lookups unstable-ranking: case kafka-lag: the repeated search differs" in run.out
+    report, markdown = reports(project)
+    assert report["summary"]["passed"] == 1 and report["summary"]["verdict"] == "invalid"
+    service = report["service"]
+    assert (service["state"], service["before"], service["after"]) == (None, None, None)
+    assert service["repeatCheck"] == {"cases": 1, "unstable": 1}
+    (failure,) = service["failures"]
+    assert (failure["phase"], failure["kind"], failure["caseId"]) == (
+        "lookups",
+        "unstable-ranking",
+        "kafka-lag",
+    )
+    assert "doc-kafka#0, doc-redis#0, doc-tls#0 then doc-redis#0, doc-kafka#0" in failure["message"]
+    assert "**INVALID: 1 verification failure(s)**" in markdown
