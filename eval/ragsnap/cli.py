@@ -567,7 +567,10 @@ def build_parser() -> argparse.ArgumentParser:
         "response fields (no result texts, never the token). Exits 1 when a case fails (a "
         "case's knownFailure is reported, not failing) or every case returned no results "
         "(an empty index), 2 when the service cannot be reached. Not a replacement for the "
-        "offline `ragsnap score` baseline.",
+        "offline `ragsnap score` baseline. With --state (of `ragsnap prepare`) the prepared "
+        "service is verified before and after the lookups under the state's lock; a "
+        "verification failure makes the run invalid (exit 1), a held lock or a too small "
+        "--max-requests exits 2 before any request.",
     )
     _add_cases(live)
     live.add_argument(
@@ -606,6 +609,28 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         metavar="N",
         help="requests in flight (default: http.concurrency, else 4)",
+    )
+    live.add_argument(
+        "--state",
+        type=Path,
+        metavar="FILE",
+        help="the state file `ragsnap prepare` wrote: hold its lock for the run and verify "
+        "the service against it (ids, revisions, embedding identities, no duplicates or "
+        "stray records, a complete list) before and after the lookups (default: no "
+        "verification)",
+    )
+    live.add_argument(
+        "--repeat-check",
+        action="store_true",
+        help="send each case's search twice and fail the run when the two answers' evidence "
+        "ids differ (default: once)",
+    )
+    live.add_argument(
+        "--max-requests",
+        type=_positive_int,
+        metavar="N",
+        help="send at most N requests (verification lists and searches); a run that needs "
+        "more exits 2 before sending any (default: no limit)",
     )
     _add_allow_outside(live)
     _add_privacy(live)

@@ -7,7 +7,9 @@ a temporary folder and seeded; then ``score``, ``score --compare-to`` with the P
 comment and JUnit XML (against the committed full baseline and against a fixture
 set with a regressed case), ``diff`` (of full reports, and of two privacy
 reports), ``trial`` (lexical and alias, with a trial diff) and ``live-check``
-against a real ``ragsnap serve`` on loopback. The needles are every seed
+against a real ``ragsnap serve`` on loopback, once more with ``--state`` after
+``ragsnap prepare`` and a document changed on the service (an invalid run whose
+verification failures name documents). The needles are every seed
 document's title, breadcrumb, source file path and name and source name, each
 chunk's first 40 characters, every query, expected keyword and breadcrumb, the
 kbScope, the input file paths, the service URL and the embedder's model name and
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from conftest import REPO, Served, copy_example, run_cli
 from ragsnap.io.schema import validate
@@ -102,6 +105,19 @@ def _every_report(root: Path, out: str, base_url: str, privacy: tuple[str, ...])
     cases = [arg for case_id in LIVE_CASES for arg in ("--case", case_id)]
     _run(root, "live-check", *privacy, "--base-url", base_url, *cases,
          "--json-report", path("live.json"), "--markdown-report", path("live.md"))  # fmt: skip
+    # a prepared service, changed behind the state's back: an invalid run with failures
+    (root / f"{out}-state").mkdir(mode=0o700)
+    state = f"{out}-state/s.json"
+    _run(root, "prepare", "--state", state, "--base-url", base_url, codes=(0,))
+    edited = sorted((root / "seed-docs").glob("*.md"))[0]
+    requests.post(
+        f"{base_url}/api/documents",
+        json={"name": edited.name, "content": edited.read_text(encoding="utf-8") + "\nEdited.\n"},
+        timeout=60,
+    ).raise_for_status()
+    _run(root, "live-check", *privacy, "--base-url", base_url, *cases, "--state", state,
+         "--repeat-check", "--json-report", path("live-state.json"),
+         "--markdown-report", path("live-state.md"), codes=(1,))  # fmt: skip
     _run(root, "diff", *privacy, path("trial.json"), path("trial-dev.json"),
          "--diff-json-report", path("trial-diff2.json"),
          "--diff-markdown-report", path("trial-diff2.md"))  # fmt: skip
@@ -132,6 +148,7 @@ def _needles(root: Path, base_url: str) -> dict[str, str]:
             found[case["knownFailure"][:40]] = "knownFailure text"
     found["rag-eval"] = "kbScope"
     found["golden-cases.json"] = "input path"
+    found["-state/s.json"] = "input path"
     found["aliases.yaml"] = "input path"
     found[base_url] = "endpoint URL"
     found["127.0.0.1"] = "endpoint host"
@@ -176,7 +193,7 @@ def test_privacy_reports_hold_no_private_string(project: tuple[Path, str]) -> No
     root, base_url = project
     folder = _every_report(root, "private", base_url, ("--privacy",))
     names = sorted(p.name for p in folder.rglob("*") if p.is_file())
-    assert len(names) == 34, names  # every report of every command above was written
+    assert len(names) == 36, names  # every report of every command above was written
     needles = _needles(root, base_url)
     assert len(needles) > 150
     assert _hits(folder, needles, _sources(root)) == []
@@ -190,6 +207,7 @@ def test_privacy_reports_hold_no_private_string(project: tuple[Path, str]) -> No
         ("diff2.json", "private-diff-report"),
         ("trial.json", "private-trial-report"),
         ("live.json", "private-live-report"),
+        ("live-state.json", "private-live-report"),
     ):
         data: Any = json.loads((folder / name).read_text(encoding="utf-8"))
         assert data["privacy"] is True, name
@@ -221,6 +239,11 @@ def test_privacy_reports_hold_no_private_string(project: tuple[Path, str]) -> No
     live = json.loads((folder / "live.json").read_text(encoding="utf-8"))
     assert sorted(c["caseId"] for c in live["cases"]) == sorted(LIVE_CASES)
     assert live["summary"]["passed"] == 1 and live["summary"]["knownFailures"] == 1
+    verified = json.loads((folder / "live-state.json").read_text(encoding="utf-8"))
+    assert verified["summary"]["verdict"] == "invalid"
+    assert verified["service"]["failuresByKind"] == {"changed-revision": 2}
+    assert verified["service"]["repeatCheck"] == {"cases": len(LIVE_CASES), "unstable": 0}
+    assert all(f["documentId"] and f["sourceSha256"] for f in verified["service"]["failures"])
 
 
 def test_full_reports_hold_the_strings_the_scan_looks_for(project: tuple[Path, str]) -> None:

@@ -9,16 +9,24 @@ rest run ``--concurrency`` at a time. Both reports are written only after
 every request succeeded. ``--privacy`` writes their privacy views
 (``ragsnap.live.privacy``): ids, hashes and counts, never a query, source,
 URL or endpoint.
+
+``--state STATE`` (of ``ragsnap prepare``) verifies the prepared service before
+and after the lookups under the state's lock, ``--repeat-check`` sends each
+search twice and compares the answers, ``--max-requests`` caps the requests of
+the run (``ragsnap.live.verification`` is the spec).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..config import Config, load_config
-from ..errors import BackendError, ServiceUnreachable
+from ..errors import BackendError, ServiceUnreachable, UsageError
 from ..io.httpclient import read_token
 from ..io.inputs import load_cases
 from ..io.jsonio import check_outputs, write_outputs
@@ -31,6 +39,13 @@ from ..live.livecheck import (
     public_url,
     raw_fields,
     render_live_markdown,
+)
+from ..live.verification import (
+    RequestBudget,
+    ServiceVerifier,
+    check_budget,
+    repeat_failures,
+    service_section,
 )
 from ..models import GoldenCase
 from . import run_each, select_cases, utc_now
@@ -48,6 +63,27 @@ def _origin(args: argparse.Namespace, config: Config) -> str:
     return "the default base URL"
 
 
+@contextlib.contextmanager
+def _state_locked(
+    args: argparse.Namespace, budget: RequestBudget
+) -> Iterator[ServiceVerifier | None]:
+    """The verifier of ``--state``, its lock held for the ``with`` block (None without)."""
+    if args.state is None:
+        yield None
+        return
+    from ..io.locks import writer_lock
+    from ..live.preparation import load_state
+
+    with writer_lock(args.state, "ragsnap live-check"):
+        if not args.state.exists():
+            raise UsageError(
+                f"{args.state}: no state to verify; run `ragsnap prepare --state {args.state}` "
+                "first, or leave out --state"
+            )
+        state = load_state(args.state, "pass the state file `ragsnap prepare` wrote")
+        yield ServiceVerifier(args.state, state, budget)
+
+
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     case_set = load_cases(args.cases)
@@ -56,12 +92,35 @@ def run(args: argparse.Namespace) -> int:
     markdown_path: Path = args.markdown_report
     check_outputs(
         [json_path, markdown_path],
-        inputs=[args.cases, args.config, args.token_file],
+        inputs=[args.cases, args.config, args.token_file, args.state],
         allow_outside=args.allow_outside,
     )
     token = read_token(args.token_file, args.token_env)
+    if args.state is not None:
+        from ..live.preparation import check_state_path
+
+        check_state_path(args.state)  # before the lock is taken or anything is sent
+    check_budget(args.max_requests, len(cases), args.repeat_check, args.state is not None)
+    budget = RequestBudget(args.max_requests)
+    with _state_locked(args, budget) as verifier:
+        return _check(args, config, case_set.sha256, cases, token, budget, verifier)
+
+
+def _check(
+    args: argparse.Namespace,
+    config: Config,
+    cases_sha256: str,
+    cases: list[GoldenCase],
+    token: str | None,
+    budget: RequestBudget,
+    verifier: ServiceVerifier | None,
+) -> int:
+    json_path: Path = args.json_report
+    markdown_path: Path = args.markdown_report
+    sectioned = verifier is not None or args.repeat_check or args.max_requests is not None
     checked_at = utc_now()
     started = time.perf_counter()
+    repeats: dict[str, tuple[Any, ...]] = {}
 
     with HttpService(config.http, base_url=args.base_url, token=token) as service:
         url = public_url(service.base_url)
@@ -69,11 +128,17 @@ def run(args: argparse.Namespace) -> int:
         concurrency = args.concurrency or config.http.concurrency
         progress = Progress(len(cases), "live-check", "cases")
 
+        def search(query: str, top_k: int, kb_scope: str | None) -> tuple[Any, list[Any]]:
+            budget.spend("lookup")
+            return service.similar(query, top_k=top_k, kb_scope=kb_scope)
+
         def ask(case: GoldenCase) -> LiveAnswer:
             kb_scope = args.kb_scope if args.kb_scope is not None else case.kb_scope
             top_k = args.top_k or case.top_k
             try:
-                raw, items = service.similar(case.query, top_k=top_k, kb_scope=kb_scope)
+                raw, items = search(case.query, top_k, kb_scope)
+                if args.repeat_check:
+                    repeats[case.id] = tuple(search(case.query, top_k, kb_scope)[1])
             except ServiceUnreachable as exc:
                 raise ServiceUnreachable(
                     f"the service at {url} (from {_origin(args, config)}) did not answer "
@@ -86,18 +151,43 @@ def run(args: argparse.Namespace) -> int:
             fields = raw_fields(raw, service.mapping.similar_results)
             return LiveAnswer(kb_scope, top_k, tuple(items), fields)
 
+        if verifier is not None:
+            verifier.verify(service, "before")
         answers = run_each(ask, cases, concurrency, progress)
+        if verifier is not None:
+            verifier.verify(service, "after")
     elapsed = time.perf_counter() - started
 
+    section = None
+    if sectioned:
+        unstable = (
+            repeat_failures(
+                [c.id for c in cases], [a.items for a in answers], [repeats[c.id] for c in cases]
+            )
+            if args.repeat_check
+            else None
+        )
+        if verifier is not None:
+            section = verifier.section(unstable, len(cases))
+        else:
+            section = service_section(
+                state=None,
+                before=None,
+                after=None,
+                failures=unstable or [],
+                repeat=None if unstable is None else (len(cases), len(unstable)),
+                budget=budget,
+            )
     report = build_live_report(
         cases,
         answers,
         base_url=url,
         endpoint=endpoint,
         cases_file=str(args.cases),
-        cases_sha256=case_set.sha256,
+        cases_sha256=cases_sha256,
         checked_at=checked_at,
         overrides={"kbScope": args.kb_scope, "topK": args.top_k},
+        service=section,
     )
     if args.privacy:
         from ..io.schema import validate
@@ -125,5 +215,36 @@ def run(args: argparse.Namespace) -> int:
             f"live-check: every case returned no results: the index behind {url} looks "
             "empty; reindex the knowledge base (or check the cases' kbScope, --kb-scope)"
         )
+    verification = report.get("service")
+    if verification is not None:
+        _print_service(verification)
     print(f"wrote {json_path} and {markdown_path}")
-    return 1 if s["verdict"] == "fail" else 0
+    return 0 if s["verdict"] == "pass" else 1
+
+
+def _print_service(service: dict[str, Any]) -> None:
+    c = service["counters"]
+    phases = [
+        f"{name} {'passed' if result['passed'] else 'FAILED'}"
+        for name in ("before", "after")
+        if (result := service[name]) is not None
+    ]
+    if service["repeatCheck"] is not None:
+        phases.append(f"repeat check {service['repeatCheck']['unstable']} unstable")
+    verdict = "INVALID" if service["verdict"] == "invalid" else "valid"
+    print(
+        f"live-check: service verification {verdict}: {', '.join(phases) or 'no checks'}; "
+        f"{c['requests']} request(s) ({c['verificationRequests']} verification, "
+        f"{c['lookups']} lookup(s))"
+    )
+    failures = service["failures"]
+    for f in failures[:LISTED]:  # a privacy view has no messages: ids instead
+        what = f.get("message") or f["caseId"] or f["documentId"] or ""
+        print(f"  {f['phase']} {f['kind']}: {what}")
+    if len(failures) > LISTED:
+        print(f"  ... and {len(failures) - LISTED} more")
+    if failures:
+        print(
+            "live-check: the run is invalid (the service changed or answered unstably); the "
+            "case results do not count. Re-prepare or fix the service, then run it again"
+        )

@@ -23,6 +23,13 @@ counted in ``summary.knownFailures``) but does not fail the check, as in
 results at all: an empty index, typically a reindex that dropped the vectors.
 It fails the check by itself, even when no case was checkable.
 
+With ``--state``, ``--repeat-check`` or ``--max-requests`` the report has a
+``service`` section (``ragsnap.live.verification``): the verification of the
+prepared service before and after the lookups, the repeat check and the
+request counters. A failure there makes ``summary.verdict`` ``invalid`` (the
+case counts stay as they are) and is the first thing the Markdown shows.
+Without those options the report has no such key.
+
 The report is privacy-safe and small: result texts are left out (only their
 length, ``textChars``), other strings are cut to ``MAX_CHARS``, and of the raw
 answer only the sorted field names are kept. No token is ever passed in.
@@ -37,6 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..io.markdown import markdown_table
 from ..models import GoldenCase
+from .verification import render_service_markdown
 
 __all__ = [
     "LIVE_REPORT_KIND",
@@ -195,17 +203,20 @@ def build_live_report(
     cases_sha256: str,
     checked_at: str,
     overrides: Mapping[str, Any],
+    service: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON live-check report of ``cases`` and their ``answers``, in the same order.
 
     ``endpoint`` is e.g. ``GET /api/search/similar``; ``overrides`` records
     ``--kb-scope`` and ``--top-k`` (None when not given); ``checked_at`` is an
-    ISO 8601 UTC time.
+    ISO 8601 UTC time; ``service`` is the ``service`` section
+    (``ragsnap.live.verification``), left out when None.
     """
     if len(cases) != len(answers):
         raise ValueError(f"{len(cases)} cases but {len(answers)} answers")
     entries = [check_case(case, answer) for case, answer in zip(cases, answers, strict=True)]
-    return {
+    summary = _summary(entries)
+    report = {
         "schemaVersion": LIVE_REPORT_SCHEMA_VERSION,
         "kind": LIVE_REPORT_KIND,
         "checkedAt": checked_at,
@@ -213,9 +224,24 @@ def build_live_report(
         "endpoint": endpoint,
         "inputs": {"cases": cases_file, "casesSha256": cases_sha256},
         "overrides": dict(overrides),
-        "summary": _summary(entries),
+        "summary": summary,
         "cases": entries,
     }
+    if service is not None:
+        report["service"] = dict(service)
+        if service["verdict"] == "invalid":
+            summary["verdict"] = "invalid"
+    return report
+
+
+def _service_first(report: Mapping[str, Any], private: bool) -> tuple[list[str], list[str]]:
+    """The service section's lines: (before the case summary, after it). An invalid
+    run shows its failures first; a valid one after the summary."""
+    service = report.get("service")
+    if service is None:
+        return [], []
+    lines = ["", *render_service_markdown(service, private)]
+    return (lines, []) if service["verdict"] == "invalid" else ([], lines)
 
 
 def _score(value: Any) -> Any:
@@ -239,8 +265,10 @@ def _render_private(report: Mapping[str, Any]) -> str:
         for c in report["cases"]
     ]
     inputs = report["inputs"]
+    first, after = _service_first(report, True)
     lines = [
         "# ragsnap live check",
+        *first,
         "",
         f"**{s['verdict'].upper()}: {s['passed']} of {checked} checked case(s) passed**; "
         f"{s['skipped']} skipped, {s['knownFailures']} known failure(s), {s['empty']} of "
@@ -250,6 +278,7 @@ def _render_private(report: Mapping[str, Any]) -> str:
             if s["allEmpty"]
             else []
         ),
+        *after,
         "",
         "## Cases",
         "",
@@ -272,8 +301,10 @@ def render_live_markdown(report: Mapping[str, Any]) -> str:
         return _render_private(report)
     s = report["summary"]
     checked = s["passed"] + s["failed"]
+    first, after = _service_first(report, False)
     lines = [
         "# ragsnap live check",
+        *first,
         "",
         f"**{s['verdict'].upper()}: {s['passed']} of {checked} checked case(s) passed** "
         f"against `{report['baseUrl']}` ({report['endpoint']}); {s['skipped']} skipped, "
@@ -289,6 +320,7 @@ def render_live_markdown(report: Mapping[str, Any]) -> str:
     overrides = {k: v for k, v in report["overrides"].items() if v is not None}
     if overrides:
         lines += ["", "Overrides: " + ", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))]
+    lines += after
     failed = [c for c in report["cases"] if c["status"] == "fail" and not is_known_failure(c)]
     lines += ["", f"## Failed cases ({len(failed)})", ""]
     if failed:

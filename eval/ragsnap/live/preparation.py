@@ -40,6 +40,9 @@ Steps, in order:
 
 ``verify_only`` runs steps 1, 2 and 5 only: a check of a prepared service
 (before and after a trial on it, say) that records its verdict in the state.
+Step 5 is ``verify_records``, a pure function whose ``Finding`` s carry a kind
+(``FINDING_KINDS``); ``ragsnap live-check --state`` runs it before and after
+its lookups under the same lock (``ragsnap.live.verification``).
 
 ``max_requests`` bounds the requests of one run: at the ceiling the state is
 checkpointed and ``BudgetExhausted`` says to run the command again. The
@@ -71,12 +74,16 @@ from ..kb.corpus import SeedDocument, markdown_of
 
 __all__ = [
     "CHECKPOINT_EVERY",
+    "FINDING_KINDS",
     "STATE_FORMAT",
     "Counters",
+    "Finding",
     "PrepareResult",
     "check_state_path",
     "idempotency_key",
+    "load_state",
     "prepare",
+    "verify_records",
     "verify_state",
 ]
 
@@ -149,9 +156,11 @@ def check_state_path(state: Path) -> None:
         raise UsageError(f"{state}: is not a file; pass a file path as --state")
 
 
-def _load(path: Path) -> dict[str, Any]:
-    """The saved state, checked enough to be trusted by the steps above."""
-    fix = "pass another --state, or --reset-state to start over"
+def load_state(
+    path: Path, fix: str = "pass another --state, or --reset-state to start over"
+) -> dict[str, Any]:
+    """The saved state, checked enough to be trusted by the steps above; ``fix`` ends
+    the message of a state that is not one."""
     data = read_json(path, fix)
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         raise InputError(path, f"is not a prepare state ({STATE_FORMAT})", fix, "/format")
@@ -179,62 +188,138 @@ def _new_state(service: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One verification failure: its ``kind`` (``FINDING_KINDS``), the message, and
+    the document it is about (source and server id, when known)."""
+
+    kind: str
+    message: str
+    source: str | None = None
+    document_id: str | None = None
+
+
+#: what a verification failure can be, in the order they are checked
+FINDING_KINDS = (
+    "no-source",
+    "partial-list",
+    "duplicate",
+    "duplicate-id",
+    "missing",
+    "changed-revision",
+    "changed-embedding",
+    "unexpected",
+)
+
+
+def verify_records(
+    documents: dict[str, dict[str, Any]],
+    listed: Sequence[dict[str, Any]],
+    complete: bool | None,
+    scopes: set[str],
+) -> tuple[list[Finding], int]:
+    """Compare a state's ``documents`` with the service's list (pure): the failures,
+    and how many state documents were found as recorded."""
+    failures: list[Finding] = []
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    by_id: dict[str, list[str]] = {}
+    for record in listed:
+        source = record.get("source")
+        if not isinstance(source, str):
+            rid = None if record.get("id") is None else str(record["id"])
+            message = f"a listed record has no source: {record}"
+            failures.append(Finding("no-source", message, None, rid))
+            continue
+        by_source.setdefault(source, []).append(record)
+        if record.get("id") is not None:
+            by_id.setdefault(str(record["id"]), []).append(source)
+    if complete is False:
+        failures.append(
+            Finding(
+                "partial-list", "partial list: the service says its document list is incomplete"
+            )
+        )
+    for source, records in sorted(by_source.items()):
+        if len(records) > 1:
+            ids = ", ".join(str(r.get("id")) for r in records)
+            failures.append(
+                Finding(
+                    "duplicate",
+                    f"duplicate: {len(records)} records for source {source} (ids {ids}); the "
+                    "service does not honour idempotency keys",
+                    source,
+                )
+            )
+    for server_id, sources in sorted(by_id.items()):
+        if len(sources) > 1:
+            failures.append(
+                Finding(
+                    "duplicate-id",
+                    f"duplicate id {server_id} for sources {', '.join(sources)}",
+                    None,
+                    server_id,
+                )
+            )
+    verified = 0
+    for source, saved in sorted(documents.items()):
+        have = by_source.get(source, [])
+        match = [r for r in have if str(r.get("id")) == saved["id"]]
+        if not match:
+            failures.append(
+                Finding(
+                    "missing",
+                    f"missing: {source} (id {saved['id']}) is not on the service",
+                    source,
+                    saved["id"],
+                )
+            )
+            continue
+        record = match[0]
+        if record.get("revision") != saved["revision"]:
+            failures.append(
+                Finding(
+                    "changed-revision",
+                    f"changed revision: {source} is at {record.get('revision')}, the state "
+                    f"recorded {saved['revision']}",
+                    source,
+                    saved["id"],
+                )
+            )
+        elif record.get("embedding") != saved.get("embedding"):
+            failures.append(
+                Finding(
+                    "changed-embedding",
+                    f"changed embedding: {source} is embedded by {record.get('embedding')}, "
+                    f"the state recorded {saved.get('embedding')}",
+                    source,
+                    saved["id"],
+                )
+            )
+        else:
+            verified += 1
+    for source, records in sorted(by_source.items()):
+        if source not in documents and any(r.get("kbScope") in scopes for r in records):
+            rid = records[0].get("id")
+            failures.append(
+                Finding(
+                    "unexpected",
+                    f"unexpected: {source} is in kb_scope {records[0]['kbScope']}",
+                    source,
+                    None if rid is None else str(rid),
+                )
+            )
+    return failures, verified
+
+
 def verify_state(
     state: dict[str, Any],
     listed: Sequence[dict[str, Any]],
     complete: bool | None,
     scopes: set[str],
 ) -> tuple[list[str], int]:
-    """Compare the state's documents with the service's list (pure): the failures,
-    and how many state documents were found as recorded."""
-    failures: list[str] = []
-    by_source: dict[str, list[dict[str, Any]]] = {}
-    by_id: dict[str, list[str]] = {}
-    for record in listed:
-        source = record.get("source")
-        if not isinstance(source, str):
-            failures.append(f"a listed record has no source: {record}")
-            continue
-        by_source.setdefault(source, []).append(record)
-        if record.get("id") is not None:
-            by_id.setdefault(str(record["id"]), []).append(source)
-    if complete is False:
-        failures.append("partial list: the service says its document list is incomplete")
-    for source, records in sorted(by_source.items()):
-        if len(records) > 1:
-            ids = ", ".join(str(r.get("id")) for r in records)
-            failures.append(
-                f"duplicate: {len(records)} records for source {source} (ids {ids}); the "
-                "service does not honour idempotency keys"
-            )
-    for server_id, sources in sorted(by_id.items()):
-        if len(sources) > 1:
-            failures.append(f"duplicate id {server_id} for sources {', '.join(sources)}")
-    docs: dict[str, dict[str, Any]] = state["documents"]
-    verified = 0
-    for source, saved in sorted(docs.items()):
-        have = by_source.get(source, [])
-        match = [r for r in have if str(r.get("id")) == saved["id"]]
-        if not match:
-            failures.append(f"missing: {source} (id {saved['id']}) is not on the service")
-            continue
-        record = match[0]
-        if record.get("revision") != saved["revision"]:
-            failures.append(
-                f"changed revision: {source} is at {record.get('revision')}, the state "
-                f"recorded {saved['revision']}"
-            )
-        elif record.get("embedding") != saved.get("embedding"):
-            failures.append(
-                f"changed embedding: {source} is embedded by {record.get('embedding')}, the "
-                f"state recorded {saved.get('embedding')}"
-            )
-        else:
-            verified += 1
-    for source, records in sorted(by_source.items()):
-        if source not in docs and any(r.get("kbScope") in scopes for r in records):
-            failures.append(f"unexpected: {source} is in kb_scope {records[0]['kbScope']}")
-    return failures, verified
+    """``verify_records`` of the state's documents, the failures as messages."""
+    failures, verified = verify_records(state["documents"], listed, complete, scopes)
+    return [f.message for f in failures], verified
 
 
 class _Run:
@@ -420,7 +505,7 @@ def prepare(
             raise UsageError(
                 f"{path}: no state to verify; run `ragsnap prepare --state {path}` first"
             )
-        state = _new_state(service.base_url) if reset or not path.exists() else _load(path)
+        state = _new_state(service.base_url) if reset or not path.exists() else load_state(path)
         _match_corpus(path, state, docs)
         state["service"] = service.base_url
         run = _Run(service, path, docs, state, max_requests)

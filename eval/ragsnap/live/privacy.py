@@ -14,7 +14,10 @@ ids, statuses, counts, ranks, the summary and the check's time, and replaces:
   top results (sources, titles, breadcrumbs, scores) and raw field names by
   the counts ``expectedTargets`` and ``matchedTargets``, ``knownFailure`` by a
   boolean and ``reason`` by an id-based one (``no expected target in the top
-  5 (5 result(s))``).
+  5 (5 result(s))``);
+* the ``service`` section (``live-check --state``), when there is one, by
+  ``ragsnap.live.verification.private_service``: counts, phases, kinds, server
+  document ids, case ids and source-name hashes; no message, source or path.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..scoring.privacy import is_private, sha256_json
+from .verification import private_service
 
 __all__ = ["private_live", "private_reason"]
 
@@ -59,7 +63,7 @@ def private_live(report: Mapping[str, Any]) -> dict[str, Any]:
     if is_private(report):
         return dict(report)
     cases_sha256 = report["inputs"]["casesSha256"]
-    return {
+    view = {
         "schemaVersion": report["schemaVersion"],
         "kind": report["kind"],
         "privacy": True,
@@ -82,3 +86,6 @@ def private_live(report: Mapping[str, Any]) -> dict[str, Any]:
         "summary": report["summary"],
         "cases": [_case(c) for c in report["cases"]],
     }
+    if "service" in report:
+        view["service"] = private_service(report["service"])
+    return view
