@@ -594,6 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="results asked for and checked per case (default: each case's topK)",
     )
     _add_reports(live, DEFAULT_LIVE_JSON, DEFAULT_LIVE_MARKDOWN)
+    _add_html(live)
     live.add_argument(
         "--config",
         type=Path,
@@ -696,6 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not compare the passes (default: every pass must give the same results)",
     )
     _add_reports(trial, DEFAULT_TRIAL_JSON, DEFAULT_TRIAL_MARKDOWN)
+    _add_html(trial)
     trial.add_argument(
         "--compare-to",
         type=Path,
@@ -856,7 +858,8 @@ def _add_review(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FORMAT=FILE",
         help="also write FORMAT to FILE; formats: github (a pull-request comment, always "
-        "under 60,000 characters), junit (JUnit XML, one test per case); repeatable",
+        "under 60,000 characters), junit (JUnit XML, one test per case), html (one "
+        "self-contained page with charts); repeatable",
     )
     parser.add_argument(
         "--junit-xml",
@@ -864,12 +867,24 @@ def _add_review(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write a JUnit XML file (the same as --report junit=FILE)",
     )
+    _add_html(parser, "the same as --report html=FILE")
     parser.add_argument(
         "--require-significance",
         action="store_true",
         help="an aggregate drop fails only when the paired test finds it significant "
         "(p < diff.significance.alpha); case regressions always fail (default: "
         "diff.significance.require in ragsnap.yaml, else off)",
+    )
+
+
+def _add_html(parser: argparse.ArgumentParser, more: str = "") -> None:
+    parser.add_argument(
+        "--html-report",
+        type=Path,
+        metavar="FILE",
+        help="also write one self-contained HTML page (charts, the case table; no network)"
+        + (f"; {more}" if more else "")
+        + " (default: none)",
     )
 
 

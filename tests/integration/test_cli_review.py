@@ -52,8 +52,8 @@ def test_pr_comment_and_junit_from_the_pr_check(tmp_path: Path) -> None:
 
 def test_unknown_format_and_trial_reports_are_usage_errors(tmp_path: Path) -> None:
     root = example(tmp_path)
-    run = run_cli("score", "--report", "html=x.html", cwd=root)
-    assert run.code == 2 and "no report format 'html'; use one of github, junit" in run.err
+    run = run_cli("score", "--report", "pdf=x.pdf", cwd=root)
+    assert run.code == 2 and "no report format 'pdf'; use one of github, html, junit" in run.err
     run = run_cli("score", "--report", "github", cwd=root)
     assert run.code == 2 and "is not NAME=FILE" in run.err
     run = run_cli("score", "--report", "github=a.md", "--junit-xml", "a.md", cwd=root)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from ..config import Config, load_config
 from ..errors import BackendError, ServiceUnreachable
@@ -54,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
     cases = select_cases(list(case_set.cases), args.case, args.cases)
     json_path: Path = args.json_report
     markdown_path: Path = args.markdown_report
+    html_path: Path | None = args.html_report
     check_outputs(
-        [json_path, markdown_path],
+        [json_path, markdown_path, *([html_path] if html_path is not None else [])],
         inputs=[args.cases, args.config, args.token_file],
         allow_outside=args.allow_outside,
     )
@@ -105,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
 
         report = private_live(report)
         validate(report, "private-live-report", json_path, "live-check report")
-    write_outputs({json_path: report, markdown_path: render_live_markdown(report)})
+    outputs: dict[Path, Any] = {json_path: report, markdown_path: render_live_markdown(report)}
+    if html_path is not None:
+        from ..live.html import render_live_html
+
+        outputs[html_path] = render_live_html(report)
+    write_outputs(outputs)
 
     s = report["summary"]
     print(
@@ -125,5 +132,6 @@ def run(args: argparse.Namespace) -> int:
             f"live-check: every case returned no results: the index behind {url} looks "
             "empty; reindex the knowledge base (or check the cases' kbScope, --kb-scope)"
         )
-    print(f"wrote {json_path} and {markdown_path}")
+    names = [path.as_posix() for path in outputs]
+    print(f"wrote {', '.join(names[:-1])} and {names[-1]}")
     return 1 if s["verdict"] == "fail" else 0
