@@ -29,6 +29,7 @@ from .commands import (
     DEFAULT_LIVE_JSON,
     DEFAULT_LIVE_MARKDOWN,
     DEFAULT_MARKDOWN_REPORT,
+    DEFAULT_TREND_MARKDOWN,
     DEFAULT_TRIAL_DIFF_JSON,
     DEFAULT_TRIAL_DIFF_MARKDOWN,
     DEFAULT_TRIAL_JSON,
@@ -171,6 +172,33 @@ def build_parser() -> argparse.ArgumentParser:
     _add_privacy(diff)
     _add_allow_outside(diff)
     diff.set_defaults(handler="diff")
+
+    trend = sub.add_parser(
+        "trend",
+        help="score reports over time: a metric-over-time table and chart",
+        description="Read score reports (or folders of them), order them by the date in "
+        "their file names (YYYY-MM-DD, optionally with a time) when every name has one, "
+        "else in the order given, and write each metric over time as a Markdown table and, "
+        "with --html-report, an HTML chart. Reports that scored other golden cases than the "
+        "one before are marked.",
+    )
+    trend.add_argument(
+        "reports",
+        type=Path,
+        nargs="+",
+        metavar="REPORT",
+        help="JSON score reports, or folders of them (other JSON files there are skipped)",
+    )
+    trend.add_argument(
+        "--markdown-report",
+        type=Path,
+        default=DEFAULT_TREND_MARKDOWN,
+        metavar="FILE",
+        help=f"where to write the Markdown table (default: {DEFAULT_TREND_MARKDOWN})",
+    )
+    _add_html(trend)
+    _add_allow_outside(trend)
+    trend.set_defaults(handler="trend")
 
     check = sub.add_parser(
         "check",
