@@ -123,15 +123,16 @@ _SCRIPT = """
   var info = document.getElementById("case-info");
   var prev = document.getElementById("case-prev");
   var next = document.getElementById("case-next");
-  rows.forEach(function (row) { row.search = row.cells.join(" ").toLowerCase(); });
+  var labels = data.labels;
+  rows.forEach(function (row) { row.search = row.c.join(" ").toLowerCase(); });
   function text(tag, value) {
     var node = document.createElement(tag);
     node.textContent = value;
     return node;
   }
   function fill(row, list) {
-    row.detail.forEach(function (item) {
-      list.appendChild(text("dt", item[0]));
+    row.d.forEach(function (item) {
+      list.appendChild(text("dt", labels[item[0]]));
       var value = document.createElement("dd");
       if (Array.isArray(item[1])) {
         var items = document.createElement("ul");
@@ -145,9 +146,9 @@ _SCRIPT = """
   }
   function build(row) {
     var box = document.createElement("details");
-    box.setAttribute("data-tags", row.tags.join(" "));
+    box.setAttribute("data-tags", row.t.join(" "));
     var head = document.createElement("summary");
-    row.cells.forEach(function (cell) { head.appendChild(text("span", cell)); });
+    row.c.forEach(function (cell) { head.appendChild(text("span", cell)); });
     box.appendChild(head);
     box.addEventListener("toggle", function () {
       if (box.open && box.childNodes.length === 1) {
@@ -171,7 +172,7 @@ _SCRIPT = """
   function apply() {
     var needle = filter.value.trim().toLowerCase(), wanted = status.value;
     shown = rows.filter(function (row) {
-      return (!wanted || row.tags.indexOf(wanted) >= 0) &&
+      return (!wanted || row.t.indexOf(wanted) >= 0) &&
         (!needle || row.search.indexOf(needle) >= 0);
     });
     page = 0;
@@ -216,10 +217,15 @@ class CaseTable:
     ``columns``: header and CSS grid width of each summary cell; each row has one
     text per column (``cells``), the status tags the select filters on, and its
     evidence as (label, text or list of texts) pairs, shown when unfolded.
+
+    In the page's data a row is ``{"c": cells, "t": tags, "d": [[label index,
+    value], ...]}`` and the labels are listed once (``labels``): a 10,000-case
+    table repeats no label text.
     """
 
     columns: Sequence[tuple[str, str]]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
 
     def add(
         self,
@@ -230,10 +236,13 @@ class CaseTable:
         """Add a row; ``None`` cells show as ``-``."""
         self.rows.append(
             {
-                "cells": ["-" if c is None else str(c) for c in cells],
-                "tags": list(tags),
-                "detail": [
-                    [label, value if isinstance(value, str) else [str(v) for v in value]]
+                "c": ["-" if c is None else str(c) for c in cells],
+                "t": list(tags),
+                "d": [
+                    [
+                        self.labels.setdefault(label, len(self.labels)),
+                        value if isinstance(value, str) else [str(v) for v in value],
+                    ]
                     for label, value in detail
                     if value not in ("", [], ())
                 ],
@@ -242,13 +251,13 @@ class CaseTable:
 
     def html(self, statuses: Sequence[str]) -> str:
         """The table's controls, header and (empty) body, and its data block."""
-        present = {tag for row in self.rows for tag in row["tags"]}
+        present = {tag for row in self.rows for tag in row["t"]}
         options = "".join(
             f'<option value="{esc(s)}">{esc(s)}</option>' for s in statuses if s in present
         )
         cols = " ".join(width for _, width in self.columns)
         head = "".join(f"<span>{esc(name)}</span>" for name, _ in self.columns)
-        data = {"pageSize": PAGE_SIZE, "rows": self.rows}
+        data = {"labels": list(self.labels), "pageSize": PAGE_SIZE, "rows": self.rows}
         return (
             '<div class="controls"><input id="case-filter" type="search" '
             'placeholder="filter by id, query, category …" aria-label="filter cases">'

@@ -51,7 +51,7 @@ def test_markup_in_a_query_stays_text() -> None:
     assert page.count("<script") == 2
     assert "<img" not in page and "</script><script>alert" not in page
     rows = case_data(page)["rows"]
-    assert [row["cells"][1] for row in rows] == [EVIL, EVIL]  # the text, intact, as data
+    assert [row["c"][1] for row in rows] == [EVIL, EVIL]  # the text, intact, as data
 
 
 def test_the_policy_allows_only_the_page_script_and_no_network() -> None:
@@ -82,8 +82,8 @@ def test_every_case_is_a_row_and_pages_are_small() -> None:
     data = case_data(render_score_html(many))
     assert data["pageSize"] == PAGE_SIZE
     assert len(data["rows"]) == PAGE_SIZE * 3
-    assert {tag for row in data["rows"] for tag in row["tags"]} == {"pass", "fail"}
-    first = dict(data["rows"][0]["detail"])
+    assert {tag for row in data["rows"] for tag in row["t"]} == {"pass", "fail"}
+    first = {data["labels"][i]: value for i, value in data["rows"][0]["d"]}
     assert first["top sources"] == ["1. x"]
     assert first["reasons"] == ["hit level miss is below the minimum medium"]
 
