@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = score_10k.Settings(score_10k.GENERATOR_VERSION, args.cases, 10, args.seed)
     with work_folder(args.workdir, "ragsnap-html-10k-", args.keep, "Eval set", enter=True):
         score_10k.prepare(settings)
-        code, out, err = score_10k.call_ragsnap(score_10k.ragsnap_argv())
+        code, _, err = score_10k.call_ragsnap(score_10k.ragsnap_argv())
         if code not in (0, 1):
             raise SystemExit(f"ragsnap score failed (exit {code}):\n{err}")
         reports = score_10k.REPORTS_DIR
