@@ -316,7 +316,7 @@ def stacked_bars(
     name: str,
     rows: Sequence[tuple[str, Sequence[int]]],
     segments: Sequence[tuple[str, str]],
-    width: int = 520,
+    width: int = 500,
 ) -> str:
     """Horizontal stacked bars of counts, one per row, scaled to the row's total
     (each bar shows shares); labels left, totals right."""
