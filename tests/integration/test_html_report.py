@@ -9,13 +9,17 @@ screenshot is taken. Skipped without chromium, failed under ``CI=true``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from browser import Chromium, chromium_or_skip
-from conftest import REPO, run_cli
+from browser import Chromium, chromium_or_skip, chromium_path
+from conftest import REPO, Served, run_cli
+
+Serve = Callable[..., Served]
 
 DEGRADED = "db-err-4031-order-repository"
 INJECTED = "k8s-rolling-update-maxsurge"
@@ -124,7 +128,9 @@ def test_the_html_report_draws_in_chromium(tmp_path: Path) -> None:
             " d.open = true; return new Promise((done) => setTimeout("
             "() => done(d.querySelector('dl').textContent), 50)); })()"
         )
-        assert "unrelated-doc" in evidence and "firstExpectedRank: 1 → None" in evidence
+        assert (
+            "unrelated-doc" in evidence and "firstExpectedRank: 1 → none (regression)" in evidence
+        )
         assert "mysql-connection-pool" in evidence  # the baseline's top sources
         browser.evaluate(
             "(() => { const f = document.getElementById('case-filter'); f.value = '';"
@@ -166,3 +172,43 @@ def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
         assert run.code == 1, run.err
     first = (root / "reports/a.html").read_bytes()
     assert first == (root / "reports/b.html").read_bytes()
+
+
+def test_live_check_writes_its_page(tmp_path: Path, serve: Serve) -> None:
+    run = run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(REPO / "seed-docs"), cwd=tmp_path)
+    assert run.code == 0, run.out + run.err
+    server = serve("--kb", "kb.sqlite", cwd=tmp_path)
+    cases = str(REPO / "cases/golden-cases.json")
+    args = ("--base-url", server.base_url, "--cases", cases, "--allow-outside")
+    run = run_cli("live-check", *args, "--html-report", "reports/live.html", cwd=tmp_path)
+    assert run.code in (0, 1), run.out + run.err
+    assert run.out.splitlines()[-1].endswith(", reports/live-post-reindex.md and reports/live.html")
+    text = (tmp_path / "reports/live.html").read_text(encoding="utf-8")
+    report = json.loads((tmp_path / "reports/live-post-reindex.json").read_text(encoding="utf-8"))
+    assert all(f'"{case["caseId"]}"' in text for case in report["cases"])
+    executable = chromium_path()
+    if executable is None:
+        return
+    with Chromium(executable) as browser:
+        browser.load(tmp_path / "reports/live.html")
+        rows = browser.evaluate("document.querySelectorAll('#case-rows details').length")
+        bars = browser.evaluate("document.querySelectorAll('rect.bar').length")
+        assert browser.errors() == [], browser.errors()
+    assert rows == len(report["cases"])
+    s = report["summary"]
+    parts = [s["passed"], s["failed"] - s["knownFailures"], s["knownFailures"], s["skipped"]]
+    assert bars == sum(1 for n in parts if n > 0)
+
+
+def test_a_trial_diff_writes_the_trial_page(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "trial_privacy", REPO / "tests/unit/trial/test_trial_privacy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "t.json").write_text(json.dumps(module.trial_report()), encoding="utf-8")
+    run = run_cli("diff", "t.json", "t.json", "--html-report", "t.html", cwd=tmp_path)
+    assert run.code == 0, run.out + run.err
+    text = (tmp_path / "t.html").read_text(encoding="utf-8")
+    assert "no regressions against t.json" in text and 'data-chart="latency"' in text

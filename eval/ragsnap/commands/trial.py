@@ -609,5 +609,7 @@ def _summary(
             args.diff_json_report or DEFAULT_TRIAL_DIFF_JSON,
             args.diff_markdown_report or DEFAULT_TRIAL_DIFF_MARKDOWN,
         ]
+    if args.html_report is not None:
+        reports.append(args.html_report)
     lines.append("Reports: " + ", ".join(p.as_posix() for p in reports))
     return "\n".join(lines)

@@ -665,10 +665,21 @@ def _metrics_text(metrics: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items()) if v is not None)
 
 
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "[]"
+    return str(value)
+
+
 def _change_text(change: Mapping[str, Any]) -> str:
     if change["baseline"] is None and change["current"] is None:
         return f"{change['field']} changed ({change['status']})"
-    return f"{change['field']}: {change['baseline']} → {change['current']} ({change['status']})"
+    before, after = _value_text(change["baseline"]), _value_text(change["current"])
+    return f"{change['field']}: {before} → {after} ({change['status']})"
 
 
 def _score_table(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> CaseTable:
