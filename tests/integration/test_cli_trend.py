@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+from browser import Chromium, chromium_path
 from conftest import REPO, run_cli
 
 
@@ -48,6 +49,16 @@ def test_trend_of_a_folder_orders_by_the_dates_in_the_names(tmp_path: Path) -> N
     assert 'data-chart="trend"' in page and "2026-10-01 09:30" in page
     series = len(json.loads((REPO / "reports/baseline.json").read_text())["summary"]["metrics"])
     assert page.count('class="line"') == 4 + series + 1  # rates, graded means, misses
+    executable = chromium_path()
+    if executable is not None:  # drawn in a real browser, without a console error
+        with Chromium(executable) as browser:
+            browser.load(tmp_path / "reports/trend.html")
+            drawn = browser.evaluate(
+                "[...document.querySelectorAll('path.line')]"
+                ".filter((p) => p.getBBox().width > 0).length"
+            )
+            assert browser.errors() == [], browser.errors()
+        assert drawn == 4 + series + 1
 
 
 def test_trend_keeps_the_order_given_without_dates_and_refuses_other_files(
