@@ -73,7 +73,18 @@ LEVEL_COLORS = {
     "miss": "#cf222e",
     "no answer": "#8c959f",
 }
-_SERIES_COLORS = ("#0969da", "#bf3989", "#1a7f37", "#bc4c00", "#8250df", "#57606a", "#d4a72c")
+_SERIES_COLORS = (
+    "#0969da",
+    "#bf3989",
+    "#1a7f37",
+    "#bc4c00",
+    "#8250df",
+    "#57606a",
+    "#d4a72c",
+    "#1b7c83",
+    "#cf222e",
+    "#6e7781",
+)
 _STATUS_ORDER = ("regression", "improvement", "changed", "added", "removed")
 #: the case rows shown in the rank-movement plot, worst moves first
 _MAX_MOVES = 200
@@ -108,7 +119,7 @@ padding:4px 6px;cursor:pointer}
 #case-rows dl{margin:4px 12px 10px 28px;display:grid;grid-template-columns:max-content 1fr;
 gap:2px 12px}#case-rows dt{color:#57606a}#case-rows dd{margin:0}
 #case-rows ul{margin:0;padding-left:18px}
-.muted{color:#57606a}footer{margin-top:24px;color:#57606a;font-size:12px}
+.wide{overflow-x:auto}.muted{color:#57606a}footer{margin-top:24px;color:#57606a;font-size:12px}
 """
 
 _SCRIPT = """
@@ -484,7 +495,7 @@ def line_chart(
     top = maximum if maximum is not None else max(values, default=1.0) or 1.0
     left, plot_h, base = 44, 200, 220
     span = max(len(labels) - 1, 1)
-    plot_w = width - left - 20
+    plot_w = width - left - 60
     height = base + 60
 
     def xy(i: int, v: float) -> tuple[str, str]:
@@ -512,13 +523,15 @@ def line_chart(
             )
     for s, (label, vs) in enumerate(series):
         color = _SERIES_COLORS[s % len(_SERIES_COLORS)]
+        dash = ' stroke-dasharray="6 3"' if s >= len(_SERIES_COLORS) else ""
         points = [(i, v) for i, v in enumerate(vs) if v is not None]
         if len(points) > 1:
             d = " ".join(
                 f"{'M' if k == 0 else 'L'}{' '.join(xy(i, v))}" for k, (i, v) in enumerate(points)
             )
             parts.append(
-                f'<path class="line" d="{d}" stroke="{color}" stroke-width="2" fill="none"/>'
+                f'<path class="line" d="{d}" stroke="{color}" stroke-width="2" fill="none"{dash}>'
+                f"<title>{esc(label)}</title></path>"
             )
         for i, v in points:
             x, py = xy(i, v)
@@ -527,11 +540,19 @@ def line_chart(
                 f"{esc(label)} {esc(labels[i])}: {_short_number(v)}</title></circle>"
             )
     parts.append("</svg>")
-    return "".join(parts) + _legend(_series_legend(series))
+    return "".join(parts) + _legend(_series_legend(series, dashed=True))
 
 
-def _series_legend(series: Sequence[tuple[str, Any]]) -> list[tuple[str, str]]:
-    return [(label, _SERIES_COLORS[s % len(_SERIES_COLORS)]) for s, (label, _) in enumerate(series)]
+def _series_legend(
+    series: Sequence[tuple[str, Any]], dashed: bool = False
+) -> list[tuple[str, str]]:
+    """(label, colour) per series; past the palette a line chart's lines are dashed,
+    and the legend says so."""
+    n = len(_SERIES_COLORS)
+    return [
+        (label + (" (dashed)" if dashed and s >= n else ""), _SERIES_COLORS[s % n])
+        for s, (label, _) in enumerate(series)
+    ]
 
 
 def _rank_key(rank: int | None) -> float:

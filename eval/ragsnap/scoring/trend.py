@@ -161,7 +161,8 @@ def render_trend_html(trend: Trend) -> str:
         "<h2>Misses</h2>",
         line_chart("trend-misses", trend.labels, [(n, list(v)) for n, v in misses], maximum=None),
         "<h2>Table</h2>",
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
+        f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+        "</table></div>",
     ]
     if any(trend.cases_changed):
         blocks.append(
