@@ -212,3 +212,4 @@ def test_a_trial_diff_writes_the_trial_page(tmp_path: Path) -> None:
     assert run.code == 0, run.out + run.err
     text = (tmp_path / "t.html").read_text(encoding="utf-8")
     assert "no regressions against t.json" in text and 'data-chart="latency"' in text
+    assert "Against the baseline trial (0 row(s) moved)" in text

@@ -10,6 +10,7 @@ What a page holds, summaries first:
 * the verdict (regressed or not against the baseline; failing cases);
 * hit-level distribution per category and per language: one stacked bar per
   group (strong, medium, weak, miss, and no-answer cases);
+* without a baseline, the overall rates and graded means as bars;
 * with a baseline diff: baseline vs current per metric (paired bars, then a
   table with the delta, the status and the paired test's ``p`` and 95%
   interval where the diff has them), and the rank movement of every case
@@ -85,6 +86,7 @@ _SERIES_COLORS = (
     "#cf222e",
     "#6e7781",
 )
+_RATES = ("passRate", "recallAtK", "strongHitRate", "noAnswerFalsePositiveRate")
 _STATUS_ORDER = ("regression", "improvement", "changed", "added", "removed")
 #: the case rows shown in the rank-movement plot, worst moves first
 _MAX_MOVES = 200
@@ -392,7 +394,8 @@ def paired_bars(
                 f'style="font-size:10px">{value:.3f}</text>'
             )
     parts.append("</svg>")
-    return "".join(parts) + _legend(list(zip(labels, colors, strict=True)))
+    shown = [j for j in (0, 1) if any(values[j] is not None for _, *values in rows)]
+    return "".join(parts) + _legend([(labels[j], colors[j]) for j in shown])
 
 
 def bar_chart(
@@ -829,6 +832,14 @@ def render_score_html(
     ]
     if diff is not None:
         body += _diff_sections(diff)
+    else:
+        means = [
+            (name, None, entry["mean"])
+            for name, entry in summary["metrics"].items()
+            if entry["mean"] is not None
+        ]
+        rates = [(name, None, summary[name]) for name in _RATES if summary[name] is not None]
+        body += ["<h2>Metrics</h2>", paired_bars("metrics", rates + means)]
     statuses = ["fail", "known failure", "pass", *_STATUS_ORDER]
     body.append(f"<h2>Cases ({len(report['cases'])})</h2>")
     table = _score_table(report, diff).html(statuses)

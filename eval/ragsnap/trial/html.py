@@ -3,11 +3,11 @@
 A pure function of the trial report dict, built from the shared pieces of
 ``ragsnap.scoring.html`` (same safety, same determinism). The page shows the
 verdict (gates, determinism, the diff against a baseline trial when there is
-one); per-method bars of every table measure; hit levels per method; latency
-(median and p95 bars, then the full summary); and the case table, one row per
-case with each method's hit level, unfolded to each method's first expected
-rank, failure codes and metrics. A trial report names no query, text or
-source, so its privacy view renders the same way.
+one, and its rows that moved); per-method bars of every table measure; hit
+levels per method; latency (median and p95 bars, then the full summary); and
+the case table, one row per case with each method's hit level, unfolded to
+each method's first expected rank, failure codes and metrics. A trial report
+names no query, text or source, so its privacy view renders the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models import HIT_LEVELS
+from ..scoring.diff import metric_value
 from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, esc, page, stacked_bars
 from ..scoring.report import percent
 from .report import TABLE_MEASURES
@@ -131,6 +132,31 @@ def _latency(report: Mapping[str, Any], names: list[str]) -> list[str]:
     ]
 
 
+def _diff_rows(diff: Mapping[str, Any]) -> list[str]:
+    """The rows of the trial diff that moved, per method, regressions first."""
+    moved = [
+        (name, row)
+        for name, entry in sorted(diff["methods"].items())
+        for row in entry.get("rows", [])
+        if row["status"] != "unchanged"
+    ]
+    moved.sort(key=lambda item: (item[1]["status"] != "regression", item[0]))
+    rows = "".join(
+        f"<tr><td>{esc(name)}</td><td>{esc(row['metric'])}</td>"
+        f'<td class="num">{esc(metric_value(row["metric"], row["baseline"]))}</td>'
+        f'<td class="num">{esc(metric_value(row["metric"], row["current"]))}</td>'
+        f'<td class="{esc(row["status"])}">{esc(row["status"])}</td></tr>'
+        for name, row in moved
+    )
+    head = "".join(f"<th>{h}</th>" for h in ("method", "metric", "baseline", "current", "status"))
+    return [
+        f"<h2>Against the baseline trial ({len(moved)} row(s) moved)</h2>",
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        if moved
+        else '<p class="muted">No measure moved.</p>',
+    ]
+
+
 def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None = None) -> str:
     """The HTML page of a trial report and, when given, its diff against a baseline."""
     names = _methods(report)
@@ -159,6 +185,8 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         stacked_bars("hit-levels-method", level_rows, segments),
         *_latency(report, names),
     ]
+    if diff is not None:
+        body += _diff_rows(diff)
     gates = report["gates"] or []
     if gates:
         rows = "".join(

@@ -79,7 +79,9 @@ def test_same_inputs_same_bytes_and_the_registered_format() -> None:
 
 def test_every_case_is_a_row_and_pages_are_small() -> None:
     many = report({f"c{i:04d}": "mysql-pool" if i % 3 else "x" for i in range(PAGE_SIZE * 3)})
-    data = case_data(render_score_html(many))
+    page = render_score_html(many)
+    assert 'data-chart="metrics"' in page and "baseline" not in page  # current values only
+    data = case_data(page)
     assert data["pageSize"] == PAGE_SIZE
     assert len(data["rows"]) == PAGE_SIZE * 3
     assert {tag for row in data["rows"] for tag in row["t"]} == {"pass", "fail"}
