@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"where to write the Markdown table (default: {DEFAULT_TREND_MARKDOWN})",
     )
-    _add_html(trend)
+    _add_html(trend, what="the metrics over time as a chart and a table")
     _add_allow_outside(trend)
     trend.set_defaults(handler="trend")
 
@@ -905,12 +905,14 @@ def _add_review(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_html(parser: argparse.ArgumentParser, more: str = "") -> None:
+def _add_html(
+    parser: argparse.ArgumentParser, more: str = "", what: str = "charts, the case table"
+) -> None:
     parser.add_argument(
         "--html-report",
         type=Path,
         metavar="FILE",
-        help="also write one self-contained HTML page (charts, the case table; no network)"
+        help=f"also write one self-contained HTML page ({what}; no network)"
         + (f"; {more}" if more else "")
         + " (default: none)",
     )
