@@ -29,6 +29,7 @@ from .commands import (
     DEFAULT_LIVE_JSON,
     DEFAULT_LIVE_MARKDOWN,
     DEFAULT_MARKDOWN_REPORT,
+    DEFAULT_TREND_MARKDOWN,
     DEFAULT_TRIAL_DIFF_JSON,
     DEFAULT_TRIAL_DIFF_MARKDOWN,
     DEFAULT_TRIAL_JSON,
@@ -171,6 +172,33 @@ def build_parser() -> argparse.ArgumentParser:
     _add_privacy(diff)
     _add_allow_outside(diff)
     diff.set_defaults(handler="diff")
+
+    trend = sub.add_parser(
+        "trend",
+        help="score reports over time: a metric-over-time table and chart",
+        description="Read score reports (or folders of them), order them by the date in "
+        "their file names (YYYY-MM-DD, optionally with a time) when every name has one, "
+        "else in the order given, and write each metric over time as a Markdown table and, "
+        "with --html-report, an HTML chart. Reports that scored other golden cases than the "
+        "one before are marked.",
+    )
+    trend.add_argument(
+        "reports",
+        type=Path,
+        nargs="+",
+        metavar="REPORT",
+        help="JSON score reports, or folders of them (other JSON files there are skipped)",
+    )
+    trend.add_argument(
+        "--markdown-report",
+        type=Path,
+        default=DEFAULT_TREND_MARKDOWN,
+        metavar="FILE",
+        help=f"where to write the Markdown table (default: {DEFAULT_TREND_MARKDOWN})",
+    )
+    _add_html(trend, what="the metrics over time as a chart and a table")
+    _add_allow_outside(trend)
+    trend.set_defaults(handler="trend")
 
     check = sub.add_parser(
         "check",
@@ -597,6 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="results asked for and checked per case (default: each case's topK)",
     )
     _add_reports(live, DEFAULT_LIVE_JSON, DEFAULT_LIVE_MARKDOWN)
+    _add_html(live)
     live.add_argument(
         "--config",
         type=Path,
@@ -721,6 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not compare the passes (default: every pass must give the same results)",
     )
     _add_reports(trial, DEFAULT_TRIAL_JSON, DEFAULT_TRIAL_MARKDOWN)
+    _add_html(trial)
     trial.add_argument(
         "--compare-to",
         type=Path,
@@ -881,7 +911,8 @@ def _add_review(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FORMAT=FILE",
         help="also write FORMAT to FILE; formats: github (a pull-request comment, always "
-        "under 60,000 characters), junit (JUnit XML, one test per case); repeatable",
+        "under 60,000 characters), junit (JUnit XML, one test per case), html (one "
+        "self-contained page with charts); repeatable",
     )
     parser.add_argument(
         "--junit-xml",
@@ -889,12 +920,26 @@ def _add_review(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write a JUnit XML file (the same as --report junit=FILE)",
     )
+    _add_html(parser, "the same as --report html=FILE")
     parser.add_argument(
         "--require-significance",
         action="store_true",
         help="an aggregate drop fails only when the paired test finds it significant "
         "(p < diff.significance.alpha); case regressions always fail (default: "
         "diff.significance.require in ragsnap.yaml, else off)",
+    )
+
+
+def _add_html(
+    parser: argparse.ArgumentParser, more: str = "", what: str = "charts, the case table"
+) -> None:
+    parser.add_argument(
+        "--html-report",
+        type=Path,
+        metavar="FILE",
+        help=f"also write one self-contained HTML page ({what}; no network)"
+        + (f"; {more}" if more else "")
+        + " (default: none)",
     )
 
 

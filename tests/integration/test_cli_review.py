@@ -49,15 +49,15 @@ def test_pr_comment_and_junit_from_the_pr_check(tmp_path: Path) -> None:
 
 def test_unknown_format_and_trial_reports_are_usage_errors(tmp_path: Path) -> None:
     root = example(tmp_path)
-    run = run_cli("score", "--report", "html=x.html", cwd=root)
-    assert run.code == 2 and "no report format 'html'; use one of github, junit" in run.err
+    run = run_cli("score", "--report", "pdf=x.pdf", cwd=root)
+    assert run.code == 2 and "no report format 'pdf'; use one of github, html, junit" in run.err
     run = run_cli("score", "--report", "github", cwd=root)
     assert run.code == 2 and "is not NAME=FILE" in run.err
     run = run_cli("score", "--report", "github=a.md", "--junit-xml", "a.md", cwd=root)
     assert run.code == 2 and "a.md is named twice" in run.err
-    run = run_cli(
-        "diff", "reports/trial.json", "reports/trial.json", "--junit-xml", "j.xml", cwd=root
-    )
+    # refused by its kind, before the file is read in full
+    (root / "trial.json").write_text('{"kind": "ragsnap-trial-report"}')
+    run = run_cli("diff", "trial.json", "trial.json", "--junit-xml", "j.xml", cwd=root)
     assert run.code == 2 and "work on score reports" in run.err, run.err
 
 

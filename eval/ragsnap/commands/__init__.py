@@ -31,6 +31,7 @@ DEFAULT_TRIAL_JSON = Path("reports/trial.json")
 DEFAULT_TRIAL_MARKDOWN = Path("reports/trial.md")
 DEFAULT_TRIAL_DIFF_JSON = Path("reports/trial-diff.json")
 DEFAULT_TRIAL_DIFF_MARKDOWN = Path("reports/trial-diff.md")
+DEFAULT_TREND_MARKDOWN = Path("reports/trend.md")
 
 
 def select_cases(

@@ -1,5 +1,5 @@
 """What ``score`` and ``diff`` share for the PR check: diff rules from the config and
-the flags, and the extra report formats (``--report``, ``--junit-xml``)."""
+the flags, and the extra report formats (``--report``, ``--junit-xml``, ``--html-report``)."""
 
 from __future__ import annotations
 
@@ -43,10 +43,13 @@ def extra_outputs(
     diff: Mapping[str, Any] | None,
     full_report: Path,
 ) -> list[tuple[Path, str]]:
-    """(path, text) of every ``--report FORMAT=FILE`` and ``--junit-xml FILE``."""
+    """(path, text) of every ``--report FORMAT=FILE``, ``--junit-xml FILE`` and
+    ``--html-report FILE`` (``--report html=FILE``)."""
     wanted: list[tuple[str, Path]] = list(args.extra_reports)
     if args.junit_xml is not None:
         wanted.append(("junit", args.junit_xml))
+    if getattr(args, "html_report", None) is not None:
+        wanted.append(("html", args.html_report))
     seen: dict[Path, str] = {}
     for name, path in wanted:
         if path in seen:

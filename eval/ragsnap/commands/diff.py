@@ -1,5 +1,7 @@
 """``ragsnap diff BASELINE CURRENT``: diff two existing score reports, or two trial
 reports (per method). The baseline's ``kind`` picks the differ from ``DIFFERS``.
+``--html-report`` writes the current report's HTML page with the diff in it (a score
+report's through ``--report html=FILE``, a trial report's ``ragsnap.trial.html``).
 
 With ``--privacy``, or when either report is a privacy report, every output is a
 privacy view (``ragsnap.scoring.privacy``, ``ragsnap.trial.privacy``)."""
@@ -31,7 +33,7 @@ class Differ:
     lines: Callable[[dict[str, Any], argparse.Namespace], list[str]]
     #: (diff, baseline, current) -> the diff's privacy view
     private: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]
-    #: the current report's privacy view (for --report / --junit-xml)
+    #: the current report's privacy view (for --report / --junit-xml / --html-report)
     private_report: Callable[[dict[str, Any]], dict[str, Any]]
     #: whether --report / --junit-xml formats apply (score reports only)
     extras: bool = True
@@ -88,19 +90,18 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     differ = DIFFERS.get(report_kind(args.baseline) or "", _score_differ)()
-    baseline = differ.load(args.baseline, "baseline")
-    current = differ.load(args.current, "current report")
     if not differ.extras and (args.extra_reports or args.junit_xml or args.require_significance):
         raise UsageError(
             "--report, --junit-xml and --require-significance work on score reports; "
             f"{args.baseline} is a trial report: drop them"
         )
+    baseline = differ.load(args.baseline, "baseline")
+    current = differ.load(args.current, "current report")
     diff = differ.diff(baseline, current, config, args, args.baseline.as_posix())
     if getattr(args, "privacy", False) or differ.is_private(baseline, current):
         # computed on whatever the reports hold, then made private
         diff = differ.private(diff, baseline, current)
-        if differ.extras:
-            current = differ.private_report(current)
+        current = differ.private_report(current)
     outputs: dict[Path, Any] = {
         args.diff_json_report: diff,
         args.diff_markdown_report: differ.markdown(diff),
@@ -109,6 +110,10 @@ def _run(args: argparse.Namespace) -> int:
         from ._review import extra_outputs
 
         outputs.update(extra_outputs(args, current, diff, args.diff_markdown_report))
+    elif args.html_report is not None:  # a trial diff: the current trial's page with it
+        from ..trial.html import render_trial_html
+
+        outputs[args.html_report] = render_trial_html(current, diff)
     check_outputs(
         [*outputs],
         inputs=[args.baseline, args.current, args.config],

@@ -90,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     cases = select_cases(list(case_set.cases), args.case, args.cases)
     json_path: Path = args.json_report
     markdown_path: Path = args.markdown_report
+    html_path: Path | None = args.html_report
     check_outputs(
-        [json_path, markdown_path],
+        [json_path, markdown_path, *([html_path] if html_path is not None else [])],
         inputs=[args.cases, args.config, args.token_file, args.state],
         allow_outside=args.allow_outside,
     )
@@ -117,6 +118,7 @@ def _check(
 ) -> int:
     json_path: Path = args.json_report
     markdown_path: Path = args.markdown_report
+    html_path: Path | None = args.html_report
     sectioned = verifier is not None or args.repeat_check or args.max_requests is not None
     checked_at = utc_now()
     started = time.perf_counter()
@@ -195,7 +197,12 @@ def _check(
 
         report = private_live(report)
         validate(report, "private-live-report", json_path, "live-check report")
-    write_outputs({json_path: report, markdown_path: render_live_markdown(report)})
+    outputs: dict[Path, Any] = {json_path: report, markdown_path: render_live_markdown(report)}
+    if html_path is not None:
+        from ..live.html import render_live_html
+
+        outputs[html_path] = render_live_html(report)
+    write_outputs(outputs)
 
     s = report["summary"]
     print(
@@ -218,7 +225,8 @@ def _check(
     verification = report.get("service")
     if verification is not None:
         _print_service(verification)
-    print(f"wrote {json_path} and {markdown_path}")
+    names = [path.as_posix() for path in outputs]
+    print(f"wrote {', '.join(names[:-1])} and {names[-1]}")
     return 0 if s["verdict"] == "pass" else 1
 
 

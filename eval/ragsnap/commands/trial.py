@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     outputs = [args.json_report, args.markdown_report]
     if baseline is not None:
         outputs += [diff_json, diff_markdown]
+    if args.html_report is not None:
+        outputs.append(args.html_report)
     runs = _run_files(args.runs_dir, names) if args.runs_dir is not None else {}
     if args.write_plan is not None:
         outputs = [args.write_plan]
@@ -293,6 +295,10 @@ def run(args: argparse.Namespace) -> int:
             diff = private_trial_diff(diff)
         written[diff_json] = diff
         written[diff_markdown] = render_trial_diff_markdown(diff)
+    if args.html_report is not None:
+        from ..trial.html import render_trial_html
+
+        written[args.html_report] = render_trial_html(round_floats(report), diff)
     write_outputs(written)
     print(_summary(report, args, gate_rows, diff))
     failed_gates = gate_rows is not None and any(g.ran and not g.passed for g in gate_rows)
@@ -603,5 +609,7 @@ def _summary(
             args.diff_json_report or DEFAULT_TRIAL_DIFF_JSON,
             args.diff_markdown_report or DEFAULT_TRIAL_DIFF_MARKDOWN,
         ]
+    if args.html_report is not None:
+        reports.append(args.html_report)
     lines.append("Reports: " + ", ".join(p.as_posix() for p in reports))
     return "\n".join(lines)

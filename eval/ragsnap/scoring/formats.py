@@ -40,6 +40,12 @@ def _junit(report: Mapping[str, Any], diff: Mapping[str, Any] | None, full: str)
     return render_junit_xml(report, diff)
 
 
+def _html(report: Mapping[str, Any], diff: Mapping[str, Any] | None, full: str) -> str:
+    from .html import render_score_html
+
+    return render_score_html(report, diff, full)
+
+
 REPORT_FORMATS: dict[str, ReportFormat] = {
     "github": ReportFormat(
         "github",
@@ -47,6 +53,11 @@ REPORT_FORMATS: dict[str, ReportFormat] = {
         _github,
     ),
     "junit": ReportFormat("junit", "JUnit XML: one test case per golden case", _junit),
+    "html": ReportFormat(
+        "html",
+        "one self-contained HTML page: verdict, charts, the case table (no network)",
+        _html,
+    ),
 }
 
 

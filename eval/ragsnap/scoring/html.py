@@ -1,0 +1,846 @@
+"""Self-contained HTML reports: one file, inline SVG charts, nothing fetched.
+
+Pure functions from report dicts to the text of one HTML file
+(``--html-report FILE``, or ``--report html=FILE`` for ``score`` and ``diff``).
+The same inputs give the same bytes: no timestamp, no random id, JSON with
+sorted keys, numbers formatted to fixed decimals.
+
+What a page holds, summaries first:
+
+* the verdict (regressed or not against the baseline; failing cases);
+* hit-level distribution per category and per language: one stacked bar per
+  group (strong, medium, weak, miss, and no-answer cases);
+* without a baseline, the overall rates and graded means as bars;
+* with a baseline diff: baseline vs current per metric (paired bars, then a
+  table with the delta, the status and the paired test's ``p`` and 95%
+  interval where the diff has them), and the rank movement of every case
+  whose first expected rank moved (baseline -> current, "none" below the
+  last rank);
+* the case table: a text filter, a status select, pages of ``PAGE_SIZE``
+  rows; each row is a ``<details>`` folded by default, opened to the case's
+  evidence (top sources with their ranks, the reasons, the pipeline fields,
+  the metrics, what changed against the baseline).
+
+Safety and size: every text is escaped (``html.escape``); the case table's
+rows travel as JSON in a ``<script type="application/json">`` block with
+``<``, ``>`` and ``&`` escaped, and are drawn with ``textContent`` only, so a
+query holding ``<script>`` stays text. The Content-Security-Policy allows no
+network at all and only the page's own script (by its SHA-256). Only one page
+of rows is ever in the document, so a 10,000-case report opens at once.
+
+A privacy report (``"privacy": true``) holds no text to show: its page shows
+ids, hit levels, ranks, metrics and id-based reasons only, and hashes for
+inputs.
+
+The building blocks (``page``, ``CaseTable``, the charts) are shared by the
+trial, live-check and trend pages.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import HIT_LEVELS
+from .diff import REGRESSION, delta_text, metric_value, verdict
+from .report import percent
+
+__all__ = [
+    "LEVEL_COLORS",
+    "PAGE_SIZE",
+    "CaseTable",
+    "bar_chart",
+    "esc",
+    "line_chart",
+    "page",
+    "paired_bars",
+    "rank_movement",
+    "render_score_html",
+    "stacked_bars",
+]
+
+#: case-table rows per page
+PAGE_SIZE = 50
+#: hit level (and "no answer") -> colour, best first
+LEVEL_COLORS = {
+    "strong": "#1a7f37",
+    "medium": "#8cc265",
+    "weak": "#d4a72c",
+    "miss": "#cf222e",
+    "no answer": "#8c959f",
+}
+_SERIES_COLORS = (
+    "#0969da",
+    "#bf3989",
+    "#1a7f37",
+    "#bc4c00",
+    "#8250df",
+    "#57606a",
+    "#d4a72c",
+    "#1b7c83",
+    "#cf222e",
+    "#6e7781",
+)
+_RATES = ("passRate", "recallAtK", "strongHitRate", "noAnswerFalsePositiveRate")
+_STATUS_ORDER = ("regression", "improvement", "changed", "added", "removed")
+#: the case rows shown in the rank-movement plot, worst moves first
+_MAX_MOVES = 200
+
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;
+margin:0 auto;max-width:1100px;padding:16px 24px;color:#1f2328;background:#fff}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px;
+border-bottom:1px solid #d0d7de;padding-bottom:4px}
+.verdict{padding:10px 14px;border-radius:6px;font-weight:600;margin:8px 0}
+.verdict.bad{background:#ffebe9;border:1px solid #cf222e}
+.verdict.good{background:#dafbe1;border:1px solid #1a7f37}
+.cards{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}
+.card{border:1px solid #d0d7de;border-radius:6px;padding:6px 12px;min-width:90px}
+.card b{display:block;font-size:18px}.card span{color:#57606a;font-size:12px}
+.charts{display:flex;flex-wrap:wrap;gap:24px}
+svg.chart{display:block;max-width:100%}svg.chart text{font-size:12px;fill:#1f2328}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;
+padding:3px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.regression{color:#cf222e}.improvement{color:#1a7f37}
+.legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;
+width:10px;height:10px;margin-right:4px;vertical-align:middle}
+.controls{display:flex;gap:8px;align-items:center;margin:8px 0;flex-wrap:wrap}
+.controls input{padding:4px 8px;min-width:260px}
+#case-rows details{border-bottom:1px solid #eaeef2}
+#case-rows summary,.case-head{display:grid;grid-template-columns:var(--cols);gap:8px;
+padding:4px 6px;cursor:pointer}
+.case-head{font-weight:600;background:#f6f8fa;cursor:default;padding-left:22px}
+#case-rows summary span{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#case-rows details[open]{background:#f6f8fa}
+#case-rows dl{margin:4px 12px 10px 28px;display:grid;grid-template-columns:max-content 1fr;
+gap:2px 12px}#case-rows dt{color:#57606a}#case-rows dd{margin:0}
+#case-rows ul{margin:0;padding-left:18px}
+.wide{overflow-x:auto}.muted{color:#57606a}footer{margin-top:24px;color:#57606a;font-size:12px}
+"""
+
+_SCRIPT = """
+(function () {
+  var source = document.getElementById("case-data");
+  if (!source) { return; }
+  var data = JSON.parse(source.textContent);
+  var rows = data.rows, size = data.pageSize, page = 0, shown = rows;
+  var filter = document.getElementById("case-filter");
+  var status = document.getElementById("case-status");
+  var body = document.getElementById("case-rows");
+  var info = document.getElementById("case-info");
+  var prev = document.getElementById("case-prev");
+  var next = document.getElementById("case-next");
+  var labels = data.labels;
+  rows.forEach(function (row) { row.search = row.c.join(" ").toLowerCase(); });
+  function text(tag, value) {
+    var node = document.createElement(tag);
+    node.textContent = value;
+    return node;
+  }
+  function fill(row, list) {
+    row.d.forEach(function (item) {
+      list.appendChild(text("dt", labels[item[0]]));
+      var value = document.createElement("dd");
+      if (Array.isArray(item[1])) {
+        var items = document.createElement("ul");
+        item[1].forEach(function (entry) { items.appendChild(text("li", entry)); });
+        value.appendChild(items);
+      } else {
+        value.textContent = item[1];
+      }
+      list.appendChild(value);
+    });
+  }
+  function build(row) {
+    var box = document.createElement("details");
+    box.setAttribute("data-tags", row.t.join(" "));
+    var head = document.createElement("summary");
+    row.c.forEach(function (cell) { head.appendChild(text("span", cell)); });
+    box.appendChild(head);
+    box.addEventListener("toggle", function () {
+      if (box.open && box.childNodes.length === 1) {
+        var list = document.createElement("dl");
+        fill(row, list);
+        box.appendChild(list);
+      }
+    });
+    return box;
+  }
+  function draw() {
+    var pages = Math.max(1, Math.ceil(shown.length / size));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    var nodes = shown.slice(page * size, (page + 1) * size).map(build);
+    body.replaceChildren.apply(body, nodes);
+    info.textContent = shown.length + " of " + rows.length + " case(s); page " +
+      (page + 1) + " of " + pages;
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+  }
+  function apply() {
+    var needle = filter.value.trim().toLowerCase(), wanted = status.value;
+    shown = rows.filter(function (row) {
+      return (!wanted || row.t.indexOf(wanted) >= 0) &&
+        (!needle || row.search.indexOf(needle) >= 0);
+    });
+    page = 0;
+    draw();
+  }
+  filter.addEventListener("input", apply);
+  status.addEventListener("change", apply);
+  prev.addEventListener("click", function () { page -= 1; draw(); });
+  next.addEventListener("click", function () { page += 1; draw(); });
+  apply();
+  document.body.setAttribute("data-ready", "1");
+})();
+"""
+
+
+def esc(value: Any) -> str:
+    """Text for HTML content or a quoted attribute."""
+    return html.escape(str(value), quote=True)
+
+
+def _script_json(data: Any) -> str:
+    """JSON that cannot end its ``<script>`` block or open a comment."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    for raw, safe in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+        text = text.replace(raw, safe)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _num(value: float) -> str:
+    """A coordinate with at most two decimals, the same on every machine."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+# --- the case table ---------------------------------------------------------------------
+
+
+@dataclass
+class CaseTable:
+    """The rows of a page's case table.
+
+    ``columns``: header and CSS grid width of each summary cell; each row has one
+    text per column (``cells``), the status tags the select filters on, and its
+    evidence as (label, text or list of texts) pairs, shown when unfolded.
+
+    In the page's data a row is ``{"c": cells, "t": tags, "d": [[label index,
+    value], ...]}`` and the labels are listed once (``labels``): a 10,000-case
+    table repeats no label text.
+    """
+
+    columns: Sequence[tuple[str, str]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)
+
+    def add(
+        self,
+        cells: Sequence[Any],
+        tags: Sequence[str],
+        detail: Sequence[tuple[str, str | Sequence[str]]],
+    ) -> None:
+        """Add a row; ``None`` cells show as ``-``."""
+        self.rows.append(
+            {
+                "c": ["-" if c is None else str(c) for c in cells],
+                "t": list(tags),
+                "d": [
+                    [
+                        self.labels.setdefault(label, len(self.labels)),
+                        value if isinstance(value, str) else [str(v) for v in value],
+                    ]
+                    for label, value in detail
+                    if value not in ("", [], ())
+                ],
+            }
+        )
+
+    def html(self, statuses: Sequence[str]) -> str:
+        """The table's controls, header and (empty) body, and its data block."""
+        present = {tag for row in self.rows for tag in row["t"]}
+        options = "".join(
+            f'<option value="{esc(s)}">{esc(s)}</option>' for s in statuses if s in present
+        )
+        cols = " ".join(width for _, width in self.columns)
+        head = "".join(f"<span>{esc(name)}</span>" for name, _ in self.columns)
+        data = {"labels": list(self.labels), "pageSize": PAGE_SIZE, "rows": self.rows}
+        return (
+            '<div class="controls"><input id="case-filter" type="search" '
+            'placeholder="filter by id, query, category …" aria-label="filter cases">'
+            '<select id="case-status" aria-label="status"><option value="">every status'
+            f"</option>{options}</select>"
+            '<button id="case-prev" type="button">previous</button>'
+            '<button id="case-next" type="button">next</button>'
+            '<span id="case-info" class="muted"></span></div>'
+            f'<div id="case-table" style="--cols:{esc(cols)}">'
+            f'<div class="case-head">{head}</div><div id="case-rows"></div></div>'
+            "<noscript><p>The case table needs JavaScript; the JSON report holds every "
+            "case.</p></noscript>"
+            f'<script type="application/json" id="case-data">{_script_json(data)}</script>'
+        )
+
+
+# --- the page ---------------------------------------------------------------------------
+
+
+def page(title: str, body: Sequence[str], cases: str = "") -> str:
+    """One self-contained HTML document: ``body`` blocks, then the case table's HTML.
+
+    The Content-Security-Policy refuses every fetch (no network, no external
+    script, font or style) and every script but the page's own.
+    """
+    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    policy = (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{digest}'"
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + ("\n" + cases if cases else "")
+        + f"\n<script>{_SCRIPT}</script>\n</body></html>\n"
+    )
+
+
+def _legend(items: Sequence[tuple[str, str]]) -> str:
+    return (
+        '<div class="legend">'
+        + "".join(f'<span><i style="background:{c}"></i>{esc(n)}</span>' for n, c in items)
+        + "</div>"
+    )
+
+
+# --- charts -----------------------------------------------------------------------------
+
+
+def stacked_bars(
+    name: str,
+    rows: Sequence[tuple[str, Sequence[int]]],
+    segments: Sequence[tuple[str, str]],
+    width: int = 500,
+) -> str:
+    """Horizontal stacked bars of counts, one per row, scaled to the row's total
+    (each bar shows shares); labels left, totals right."""
+    label_w, bar_w, row_h = 130, width - 190, 22
+    height = row_h * len(rows) + 8
+    parts = [
+        f'<svg class="chart" data-chart="{esc(name)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(name)}">'
+    ]
+    for i, (label, counts) in enumerate(rows):
+        y = 4 + i * row_h
+        total = sum(counts)
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end">{esc(_cut(label, 18))}</text>'
+        )
+        x = float(label_w)
+        for (segment, color), count in zip(segments, counts, strict=True):
+            if count <= 0 or total == 0:
+                continue
+            w = bar_w * count / total
+            parts.append(
+                f'<rect class="bar" x="{_num(x)}" y="{y + 2}" width="{_num(w)}" '
+                f'height="{row_h - 6}" fill="{color}"><title>{esc(label)}: {count} '
+                f"{esc(segment)}</title></rect>"
+            )
+            x += w
+        parts.append(f'<text x="{label_w + bar_w + 6}" y="{y + 15}">{total}</text>')
+    parts.append("</svg>")
+    return "".join(parts) + _legend(segments)
+
+
+def paired_bars(
+    name: str,
+    rows: Sequence[tuple[str, float | None, float | None]],
+    labels: tuple[str, str] = ("baseline", "current"),
+    width: int = 600,
+) -> str:
+    """Two horizontal bars per row (values in [0, 1]): the first grey, the second
+    blue, the value written after each."""
+    label_w, bar_w, row_h = 200, width - 260, 30
+    height = row_h * len(rows) + 8
+    colors = ("#afb8c1", "#0969da")
+    parts = [
+        f'<svg class="chart" data-chart="{esc(name)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(name)}">'
+    ]
+    for i, (label, *values) in enumerate(rows):
+        y = 4 + i * row_h
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + 17}" text-anchor="end">{esc(_cut(label, 28))}</text>'
+        )
+        for j, value in enumerate(values):
+            if value is None:
+                continue
+            w = bar_w * min(max(value, 0.0), 1.0)
+            by = y + 2 + j * 12
+            parts.append(
+                f'<rect class="bar" x="{label_w}" y="{by}" width="{_num(max(w, 1.0))}" '
+                f'height="10" fill="{colors[j]}"><title>{esc(label)} {labels[j]}: '
+                f"{value:.3f}</title></rect>"
+                f'<text x="{_num(label_w + max(w, 1.0) + 4)}" y="{by + 9}" '
+                f'style="font-size:10px">{value:.3f}</text>'
+            )
+    parts.append("</svg>")
+    shown = [j for j in (0, 1) if any(values[j] is not None for _, *values in rows)]
+    return "".join(parts) + _legend([(labels[j], colors[j]) for j in shown])
+
+
+def bar_chart(
+    name: str,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    maximum: float | None = None,
+    unit: str = "",
+    width: int = 760,
+) -> str:
+    """Vertical grouped bars: one group per ``groups`` entry, one bar per series
+    (a method, say); ``maximum`` fixes the scale (1 for rates), else the largest
+    value does."""
+    values = [v for _, vs in series for v in vs if v is not None]
+    top = maximum if maximum is not None else max(values, default=1.0) or 1.0
+    plot_h, base, left = 160, 190, 64
+    group_w = (width - left - 10) / max(len(groups), 1)
+    bar_w = max(min((group_w - 12) / max(len(series), 1), 28), 2)
+    height = base + 48
+    parts = [
+        f'<svg class="chart" data-chart="{esc(name)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(name)}">',
+        f'<line x1="{left}" y1="{base}" x2="{width - 10}" y2="{base}" stroke="#8c959f"/>',
+        f'<text x="{left - 4}" y="{base - plot_h + 4}" text-anchor="end">'
+        f"{_short_number(top)}{esc(unit)}</text>",
+        f'<text x="{left - 4}" y="{base + 4}" text-anchor="end">0</text>',
+    ]
+    for g, group in enumerate(groups):
+        gx = left + g * group_w + 6
+        for s, (label, vs) in enumerate(series):
+            value = vs[g]
+            if value is None:
+                continue
+            h = plot_h * min(max(value / top, 0.0), 1.0)
+            parts.append(
+                f'<rect class="bar" x="{_num(gx + s * bar_w)}" y="{_num(base - max(h, 1.0))}" '
+                f'width="{_num(bar_w - 2)}" height="{_num(max(h, 1.0))}" '
+                f'fill="{_SERIES_COLORS[s % len(_SERIES_COLORS)]}"><title>{esc(group)}, '
+                f"{esc(label)}: {_short_number(value)}{esc(unit)}</title></rect>"
+            )
+        parts.append(
+            f'<text x="{_num(gx + (group_w - 12) / 2)}" y="{base + 16}" text-anchor="middle" '
+            f'style="font-size:11px">{esc(_cut(group, 14))}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts) + _legend(_series_legend(series))
+
+
+def rank_movement(
+    name: str, moves: Sequence[tuple[str, int | None, int | None]], width: int = 420
+) -> str:
+    """A slope chart of first expected ranks, baseline (left) -> current (right):
+    one line per case, red when it got worse, green when better; "none" (not in
+    the top K) is the bottom row."""
+    deepest = max([r for _, a, b in moves for r in (a, b) if r is not None] + [1])
+    step, top, left, right = 26, 30, 120, width - 120
+    height = top + step * (deepest + 1) + 10
+
+    def y(rank: int | None) -> int:
+        return top + step * ((deepest + 1 if rank is None else rank) - 1)
+
+    parts = [
+        f'<svg class="chart" data-chart="{esc(name)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(name)}">',
+        f'<text x="{left}" y="16" text-anchor="middle">baseline</text>',
+        f'<text x="{right}" y="16" text-anchor="middle">current</text>',
+    ]
+    for rank in [*range(1, deepest + 1), None]:
+        label = "none" if rank is None else f"rank {rank}"
+        parts.append(
+            f'<text x="{left - 14}" y="{y(rank) + 4}" text-anchor="end">{label}</text>'
+            f'<line x1="{left}" y1="{y(rank)}" x2="{right}" y2="{y(rank)}" stroke="#eaeef2"/>'
+        )
+    for case_id, before, after in moves:
+        worse = _rank_key(after) > _rank_key(before)
+        color = "#cf222e" if worse else "#1a7f37"
+        title = f"<title>{esc(case_id)}: {before or 'none'} → {after or 'none'}</title>"
+        parts.append(
+            f'<path class="move" d="M{left} {y(before)} L{right} {y(after)}" stroke="{color}" '
+            f'stroke-width="2" fill="none" opacity="0.7">{title}</path>'
+            f'<circle class="dot" cx="{left}" cy="{y(before)}" r="4" fill="{color}">{title}'
+            "</circle>"
+            f'<circle class="dot" cx="{right}" cy="{y(after)}" r="4" fill="{color}">{title}'
+            "</circle>"
+        )
+    parts.append("</svg>")
+    return "".join(parts) + _legend([("worse", "#cf222e"), ("better", "#1a7f37")])
+
+
+def line_chart(
+    name: str,
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    maximum: float | None = 1.0,
+    width: int = 760,
+) -> str:
+    """One line per series over the ``labels`` (x, in order), with a dot per value;
+    ``maximum`` fixes the scale (1 for rates and means), else the largest value."""
+    values = [v for _, vs in series for v in vs if v is not None]
+    top = maximum if maximum is not None else max(values, default=1.0) or 1.0
+    left, plot_h, base = 44, 200, 220
+    span = max(len(labels) - 1, 1)
+    plot_w = width - left - 60
+    height = base + 60
+
+    def xy(i: int, v: float) -> tuple[str, str]:
+        x = left + (plot_w * i / span if len(labels) > 1 else plot_w / 2)
+        return _num(x), _num(base - plot_h * min(max(v / top, 0.0), 1.0))
+
+    parts = [
+        f'<svg class="chart" data-chart="{esc(name)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(name)}">'
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        ty = _num(base - plot_h * tick)
+        parts.append(
+            f'<line x1="{left}" y1="{ty}" x2="{width - 20}" y2="{ty}" stroke="#eaeef2"/>'
+            f'<text x="{left - 4}" y="{ty}" text-anchor="end" style="font-size:10px">'
+            f"{_short_number(top * tick)}</text>"
+        )
+    every = max(1, len(labels) // 12)
+    for i, label in enumerate(labels):
+        if i % every == 0 or i == len(labels) - 1:
+            x, _ = xy(i, 0.0)
+            parts.append(
+                f'<text x="{x}" y="{base + 16}" text-anchor="middle" style="font-size:10px">'
+                f"{esc(_cut(label, 16))}</text>"
+            )
+    for s, (label, vs) in enumerate(series):
+        color = _SERIES_COLORS[s % len(_SERIES_COLORS)]
+        dash = ' stroke-dasharray="6 3"' if s >= len(_SERIES_COLORS) else ""
+        points = [(i, v) for i, v in enumerate(vs) if v is not None]
+        if len(points) > 1:
+            d = " ".join(
+                f"{'M' if k == 0 else 'L'}{' '.join(xy(i, v))}" for k, (i, v) in enumerate(points)
+            )
+            parts.append(
+                f'<path class="line" d="{d}" stroke="{color}" stroke-width="2" fill="none"{dash}>'
+                f"<title>{esc(label)}</title></path>"
+            )
+        for i, v in points:
+            x, py = xy(i, v)
+            parts.append(
+                f'<circle class="dot" cx="{x}" cy="{py}" r="3.5" fill="{color}"><title>'
+                f"{esc(label)} {esc(labels[i])}: {_short_number(v)}</title></circle>"
+            )
+    parts.append("</svg>")
+    return "".join(parts) + _legend(_series_legend(series, dashed=True))
+
+
+def _series_legend(
+    series: Sequence[tuple[str, Any]], dashed: bool = False
+) -> list[tuple[str, str]]:
+    """(label, colour) per series; past the palette a line chart's lines are dashed,
+    and the legend says so."""
+    n = len(_SERIES_COLORS)
+    return [
+        (label + (" (dashed)" if dashed and s >= n else ""), _SERIES_COLORS[s % n])
+        for s, (label, _) in enumerate(series)
+    ]
+
+
+def _rank_key(rank: int | None) -> float:
+    return float("inf") if rank is None else float(rank)
+
+
+def _short_number(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".") if value < 10 else f"{value:.1f}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the score page ---------------------------------------------------------------------
+
+
+def _level_rows(groups: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[int]]]:
+    rows = []
+    for value, agg in groups.items():
+        levels = agg["hitLevels"]
+        counts = [levels[level] for level in reversed(HIT_LEVELS)]
+        rows.append((value, [*counts, agg["cases"] - sum(counts)]))
+    return rows
+
+
+def _cards(summary: Mapping[str, Any]) -> str:
+    cards = [
+        ("cases", summary["cases"]),
+        ("passed", summary["passed"]),
+        ("failed", f"{summary['failed']} ({summary['knownFailures']} known)"),
+        ("pass rate", percent(summary["passRate"])),
+        ("Recall@K", percent(summary["recallAtK"])),
+        ("strong hits", percent(summary["strongHitRate"])),
+        ("misses", summary["missCount"]),
+        ("no-answer FP", percent(summary["noAnswerFalsePositiveRate"])),
+    ]
+    return (
+        '<div class="cards">'
+        + "".join(f"<div class=card><b>{esc(v)}</b><span>{esc(k)}</span></div>" for k, v in cards)
+        + "</div>"
+    )
+
+
+def _significance(row: Mapping[str, Any]) -> tuple[str, str]:
+    test = row.get("significance")
+    if not test:
+        return "", ""
+    low, high = test["ci"]
+    metric = row["metric"]
+    return f"{test['p']:.3f}", f"[{delta_text(metric, low)}, {delta_text(metric, high)}]"
+
+
+def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("scope", "metric", "baseline", "current", "delta", "status", "p", "95% CI")
+    )
+    body = []
+    for row in rows:
+        metric = row["metric"]
+        p, ci = _significance(row)
+        body.append(
+            f"<tr><td>{esc(row['scope'])}</td><td>{esc(metric)}</td>"
+            f'<td class="num">{esc(metric_value(metric, row["baseline"]))}</td>'
+            f'<td class="num">{esc(metric_value(metric, row["current"]))}</td>'
+            f'<td class="num">{esc(delta_text(metric, row["delta"]))}</td>'
+            f'<td class="{esc(row["status"])}">{esc(row["status"])}</td>'
+            f'<td class="num">{p}</td><td class="num">{esc(ci)}</td></tr>'
+        )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _diff_sections(diff: Mapping[str, Any]) -> list[str]:
+    overall = [row for row in diff["aggregates"] if row["scope"] == "all"]
+    bars = [
+        (row["metric"], row["baseline"], row["current"])
+        for row in overall
+        if row["metric"] != "missCount"
+    ]
+    moved = [r for r in diff["aggregates"] if r["scope"] != "all" and r["status"] != "unchanged"]
+    moved.sort(
+        key=lambda r: _STATUS_ORDER.index(r["status"]) if r["status"] in _STATUS_ORDER else 9
+    )
+    out = [
+        "<h2>Baseline vs current</h2>",
+        paired_bars("metrics", bars),
+        _aggregate_table(overall),
+        f"<details><summary>Per category, language and split: {len(moved)} row(s) moved"
+        f"</summary>{_aggregate_table(moved)}</details>",
+    ]
+    moves = []
+    for case in diff["cases"]:
+        for change in case["changes"]:
+            if change["field"] == "firstExpectedRank":
+                moves.append((case["id"], change["baseline"], change["current"]))
+    moves.sort(key=lambda m: (-(_rank_key(m[2]) - _rank_key(m[1])), m[0]))
+    shown = moves[:_MAX_MOVES]
+    out.append(f"<h2>Rank movement ({len(moves)} case(s))</h2>")
+    if shown:
+        out.append(rank_movement("rank-movement", shown))
+        if len(moves) > len(shown):
+            out.append(f'<p class="muted">The {len(shown)} largest moves are drawn.</p>')
+    else:
+        out.append('<p class="muted">No first expected rank moved.</p>')
+    matrix = diff["hitLevelTransitions"]
+    levels = list(reversed(HIT_LEVELS))
+    head = "".join(f"<th>{esc(level)}</th>" for level in levels)
+    rows = "".join(
+        f"<tr><th>{esc(before)}</th>"
+        + "".join(f'<td class="num">{matrix[before][after]}</td>' for after in levels)
+        + "</tr>"
+        for before in levels
+    )
+    out += [
+        "<details><summary>Hit-level transitions (rows baseline, columns current)</summary>"
+        f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table></details>",
+    ]
+    return out
+
+
+def _sources(sources: Sequence[str] | None, matched: Sequence[str]) -> list[str]:
+    if sources is None:
+        return []
+    return [f"{i}. {s}{'  (expected)' if s in matched else ''}" for i, s in enumerate(sources, 1)]
+
+
+def _metrics_text(metrics: Mapping[str, Any] | None) -> str:
+    if not metrics:
+        return ""
+    return ", ".join(f"{k} {v:.3f}" for k, v in sorted(metrics.items()) if v is not None)
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "[]"
+    return str(value)
+
+
+def _change_text(change: Mapping[str, Any]) -> str:
+    if change["baseline"] is None and change["current"] is None:
+        return f"{change['field']} changed ({change['status']})"
+    before, after = _value_text(change["baseline"]), _value_text(change["current"])
+    return f"{change['field']}: {before} → {after} ({change['status']})"
+
+
+def _score_table(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> CaseTable:
+    private = report.get("privacy") is True
+    columns = [("case", "minmax(160px,2fr)")]
+    if not private:
+        columns.append(("query", "minmax(160px,3fr)"))
+    columns += [
+        ("category", "1fr"),
+        ("lang", "50px"),
+        ("hit level", "80px"),
+        ("rank", "44px"),
+        ("result", "110px"),
+    ]
+    if diff is not None:
+        columns.append(("vs baseline", "100px"))
+    table = CaseTable(columns)
+    changed = {c["id"]: c for c in diff["cases"]} if diff is not None else {}
+    for case in report["cases"]:
+        known = bool(case.get("knownFailure"))
+        result = "pass" if case["passed"] else ("known failure" if known else "fail")
+        tags = [result]
+        row = changed.get(case["id"])
+        if row is not None:
+            tags.append(row["status"])
+        cells: list[Any] = [case["id"]]
+        if not private:
+            cells.append(case.get("query"))
+        cells += [
+            case["category"],
+            case["language"],
+            "no answer" if case["noAnswer"] else case["hitLevel"],
+            case["firstExpectedRank"],
+            result,
+        ]
+        if diff is not None:
+            cells.append("" if row is None else row["status"])
+        matched = case.get("matchedSources", [])
+        detail: list[tuple[str, str | Sequence[str]]] = [
+            ("split", case["split"]),
+            ("hit level", f"{case['hitLevel']} (minimum {case['minHitLevel']})"),
+            ("first expected rank", str(case["firstExpectedRank"] or "none")),
+            ("evidence blocks", str(case["evidenceCount"])),
+            ("reasons", case["reasons"] or ["passes every expectation"]),
+        ]
+        if not private:
+            detail += [
+                ("known failure", case.get("knownFailure") or ""),
+                ("top sources", _sources(case.get("topSources"), matched)),
+                ("selected attempt", str(case.get("selectedAttempt") or "")),
+                ("fallback reasons", ", ".join(case.get("fallbackReasons") or [])),
+                ("evidence status", str(case.get("evidenceStatus") or "")),
+                ("rerank top source", str(case.get("rerankTopSource") or "")),
+            ]
+        else:
+            detail.append(("expected targets found", str(case.get("matchedTargets", 0))))
+        detail += [
+            ("breadcrumbs", f"{case['breadcrumbsCovered']}/{case['breadcrumbsExpected']}"),
+            ("keywords", f"{case['keywordsCovered']}/{case['keywordsExpected']}"),
+            ("metrics", _metrics_text(case["metrics"])),
+        ]
+        if row is not None:
+            detail.append(("against the baseline", [_change_text(c) for c in row["changes"]]))
+            if not private and row.get("topSources"):
+                before = row["topSources"].get("baseline")
+                detail.append(("baseline top sources", _sources(before, matched)))
+        table.add(cells, tags, detail)
+    for row in changed.values():
+        if row["status"] != "removed":
+            continue
+        cells = [row["id"], *([] if private else [row.get("query")])]
+        cells += [row["category"], row["language"], "", None, "removed", "removed"]
+        table.add(cells, ["removed"], [("baseline reasons", row["baselineReasons"])])
+    return table
+
+
+def _footer(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> str:
+    inputs = report["inputs"]
+    if report.get("privacy") is True:
+        text = "Privacy view: ids, hashes and measurements only. " + ", ".join(
+            f"{name} {value[:12]}" for name, value in sorted(inputs.items())
+        )
+    else:
+        text = (
+            f"Cases {inputs['cases']} (sha256 {inputs['casesSha256'][:12]}), fixtures "
+            f"{inputs['fixtures']} (sha256 {inputs['fixturesSha256'][:12]})"
+        )
+        if diff is not None:
+            text += f", baseline {diff['baseline']}"
+    return f"<footer>{esc(text)}; scoring {esc(report['scoringVersion'])}.</footer>"
+
+
+def render_score_html(
+    report: Mapping[str, Any], diff: Mapping[str, Any] | None = None, full_report: str = ""
+) -> str:
+    """The HTML page of a score report and, when given, its baseline diff."""
+    summary = report["summary"]
+    unexpected = summary["failed"] - summary["knownFailures"]
+    if diff is not None:
+        bad = diff["regressed"] or unexpected > 0
+        head = verdict(diff)
+    else:
+        bad = unexpected > 0
+        head = (
+            f"{summary['passed']} of {summary['cases']} cases passed; "
+            f"{unexpected} unexpected failure(s), {summary['knownFailures']} known"
+        )
+    segments = [(level, LEVEL_COLORS[level]) for level in LEVEL_COLORS]
+    body = [
+        "<h1>ragsnap retrieval report</h1>",
+        f'<div class="verdict {"bad" if bad else "good"}" id="verdict">{esc(head)}</div>',
+        _cards(summary),
+    ]
+    if diff is not None:
+        regressed = [c["id"] for c in diff["cases"] if c["status"] == REGRESSION]
+        if regressed:
+            shown = ", ".join(regressed[:20]) + (" …" if len(regressed) > 20 else "")
+            body.append(f"<p><b>Regressed cases:</b> {esc(shown)}</p>")
+    body += [
+        "<h2>Hit levels</h2>",
+        '<div class="charts"><div><h3>By category</h3>'
+        + stacked_bars("hit-levels-category", _level_rows(report["groups"]["category"]), segments)
+        + "</div><div><h3>By language</h3>"
+        + stacked_bars("hit-levels-language", _level_rows(report["groups"]["language"]), segments)
+        + "</div></div>",
+    ]
+    if diff is not None:
+        body += _diff_sections(diff)
+    else:
+        means = [
+            (name, None, entry["mean"])
+            for name, entry in summary["metrics"].items()
+            if entry["mean"] is not None
+        ]
+        rates = [(name, None, summary[name]) for name in _RATES if summary[name] is not None]
+        body += ["<h2>Metrics</h2>", paired_bars("metrics", rates + means)]
+    statuses = ["fail", "known failure", "pass", *_STATUS_ORDER]
+    body.append(f"<h2>Cases ({len(report['cases'])})</h2>")
+    table = _score_table(report, diff).html(statuses)
+    return page("ragsnap retrieval report", body, table + "\n" + _footer(report, diff))

@@ -1,0 +1,45 @@
+"""The trial report's HTML page (ragsnap.trial.html)."""
+
+from __future__ import annotations
+
+import copy
+
+from test_trial_privacy import trial_report
+
+from ragsnap.trial.html import render_trial_html
+from ragsnap.trial.privacy import private_trial
+
+
+def test_trial_page_has_method_bars_latency_and_case_rows() -> None:
+    report = trial_report()
+    report["caseResults"] = [
+        {
+            "id": "c1",
+            "split": "dev",
+            "language": "en",
+            "category": "db",
+            "noAnswer": False,
+            "methods": {
+                "lexical": {
+                    "hitLevel": "strong",
+                    "passed": True,
+                    "knownFailure": False,
+                    "firstExpectedRank": 1,
+                    "evidenceCount": 2,
+                    "metrics": {"ndcg@10": 1.0},
+                    "failures": [],
+                }
+            },
+        }
+    ]
+    page = render_trial_html(report)
+    assert page == render_trial_html(copy.deepcopy(report))
+    assert 'data-chart="measures"' in page and 'data-chart="latency"' in page
+    assert "determinism: 2 passes identical" in page
+    assert '"c1"' in page and "first expected rank 1" in page
+
+
+def test_private_trial_page_names_no_model() -> None:
+    page = render_trial_html(private_trial(trial_report()))
+    for secret in ("secret-model-v9", "secret-analyzer", "secret corpus"):
+        assert secret not in page
