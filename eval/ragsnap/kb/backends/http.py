@@ -275,6 +275,12 @@ class HttpService:
                 "puts it"
             ) from None
 
+    def _inside(self, *dotted: str) -> str:
+        """``dotted`` joined, inside the envelope's data when there is one: a path from
+        the answer's root, for messages."""
+        root = self.mapping.envelope.data if self.mapping.envelope is not None else ""
+        return ".".join(part for part in (root, *dotted) if part)
+
     def _open(self, answer: Any, endpoint: str) -> Any:
         """The payload of ``answer``: itself, or inside its envelope once the envelope's
         code says success (``http.envelope``; module docstring)."""
@@ -337,11 +343,12 @@ class HttpService:
         body = _named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"POST {self.base_url}{m.lookup_path}"
         answer = self._open(self.client.post_json(m.lookup_path, body), endpoint)
-        result = self._field(answer, m.lookup_result, endpoint, "lookup.result")
+        inside = self._inside(m.lookup_result)  # the result's path from the answer's root
+        result = self._field(answer, m.lookup_result, endpoint, "lookup.result", self._inside())
         raw_blocks = self._field(
-            result, m.evidence_blocks, endpoint, "lookup.evidenceBlocks", m.lookup_result
+            result, m.evidence_blocks, endpoint, "lookup.evidenceBlocks", inside
         )
-        where = f"{m.lookup_result}.{m.evidence_blocks}".strip(".")
+        where = self._inside(m.lookup_result, m.evidence_blocks)
         if not isinstance(raw_blocks, list):
             raise BackendError(
                 f"{endpoint}: `{where}` is {type(raw_blocks).__name__}, not a list of evidence "
@@ -357,7 +364,7 @@ class HttpService:
             if dotted is None:
                 out[name] = copy.deepcopy(_EMPTY_TRACES[name])
             else:
-                out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", m.lookup_result)
+                out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", inside)
         return out
 
     def _block(self, raw: Any, position: int, endpoint: str, where: str) -> dict[str, Any]:
@@ -389,17 +396,20 @@ class HttpService:
         params = _named(m.similar_params, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"GET {self.base_url}{m.similar_path}"
         answer = self._open(self.client.get_json(m.similar_path, params), endpoint)
-        results = self._field(answer, m.similar_results, endpoint, "similar.results")
+        results = self._field(
+            answer, m.similar_results, endpoint, "similar.results", self._inside()
+        )
+        where = self._inside(m.similar_results)
         if not isinstance(results, list):
             raise BackendError(
-                f"{endpoint}: `{m.similar_results}` is {type(results).__name__}, not a list; "
+                f"{endpoint}: `{where}` is {type(results).__name__}, not a list; "
                 f"point http.similar.results in {m.source} at the result list"
             )
         items = []
         for position, raw in enumerate(results, 1):
             if not isinstance(raw, dict):
                 raise BackendError(
-                    f"{endpoint}: `{m.similar_results}[{position - 1}]` is "
+                    f"{endpoint}: `{where}[{position - 1}]` is "
                     f"{type(raw).__name__}, not an object; point http.similar.results in "
                     f"{m.source} at the list of result objects"
                 )
@@ -410,7 +420,7 @@ class HttpService:
                 except _Missing:
                     if name == "source":
                         raise BackendError(
-                            f"{endpoint}: `{m.similar_results}[{position - 1}].{dotted}` is "
+                            f"{endpoint}: `{where}[{position - 1}].{dotted}` is "
                             f"missing (the result's source, mapped by http.similar.item.source "
                             f"in {m.source}); map it to the service's field"
                         ) from None
@@ -426,10 +436,10 @@ class HttpService:
             return None
         endpoint = f"GET {self.base_url}{m.list_path}"
         answer = self._open(self.client.get_json(m.list_path), endpoint)
-        docs = self._field(answer, m.list_field, endpoint, "documents.listField")
+        docs = self._field(answer, m.list_field, endpoint, "documents.listField", self._inside())
         if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
             raise BackendError(
-                f"{endpoint}: `{m.list_field}` is not a list of objects; check "
+                f"{endpoint}: `{self._inside(m.list_field)}` is not a list of objects; check "
                 f"http.documents.listField in {m.source}"
             )
         stored = [self.stored(d) for d in docs]
@@ -449,10 +459,10 @@ class HttpService:
         path = self._need(m.list_path, "documents.list")
         endpoint = f"GET {self.base_url}{path}"
         answer = self._open(self.client.get_json(path), endpoint)
-        docs = self._field(answer, m.list_field, endpoint, "documents.listField")
+        docs = self._field(answer, m.list_field, endpoint, "documents.listField", self._inside())
         if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
             raise BackendError(
-                f"{endpoint}: `{m.list_field}` is not a list of objects; check "
+                f"{endpoint}: `{self._inside(m.list_field)}` is not a list of objects; check "
                 f"http.documents.listField in {m.source}"
             )
         complete = None
