@@ -106,23 +106,36 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
 class JavaService:
     """The reference service running as a JVM on a free loopback port."""
 
-    def __init__(self, build: Build, **env: str):
-        self.proc = subprocess.Popen(
-            [build.java, "-Xss512k", "-XX:+UseSerialGC", "-cp", build.classpath, "RefService"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "REF_PORT": "0", **env},
-        )
+    def __init__(self, build: Build, log: Path, **env: str):
+        self.log = log  # stderr goes to a file: never a pipe nobody drains
+        with log.open("wb") as stderr:  # the JVM keeps its own descriptor
+            self.proc = self._start(build, stderr, env)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # printed once the socket listens
         match = re.search(r"http://127\.0\.0\.1:\d+", line)
         if match is None:
             self.proc.kill()
-            _, err = self.proc.communicate(timeout=30)
-            raise AssertionError(f"the Java service did not start: {line!r} {err}")
+            self.proc.wait(timeout=30)
+            raise AssertionError(f"the Java service did not start: {line!r} {self.errors()}")
         self.base_url = match.group(0)
         self.ready()
+
+    @staticmethod
+    def _start(build: Build, stderr: Any, env: dict[str, str]) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [
+                build.java,
+                "-XX:TieredStopAtLevel=1",  # starts faster; the service does little
+                "-XX:+UseSerialGC",
+                "-cp",
+                build.classpath,
+                "RefService",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "REF_PORT": "0", **env},
+        )
 
     def ready(self) -> None:
         """Wait for the health endpoint (the socket listens already; this proves the
@@ -139,13 +152,23 @@ class JavaService:
                 raise AssertionError("the Java service never answered /api/health")
             time.sleep(0.05)
 
+    def errors(self) -> str:
+        """What the JVM wrote to stderr."""
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
     def raw(
-        self, method: str, path: str, body: Any = None, token: str | None = TOKEN
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        token: str | None = TOKEN,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, dict[str, str], bytes]:
-        """One request as bytes on the wire: status, headers (lower-case names), body."""
+        """One request as bytes on the wire: status, headers (lower-case names), body.
+        ``token`` goes as a bearer token; ``headers`` are added as they are."""
         parts = urlsplit(self.base_url)
         conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **(headers or {})}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         try:
@@ -172,11 +195,11 @@ class JavaService:
 
 
 @pytest.fixture
-def java(build: Build, monkeypatch: pytest.MonkeyPatch) -> Iterator[JavaService]:
+def java(build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[JavaService]:
     """A fresh service (empty knowledge base, the token required, faults allowed);
     ``$RAG_TOKEN`` holds the token, as the mapping file's tokenEnv says."""
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    service = JavaService(build, REF_TOKEN=TOKEN, REF_TEST_FAULTS="1")
+    service = JavaService(build, tmp_path / "java.log", REF_TOKEN=TOKEN, REF_TEST_FAULTS="1")
     yield service
     service.stop()
 
@@ -509,6 +532,9 @@ def test_401_json_body_is_an_error_naming_the_status_and_its_message(
     status, headers, raw = java.raw("GET", "/api/documents", token="wrong-token")
     assert status == 401 and headers["content-type"] == "application/json;charset=UTF-8"
     assert json.loads(raw)["message"] == "invalid or missing API token"
+    assert java.raw("GET", "/api/documents", token=None)[0] == 401
+    assert java.raw("GET", "/api/documents", token=None, headers={"X-Api-Token": TOKEN})[0] == 200
+    assert java.raw("GET", "/api/documents")[0] == 200  # Authorization: Bearer
 
     monkeypatch.setenv(TOKEN_ENV, "wrong-token")
     run = cli(java, "seed", "--backend", "http", "--seed-docs", str(SEED_DOCS), cwd=tmp_path)
