@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -451,6 +451,17 @@ def test_answers_are_jackson_json_in_an_envelope_and_large_ones_chunked(
 
     status, headers, raw = java.raw("GET", "/api/search/similar?query=kafka&topK=1")
     assert status == 200 and headers["content-length"] == str(len(raw))  # small: not chunked
+
+    query = "kafka consumer lag alert threshold partitions rebalance retention policy"
+    status, _, raw = java.raw(
+        "GET", "/api/search/similar?" + urlencode({"query": query, "topK": 50})
+    )
+    printed = re.findall(rb'"score":([0-9.]+E-[0-9]+)', raw)
+    assert status == 200 and printed  # weak hits: doubles in Jackson's E notation
+    with http_service(java) as service:
+        _, items = service.similar(query, top_k=50, kb_scope=None)
+    scores = [item["score"] for item in items]
+    assert [float(p) for p in printed] == [s for s in scores if s < 1e-3]
 
 
 def test_null_and_absent_fields_are_read_as_such(java: JavaService, tmp_path: Path) -> None:

@@ -15,7 +15,9 @@
  *
  *   GET    /api/health                                   no token needed
  *   POST   /rag/lookup {question, k?, scope?}            data: {evidence, trace}
- *   GET    /api/search/similar?query=&topK=&kbScope=     data: {results}
+ *   GET    /api/search/similar?query=&topK=&kbScope=     data: {results}; a result's
+ *          score is the overlap to the 4th power, so weak hits are tiny doubles
+ *          that Jackson prints in E notation (4.1649312786339016E-4)
  *   GET    /api/documents                                data: {complete, documents}
  *   POST   /api/documents {name, content}                data: the stored document
  *          header Idempotency-Key: the same key again gets the first answer
@@ -406,7 +408,7 @@ public final class RefService {
             if (chunk.doc().docId != null) {
                 item.put("docId", chunk.doc().docId);
             }
-            item.put("score", hit.getValue());
+            item.put("score", Math.pow(hit.getValue(), 4)); // weak hits print as 4.1E-4
             ObjectNode meta = item.putObject("meta");
             meta.put("breadcrumb", chunk.doc().breadcrumb);
             meta.put("kbScope", chunk.doc().kbScope);
