@@ -49,6 +49,8 @@ an error. Strictly validated against ``schemas/config.schema.json``::
     http:                  # the http backend and live-check (see ragsnap.kb.backends.http)
       baseUrl: http://127.0.0.1:9900
       tokenEnv: RAG_TOKEN  # or tokenFile: path; endpoint paths and answer fields too
+      envelope: null       # or {code: code, message: message, data: data, ok: 0}:
+                           # Spring's {code, message, data}, errors with HTTP 200
     lookup:                # the lookup pipeline (see ragsnap.kb.pipeline)
       method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
       topK: 5

@@ -424,6 +424,118 @@ def test_evidence_block_not_an_object_is_a_clear_error(
     assert "`data.evidence[1]` is str, not an object" in str(info.value)
 
 
+# --- an envelope: {code, message, data} with HTTP 200 -------------------------------------
+
+ENVELOPE_YAML = """\
+http:
+  baseUrl: {url}
+  retries: 0
+  envelope: {envelope}
+  lookup: {{path: /rag/lookup, result: "", evidenceBlocks: evidence,
+           block: {{chunkId: id, source: docSource, text: content}},
+           contextPack: null, retrievalTrace: null, rerankTrace: null}}
+  similar: {{path: /rag/similar, results: hits, item: {{source: docSource}}}}
+  documents:
+    fields: {{source: docSource, id: id, revision: revision, kbScope: scope}}
+"""
+
+
+def envelope_service(service: Service, tmp_path: Path, envelope: str = "{}") -> HttpService:
+    """An ``HttpService`` whose ragsnap.yaml maps an enveloped service."""
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(ENVELOPE_YAML.format(url=service.url, envelope=envelope), encoding="utf-8")
+    return HttpService(load_config(path).http)
+
+
+def wrapped(data: Any, code: Any = 0, message: str = "ok") -> dict[str, Any]:
+    return {"code": code, "message": message, "data": data}
+
+
+def test_envelope_is_opened_on_every_endpoint(service: Service, tmp_path: Path) -> None:
+    doc = {"id": "u-1", "docSource": "pool", "revision": "r1", "scope": "rag-eval"}
+    evidence = [{"id": "pool#0", "docSource": "pool", "content": "20 connections"}]
+    service.on("GET", "/api/health", (200, wrapped({"pipelineVersion": "spring/9"})))
+    service.on("POST", "/rag/lookup", (200, wrapped({"evidence": evidence})))
+    service.on("GET", "/rag/similar", (200, wrapped({"hits": [{"docSource": "pool"}]})))
+    service.on("GET", "/api/documents", (200, wrapped({"complete": True, "documents": [doc]})))
+    service.on("POST", "/api/documents", (200, wrapped({**doc, "status": "added"})))
+    service.on("DELETE", "/api/documents", (200, wrapped({"deleted": True})))
+    with envelope_service(service, tmp_path) as http:
+        assert http.generator()["pipelineVersion"] == "spring/9"
+        result = http.lookup("pool", kb_scope=None, top_k=5)
+        raw, items = http.similar("pool", top_k=5, kb_scope=None)
+        listed = http.documents()
+        listing = http.listing()
+        uploaded = http.upload("pool.md", "---\nsource: pool\n---\nx", key="k1")
+        deleted = http.delete("pool")
+    assert result["evidenceBlocks"] == [
+        {"rank": 1, "chunkId": "pool#0", "source": "pool", "text": "20 connections", "score": None}
+    ]
+    assert raw == {"hits": [{"docSource": "pool"}]} and items == [{"rank": 1, "source": "pool"}]
+    record = {"source": "pool", "id": "u-1", "revision": "r1", "embedding": None}
+    assert listed == [{**record, "kbScope": "rag-eval"}]  # in ragsnap's names
+    assert listing == ([{**record, "kbScope": "rag-eval"}], True)
+    assert uploaded["status"] == "added" and http.stored(uploaded)["id"] == "u-1"
+    assert deleted == {"deleted": True}
+
+
+@pytest.mark.parametrize(
+    ("envelope", "answer", "said"),
+    [
+        (
+            "{}",
+            wrapped(None, 40001, "k must be between 1 and 50"),
+            "the service answered code 40001: k must be between 1 and 50 (an error inside an "
+            "HTTP 200 answer: success is code 0, read through http.envelope in ",
+        ),
+        ("{}", {"code": "E42", "data": None}, 'answered code "E42" (no message)'),
+        (
+            "{code: status.code, message: status.text, data: payload, ok: ['0000']}",
+            {"status": {"code": "0001", "text": "throttled"}, "payload": {}},
+            'answered code "0001": throttled (an error inside an HTTP 200 answer: success is '
+            'code "0000"',
+        ),
+        ("{ok: [0, 200]}", wrapped(None, 500, "busy"), "success is code 0 or 200"),
+        ("{}", {"data": {"evidence": []}}, "no envelope field `code` (the status code"),
+        ("{}", wrapped({"evidence": []}, True), "answered code true"),
+        ("{}", {"code": 0, "message": "ok"}, "`data` (mapped by http.envelope.data"),
+    ],
+)
+def test_envelope_code_not_ok_is_an_error_naming_code_and_message(
+    service: Service, tmp_path: Path, envelope: str, answer: dict[str, Any], said: str
+) -> None:
+    service.on("POST", "/rag/lookup", (200, answer))
+    with envelope_service(service, tmp_path, envelope) as http, pytest.raises(BackendError) as info:
+        http.lookup("pool", kb_scope=None, top_k=5)
+    message = str(info.value)
+    assert message.startswith(f"POST {service.url}/rag/lookup: ")
+    assert said in message
+    assert str(tmp_path / "ragsnap.yaml") in message
+    assert len(service.hits("POST", "/rag/lookup")) == 1  # an answered error: not retried
+
+
+@pytest.mark.parametrize(
+    ("envelope", "ok"),
+    [("{ok: [0, 200]}", 200), ("{ok: '0'}", 0), ("{ok: 0}", "0")],
+)
+def test_envelope_success_codes(service: Service, tmp_path: Path, envelope: str, ok: Any) -> None:
+    service.on("POST", "/rag/lookup", (200, wrapped({"evidence": []}, ok)))
+    with envelope_service(service, tmp_path, envelope) as http:
+        assert http.lookup("pool", kb_scope=None, top_k=5)["evidenceBlocks"] == []
+
+
+def test_fields_missing_inside_an_envelope_are_named_from_its_root(
+    service: Service, tmp_path: Path
+) -> None:
+    service.on("POST", "/rag/lookup", (200, wrapped({"evidence": [{"id": "c", "content": "x"}]})))
+    service.on("GET", "/rag/similar", (200, wrapped({"hits": {"docSource": "pool"}})))
+    with envelope_service(service, tmp_path) as http:
+        with pytest.raises(BackendError, match=r"`data\.evidence\[0\]\.docSource` is missing"):
+            http.lookup("pool", kb_scope=None, top_k=5)
+        with pytest.raises(BackendError, match=r"`data\.hits` is dict, not a list"):
+            http.similar("pool", top_k=5, kb_scope=None)
+
+
 # --- the security rules, through the http backend ----------------------------------------
 
 
@@ -587,6 +699,10 @@ def test_client_used_from_8_threads_at_once(service: Service) -> None:
         ({"similar": {"item": {"url": "x"}}}, "/http/similar/item", "'url'"),
         ({"lookup": {"evidenceBlocks": "data..evidence"}}, "/http/lookup/evidenceBlocks", ""),
         ({"health": "health"}, "/http/health", ""),
+        ({"envelope": {"status": "code"}}, "/http/envelope", ""),
+        ({"envelope": {"code": "a..b"}}, "/http/envelope/code", ""),
+        ({"envelope": {"ok": []}}, "/http/envelope/ok", ""),
+        ({"envelope": "data"}, "/http/envelope", ""),
         ({"baseUrl": "127.0.0.1:9900"}, "/http/baseUrl", ""),
     ],
 )

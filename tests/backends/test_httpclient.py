@@ -239,6 +239,37 @@ def test_4xx_is_not_retried(server: Server, status: int) -> None:
     assert ("check the token" in str(err)) == (status in (401, 403))
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "said"),
+    [
+        (  # a Spring Security 401: JSON with a code and a message
+            401,
+            {"code": 40100, "message": "invalid or missing API token", "data": None},
+            {},
+            "HTTP 401 (code 40100): invalid or missing API token; check the token",
+        ),
+        (422, {"error": "topK out of range"}, {}, "HTTP 422: topK out of range; check the"),
+        (404, {"status": 404, "path": "/x"}, {}, 'HTTP 404 {"status": 404, "path": "/x"};'),
+        (  # a servlet container's error page
+            500,
+            "<html><head><style>p {color: red}</style></head><body><h1>Whitelabel Error "
+            "Page</h1>\n<p>status=500</p></body></html>",
+            {"Content-Type": "text/html;charset=UTF-8"},
+            "HTTP 500, an HTML page, not JSON: Whitelabel Error Page status=500; check the",
+        ),
+        (503, "upstream down", {}, "HTTP 503, not JSON (application/json): upstream down;"),
+        (500, "", {}, "HTTP 500 with an empty body; check the request"),
+    ],
+)
+def test_an_error_answer_says_what_its_body_says(
+    server: Server, status: int, body: Any, headers: dict[str, str], said: str
+) -> None:
+    server.route("/x", Reply(status, body, headers))
+    err = backend_error(client(server, retries=0).get_json, "x")
+    assert str(err).startswith(f"GET {server.url}/x: ")
+    assert said in str(err)
+
+
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_redirect_is_refused_and_never_followed(server: Server, status: int) -> None:
     server.route("/start", Reply(status, "", {"Location": server.url + "/target"}))

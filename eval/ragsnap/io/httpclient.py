@@ -40,6 +40,11 @@
   is refused as soon as it grows past the cap, counted after content
   decoding; an answer over the cap is never held whole. An error answer
   (4xx/5xx) is read only up to its first 64 KiB, for the message.
+* An error answer's message names the status and what the body says: a JSON
+  object's ``message`` (or ``error``, ``detail``) with its ``code``
+  (``HTTP 401 (code 40100): invalid token``), other JSON as it is, and an HTML
+  page (a servlet container's error page) or other text as "not JSON" with its
+  first words, tags stripped.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ import itertools
 import json
 import math
 import os
+import re
 import socket
 import threading
 import time
@@ -320,6 +326,38 @@ def _cause(exc: Exception) -> str:
     return type(exc).__name__
 
 
+def _error_detail(text: str, kind: str) -> str:
+    """What an error answer says, for a message: the ``message`` (or ``error``,
+    ``detail``) of a JSON object, with its ``code``; else the JSON itself; an HTML
+    page or other text is said not to be JSON, with its first words."""
+    flat = " ".join(text.split())
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = _NOT_JSON
+    if data is not _NOT_JSON:
+        if isinstance(data, dict):
+            said = next(
+                (data[k] for k in ("message", "error", "detail") if isinstance(data.get(k), str)),
+                None,
+            )
+            if said:
+                code = data.get("code")
+                coded = f" (code {json.dumps(code)})" if isinstance(code, (int, str)) else ""
+                return f"{coded}: {said.strip()[:300]}"
+        return f" {flat[:300]}"
+    if not flat:
+        return " with an empty body"
+    if "html" in kind or flat[:1] == "<":
+        words = " ".join(_TAG.sub(" ", text).split())
+        return f", an HTML page, not JSON: {words[:200]}"
+    return f", not JSON ({kind or 'no Content-Type'}): {flat[:300]}"
+
+
+_NOT_JSON = object()
+_TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<[^>]*>", re.DOTALL | re.IGNORECASE)
+
+
 def _size(n: int) -> str:
     """``n`` bytes for a message: ``64 MiB``, ``1.5 KiB``, ``100 bytes``."""
     for unit, scale in (("MiB", 1024 * 1024), ("KiB", 1024)):
@@ -413,15 +451,14 @@ class HttpClient:
         """
         url = self._url(path)
         shown = url.split("?", 1)[0]  # a query string may carry a key: never in a message
-        status, body, encoding = self._send(method, url, shown, kwargs, self._retry_policy())
+        status, body, encoding, kind = self._send(method, url, shown, kwargs, self._retry_policy())
         if status >= 400:
             try:
                 text = body.decode(encoding or "utf-8", errors="replace")
             except LookupError:  # a charset Python does not know
                 text = body.decode("utf-8", errors="replace")
-            detail = self._redact(text).strip().replace("\n", " ")[:300]
             raise BackendError(
-                f"{method} {shown}: HTTP {status} {detail}; "
+                f"{method} {shown}: HTTP {status}{self._redact(_error_detail(text, kind))}; "
                 + (
                     "check the token"
                     if status in (401, 403)
@@ -440,9 +477,9 @@ class HttpClient:
 
     def _send(
         self, method: str, url: str, shown: str, kwargs: dict[str, Any], retry: Retry
-    ) -> tuple[int, bytearray, str | None]:
-        """The answer's status, body (capped; only a prefix of an error answer) and
-        charset, once urllib3's ``retry`` has retried what it may.
+    ) -> tuple[int, bytearray, str | None, str]:
+        """The answer's status, body (capped; only a prefix of an error answer),
+        charset and media type, once urllib3's ``retry`` has retried what it may.
 
         urllib3 retries up to the answer's headers; a body that misses the deadline
         or breaks is counted against the ``Retry`` it handed over, and the request
@@ -491,8 +528,9 @@ class HttpClient:
 
     def _answer(
         self, method: str, shown: str, response: Any, deadlines: _Deadlines
-    ) -> tuple[int, bytearray, str | None]:
-        """Read ``response`` within the attempt's deadline: its status, body and charset.
+    ) -> tuple[int, bytearray, str | None, str]:
+        """Read ``response`` within the attempt's deadline: its status, body, charset and
+        media type (``Content-Type`` without parameters, lower case).
 
         Raises ``_DeadlineMissed`` when the budget ran out, a ``requests`` exception
         when the body broke off, ``BackendError`` for a redirect or an answer over
@@ -519,13 +557,14 @@ class HttpClient:
                 if not self._read(response, body, self.max_bytes, deadlines.deadline):
                     raise self._too_large(method, shown)
             encoding: str | None = response.encoding
+            kind = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
         except Exception:
             if deadlines.fired:  # whatever failed, it failed because the socket was shut
                 raise _DeadlineMissed from None
             raise
         if deadlines.fired:  # a body ended by closing the connection ends when it is shut
             raise _DeadlineMissed
-        return status, body, encoding
+        return status, body, encoding, kind
 
     def _too_slow(self, method: str, shown: str) -> BackendError:
         return BackendError(

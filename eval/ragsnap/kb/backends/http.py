@@ -13,6 +13,7 @@ service that speaks it needs no mapping at all::
       retries: 3                   # connection errors and 5xx only, with backoff
       concurrency: 4               # snapshot requests in flight
       health: /api/health          # null: the service has none
+      envelope: null               # or {code: code, message: message, data: data, ok: 0}
       lookup:
         path: /api/knowledge/lookup
         request: {query: query, topK: topK, kbScope: kbScope}  # JSON body names
@@ -29,7 +30,16 @@ service that speaks it needs no mapping at all::
         item: {source: docSource}
       documents: {list: /api/documents, upload: /api/documents, delete: /api/documents}
 
-Paths inside answers are dotted (``data.items``). A field the mapping names
+Paths inside answers are dotted (``data.items``). A service that wraps every
+answer in an envelope (Spring's ``{"code": 0, "message": "ok", "data": ...}``,
+errors sent with HTTP 200 and another code) is read through ``envelope``:
+every answer (health, lookup, similar, list, upload, delete) must carry the
+``code`` field with one of the ``ok`` values (0 by default; a list allows
+several), else the request fails with a ``BackendError`` naming the endpoint,
+the code and the envelope's ``message``; the mapping's other paths are then
+read inside the envelope's ``data`` (``""``: the answer itself). The fields'
+defaults are ``code``, ``message`` and ``data``, so ``envelope: {}`` reads
+that shape. A field the mapping names
 but the answer lacks is an error naming the endpoint, the field and the
 mapping key to fix. Evidence blocks need ``chunkId``, ``source`` and
 ``text``; ``rank`` defaults to the position, ``score`` to null, and
@@ -41,7 +51,9 @@ visibly rather than silently.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +62,7 @@ from typing import Any
 from ...errors import BackendError, InputError
 from ...io.httpclient import HttpClient, read_token
 
-__all__ = ["DEFAULT_BASE_URL", "HttpMapping", "HttpService", "load_mapping"]
+__all__ = ["DEFAULT_BASE_URL", "Envelope", "HttpMapping", "HttpService", "load_mapping"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:9900"
 #: a similarity result's fields, in ragsnap's names
@@ -88,6 +100,34 @@ def _identity(names: tuple[str, ...]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Envelope:
+    """How a service wraps its answers (``http.envelope``): where the status code,
+    the message and the payload sit (dotted), and the codes that mean success."""
+
+    code: str = "code"
+    message: str | None = "message"
+    data: str = "data"
+    ok: tuple[int | str, ...] = (0,)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Envelope:
+        d = cls()
+        ok = data.get("ok", list(d.ok))
+        return cls(
+            code=data.get("code", d.code),
+            message=data.get("message", d.message),
+            data=data.get("data", d.data),
+            ok=tuple(ok) if isinstance(ok, list) else (ok,),
+        )
+
+    def succeeded(self, code: Any) -> bool:
+        """Whether ``code`` is one of the success codes (``0`` and ``"0"`` alike)."""
+        if isinstance(code, bool) or not isinstance(code, (int, str)):
+            return False
+        return str(code) in {str(ok) for ok in self.ok}
+
+
+@dataclass(frozen=True)
 class HttpMapping:
     """The ``http`` section of ragsnap.yaml, defaults filled in."""
 
@@ -99,6 +139,7 @@ class HttpMapping:
     concurrency: int = 4
     pipeline_version: str | None = None
     health: str | None = "/api/health"
+    envelope: Envelope | None = None
     lookup_path: str = "/api/knowledge/lookup"
     lookup_request: Mapping[str, str | None] = field(
         default_factory=lambda: _identity(("query", "topK", "kbScope"))
@@ -130,6 +171,7 @@ class HttpMapping:
         docs = data.get("documents", {})
         d = cls()
         token_file = data.get("tokenFile")
+        envelope = data.get("envelope")
         return cls(
             base_url=data.get("baseUrl", d.base_url),
             token_file=None if token_file is None else base / token_file,
@@ -139,6 +181,7 @@ class HttpMapping:
             concurrency=int(data.get("concurrency", d.concurrency)),
             pipeline_version=data.get("pipelineVersion"),
             health=data.get("health", d.health),
+            envelope=None if envelope is None else Envelope.from_json(envelope),
             lookup_path=lookup.get("path", d.lookup_path),
             lookup_request={**d.lookup_request, **lookup.get("request", {})},
             lookup_result=lookup.get("result", d.lookup_result),
@@ -232,12 +275,48 @@ class HttpService:
                 "puts it"
             ) from None
 
+    def _inside(self, *dotted: str) -> str:
+        """``dotted`` joined, inside the envelope's data when there is one: a path from
+        the answer's root, for messages."""
+        root = self.mapping.envelope.data if self.mapping.envelope is not None else ""
+        return ".".join(part for part in (root, *dotted) if part)
+
+    def _open(self, answer: Any, endpoint: str) -> Any:
+        """The payload of ``answer``: itself, or inside its envelope once the envelope's
+        code says success (``http.envelope``; module docstring)."""
+        envelope = self.mapping.envelope
+        if envelope is None:
+            return answer
+        where = f"http.envelope in {self.mapping.source}"
+        try:
+            code = _get(answer, envelope.code)
+        except _Missing as missing:
+            raise BackendError(
+                f"{endpoint}: the answer has no envelope field `{missing.path}` (the status "
+                f"code, mapped by http.envelope.code in {self.mapping.source}); check that "
+                "the path names the service's endpoint, or fix http.envelope"
+            ) from None
+        if not envelope.succeeded(code):
+            message: Any = None
+            if envelope.message is not None:
+                with contextlib.suppress(_Missing):
+                    message = _get(answer, envelope.message)
+            said = f": {message}" if message not in (None, "") else " (no message)"
+            oks = " or ".join(json.dumps(ok) for ok in envelope.ok)
+            raise BackendError(
+                f"{endpoint}: the service answered code {json.dumps(code)}{said} (an error "
+                f"inside an HTTP 200 answer: success is code {oks}, read through {where}); "
+                "check the request and the service's logs"
+            )
+        return self._field(answer, envelope.data, endpoint, "envelope.data")
+
     def health(self) -> dict[str, Any] | None:
         """The health answer (fetched once), or None when the mapping has no health path."""
         if self.mapping.health is None:
             return None
         if self._health is None:
-            answer = self.client.get_json(self.mapping.health)
+            endpoint = f"GET {self.base_url}{self.mapping.health}"
+            answer = self._open(self.client.get_json(self.mapping.health), endpoint)
             self._health = answer if isinstance(answer, dict) else {}
         return self._health
 
@@ -263,12 +342,13 @@ class HttpService:
         m = self.mapping
         body = _named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"POST {self.base_url}{m.lookup_path}"
-        answer = self.client.post_json(m.lookup_path, body)
-        result = self._field(answer, m.lookup_result, endpoint, "lookup.result")
+        answer = self._open(self.client.post_json(m.lookup_path, body), endpoint)
+        inside = self._inside(m.lookup_result)  # the result's path from the answer's root
+        result = self._field(answer, m.lookup_result, endpoint, "lookup.result", self._inside())
         raw_blocks = self._field(
-            result, m.evidence_blocks, endpoint, "lookup.evidenceBlocks", m.lookup_result
+            result, m.evidence_blocks, endpoint, "lookup.evidenceBlocks", inside
         )
-        where = f"{m.lookup_result}.{m.evidence_blocks}".strip(".")
+        where = self._inside(m.lookup_result, m.evidence_blocks)
         if not isinstance(raw_blocks, list):
             raise BackendError(
                 f"{endpoint}: `{where}` is {type(raw_blocks).__name__}, not a list of evidence "
@@ -284,7 +364,7 @@ class HttpService:
             if dotted is None:
                 out[name] = copy.deepcopy(_EMPTY_TRACES[name])
             else:
-                out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", m.lookup_result)
+                out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", inside)
         return out
 
     def _block(self, raw: Any, position: int, endpoint: str, where: str) -> dict[str, Any]:
@@ -315,18 +395,21 @@ class HttpService:
         m = self.mapping
         params = _named(m.similar_params, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"GET {self.base_url}{m.similar_path}"
-        answer = self.client.get_json(m.similar_path, params)
-        results = self._field(answer, m.similar_results, endpoint, "similar.results")
+        answer = self._open(self.client.get_json(m.similar_path, params), endpoint)
+        results = self._field(
+            answer, m.similar_results, endpoint, "similar.results", self._inside()
+        )
+        where = self._inside(m.similar_results)
         if not isinstance(results, list):
             raise BackendError(
-                f"{endpoint}: `{m.similar_results}` is {type(results).__name__}, not a list; "
+                f"{endpoint}: `{where}` is {type(results).__name__}, not a list; "
                 f"point http.similar.results in {m.source} at the result list"
             )
         items = []
         for position, raw in enumerate(results, 1):
             if not isinstance(raw, dict):
                 raise BackendError(
-                    f"{endpoint}: `{m.similar_results}[{position - 1}]` is "
+                    f"{endpoint}: `{where}[{position - 1}]` is "
                     f"{type(raw).__name__}, not an object; point http.similar.results in "
                     f"{m.source} at the list of result objects"
                 )
@@ -337,7 +420,7 @@ class HttpService:
                 except _Missing:
                     if name == "source":
                         raise BackendError(
-                            f"{endpoint}: `{m.similar_results}[{position - 1}].{dotted}` is "
+                            f"{endpoint}: `{where}[{position - 1}].{dotted}` is "
                             f"missing (the result's source, mapped by http.similar.item.source "
                             f"in {m.source}); map it to the service's field"
                         ) from None
@@ -346,22 +429,27 @@ class HttpService:
         return answer, items
 
     def documents(self) -> list[dict[str, Any]] | None:
-        """The stored documents (``source``, ``kbScope`` ...), or None without a list path."""
+        """The stored documents in ragsnap's names (``source``, ``kbScope`` ...: the
+        ``document`` fields), or None without a list path."""
         m = self.mapping
         if m.list_path is None:
             return None
         endpoint = f"GET {self.base_url}{m.list_path}"
-        docs = self._field(
-            self.client.get_json(m.list_path), m.list_field, endpoint, "documents.listField"
-        )
-        if not isinstance(docs, list) or not all(
-            isinstance(d, dict) and isinstance(d.get("source"), str) for d in docs
-        ):
+        answer = self._open(self.client.get_json(m.list_path), endpoint)
+        docs = self._field(answer, m.list_field, endpoint, "documents.listField", self._inside())
+        if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
             raise BackendError(
-                f"{endpoint}: `{m.list_field}` is not a list of objects with a `source`; "
-                f"check http.documents in {m.source}"
+                f"{endpoint}: `{self._inside(m.list_field)}` is not a list of objects; check "
+                f"http.documents.listField in {m.source}"
             )
-        return docs
+        stored = [self.stored(d) for d in docs]
+        if not all(isinstance(d["source"], str) for d in stored):
+            raise BackendError(
+                f"{endpoint}: a listed document has no `{m.document['source']}` (its source, "
+                f"mapped by http.documents.fields.source in {m.source}); map it to the "
+                "service's field"
+            )
+        return stored
 
     def listing(self) -> tuple[list[dict[str, Any]], bool | None]:
         """The stored documents in ragsnap's names (``document`` fields: ``source``,
@@ -370,11 +458,11 @@ class HttpService:
         m = self.mapping
         path = self._need(m.list_path, "documents.list")
         endpoint = f"GET {self.base_url}{path}"
-        answer = self.client.get_json(path)
-        docs = self._field(answer, m.list_field, endpoint, "documents.listField")
+        answer = self._open(self.client.get_json(path), endpoint)
+        docs = self._field(answer, m.list_field, endpoint, "documents.listField", self._inside())
         if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
             raise BackendError(
-                f"{endpoint}: `{m.list_field}` is not a list of objects; check "
+                f"{endpoint}: `{self._inside(m.list_field)}` is not a list of objects; check "
                 f"http.documents.listField in {m.source}"
             )
         complete = None
@@ -406,12 +494,16 @@ class HttpService:
             )
         else:
             answer = self.client.post_json(path, {"name": name, "content": content})
+        answer = self._open(answer, f"POST {self.base_url}{path}")
         return answer if isinstance(answer, dict) else {}
 
     def delete(self, source: str) -> dict[str, Any]:
         """Delete one document by source."""
         path = self._need(self.mapping.delete_path, "documents.delete")
-        answer = self.client.request("DELETE", path, params={"source": source})
+        answer = self._open(
+            self.client.request("DELETE", path, params={"source": source}),
+            f"DELETE {self.base_url}{path}",
+        )
         return answer if isinstance(answer, dict) else {}
 
     def _need(self, path: str | None, key: str) -> str:
