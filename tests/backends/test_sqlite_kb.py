@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import require_numba
 from ragsnap.errors import BackendError
 from ragsnap.kb.backends import Filter, Upload, WriteBatch
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
@@ -556,3 +557,25 @@ def test_receipts_are_kept_beside_the_documents_not_in_meta(
     many = {f"k{i}": str(i) for i in range(1200)}  # more keys than one query takes
     kb.write_receipts(many)
     assert kb.read_receipts(sorted(many)) == many
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "compiled"])
+def test_matched_terms_are_the_query_terms_each_chunk_holds(
+    tmp_path: Path, docs_dir: Path, kernel: str
+) -> None:
+    """The bit codes read from the postings equal the ones read from the stored chunks'
+    tokens (what lexical coverage read before), for found rows and others alike."""
+    if kernel == "compiled":
+        require_numba()
+    kb = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+    seed_folder(kb, docs_dir)
+    tokens = ["pool", "connection", "no-such-term", "kafka", "pool", "lag", "maximum"]
+    rows = [r for r, _ in kb.lexical_search(tokens, Filter(), 50)] + [1, 2, 3]
+    codes = kb.matched_terms(tokens, rows)
+    distinct = list(dict.fromkeys(tokens))
+    chunks = kb.chunks(rows)
+    for row in rows:
+        expected = sum(1 << i for i, t in enumerate(distinct) if t in chunks[row].token_set)
+        assert codes[row] == expected, row
+    assert len(set(codes.values())) > 1  # rows hold different subsets
+    kb.close()

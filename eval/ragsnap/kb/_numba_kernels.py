@@ -71,6 +71,28 @@ def select(
 
 
 @_jit
+def term_codes(indptr: Any, docs: Any, terms: Any, bits: Any, positions: Any, out: Any) -> None:
+    """``out[j]``: bit ``bits[i]`` set for every term ``terms[i]`` whose postings (in
+    position order) hold ``positions[j]``: a binary search per term and position."""
+    for j in range(positions.shape[0]):
+        out[j] = 0
+    for i in range(terms.shape[0]):
+        start, end = indptr[terms[i]], indptr[terms[i] + 1]
+        flag = np.int64(1) << bits[i]
+        for j in range(positions.shape[0]):
+            p = positions[j]
+            lo, hi = start, end
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if docs[mid] < p:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < end and docs[lo] == p:
+                out[j] |= flag
+
+
+@_jit
 def accumulate(
     indptr: Any,
     docs: Any,

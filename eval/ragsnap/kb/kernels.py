@@ -179,6 +179,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
 
             _compiled.update(
                 accumulate=compiled.accumulate,
+                term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
                 cosines=compiled.cosines,
                 top=compiled.top,
@@ -263,17 +264,23 @@ class Bm25Kernel:
         )
         return out
 
-    def holding(self, terms: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """``[i, j]``: whether the chunk at ``positions[j]`` holds term ``terms[i]``: a
-        binary search in the term's postings (which are in position order), so a
-        lookup learns which query terms a candidate holds without reading it."""
-        out = np.zeros((len(terms), len(positions)), dtype=np.bool_)
-        for i, term in enumerate(terms.tolist()):
+    def term_codes(
+        self, terms: NDArray[np.int64], bits: NDArray[np.int64], positions: NDArray[np.int64]
+    ) -> NDArray[np.int64]:
+        """For each of ``positions``, the bits ``bits[i]`` of the terms ``terms[i]`` its
+        chunk holds: a binary search in each term's postings (which are in position
+        order), so a lookup learns which query terms a candidate holds without reading
+        it. Both paths give the same integers."""
+        out = np.zeros(len(positions), dtype=np.int64)
+        if self.kernel == "numba":
+            _numba_kernels()["term_codes"](self.indptr, self.docs, terms, bits, positions, out)
+            return out
+        for term, bit in zip(terms.tolist(), bits.tolist(), strict=True):
             docs = self.docs[self.indptr[term] : self.indptr[term + 1]]
             if len(docs) == 0:
                 continue
             at = np.minimum(np.searchsorted(docs, positions), len(docs) - 1)
-            out[i] = docs[at] == positions
+            out[docs[at] == positions] |= 1 << bit
         return out
 
 

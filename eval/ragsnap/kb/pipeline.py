@@ -330,20 +330,20 @@ class Pipeline:
             for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
                 cands[r].cosine = sim
         kind = spec.kind
-        coverage = query.coverage
-        # the query terms each candidate's index tokens hold (the store answers from
-        # its postings where it has them, without reading the chunks)
-        held = {} if kind == "vector" else self.kb.matched_terms(query.distinct, list(cands))
-        if len(held) != len(cands) and kind != "vector":
+        # the query terms each candidate's index tokens hold, as bit codes (the store
+        # answers from its postings where it has them, without reading the chunks)
+        codes = {} if kind == "vector" else self.kb.matched_terms(query.distinct, list(cands))
+        if len(codes) != len(cands) and kind != "vector":
             raise _StaleRead
+        coverage = query.coverage_of_code
         per_unit = TICKS_PER_UNIT  # c.confidence = quantize(exact), inlined
         for r, c in cands.items():
             if kind == "lexical":
-                exact = coverage(held[r])
+                exact = coverage(codes[r])
             elif kind == "vector":
                 exact = max(c.cosine or 0.0, 0.0)
             else:
-                exact = (coverage(held[r]) + max(c.cosine or 0.0, 0.0)) / 2
+                exact = (coverage(codes[r]) + max(c.cosine or 0.0, 0.0)) / 2
             c.exact_confidence = exact
             c.confidence = round(exact * per_unit) / per_unit
 
@@ -715,6 +715,7 @@ class _Query:
         self.tokens = tokens
         self.vector = vector
         self.distinct = list(dict.fromkeys(tokens))
+        self._coverage_by_code: dict[int, float] = {}
         n = max(total, 1)
         self.idf_items = tuple(
             (t, math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
@@ -738,6 +739,19 @@ class _Query:
             if t in have:
                 found += w
         return found / self.idf_total
+
+    def coverage_of_code(self, code: int) -> float:
+        """``coverage`` of the terms whose bits ``code`` sets (bit i: the i-th distinct
+        term): the same weights added in the same order; each code once a query."""
+        found = self._coverage_by_code.get(code)
+        if found is None:
+            total = 0.0
+            for i, (_, w) in enumerate(self.idf_items):
+                if code >> i & 1:
+                    total += w
+            found = total / self.idf_total if self.idf_total > 0 else 0.0
+            self._coverage_by_code[code] = found
+        return found
 
     def share_in(self, terms: frozenset[str] | set[str]) -> float:
         """Unweighted share of distinct query terms in ``terms``."""

@@ -84,6 +84,30 @@ def test_bm25_numba_equals_numpy_and_the_contract(seed: int) -> None:
         assert got[1].tobytes() == scores[expected].tobytes()
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
+    """Both paths give the bits of exactly the terms whose postings hold the position:
+    first and last postings, absent positions, empty terms and every bit up to 62."""
+    require_numba()
+    indptr, docs, weights = postings(seed)
+    ranks = chunk_id_ranks(chunk_ids(seed))
+    rng = np.random.default_rng(seed + 10)
+    terms = rng.choice(VOCAB, 20, replace=False).astype(np.int64)
+    terms[:2] = [0, VOCAB - 1]
+    bits = np.sort(rng.choice(63, 20, replace=False)).astype(np.int64)
+    positions = np.concatenate(
+        [rng.integers(0, N, 200), docs[indptr[terms[0]] : indptr[terms[0]] + 3], [0, N - 1]]
+    ).astype(np.int64)
+    expected = np.zeros(len(positions), dtype=np.int64)
+    for term, bit in zip(terms.tolist(), bits.tolist(), strict=True):
+        held = set(docs[indptr[term] : indptr[term + 1]].tolist())
+        expected |= np.array([p in held for p in positions.tolist()], dtype=np.int64) << bit
+    for kernel in ("numba", "numpy"):
+        got = Bm25Kernel(indptr, docs, weights, ranks, kernel).term_codes(terms, bits, positions)
+        assert got.tolist() == expected.tolist(), kernel
+    assert expected.any() and not expected.all()
+
+
 @pytest.mark.parametrize("kernel", ["numba", "numpy"])
 def test_bm25_kept_scores_serve_the_same_terms_and_never_leak(kernel: str) -> None:
     """The kept scores of the last query answer it again under another filter or

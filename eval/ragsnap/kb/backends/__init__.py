@@ -249,11 +249,10 @@ class KnowledgeBase(Protocol):
         """Stored chunks' identities by row: cheaper than ``chunks`` for deep rankings."""
         ...
 
-    def matched_terms(
-        self, tokens: Sequence[str], rows: Sequence[int]
-    ) -> dict[int, frozenset[str]]:
-        """For each row, which of the distinct ``tokens`` its index tokens hold (what
-        lexical coverage reads); a store with postings answers without reading chunks."""
+    def matched_terms(self, tokens: Sequence[str], rows: Sequence[int]) -> dict[int, int]:
+        """For each row, which of the distinct ``tokens`` (in first-seen order) its index
+        tokens hold, as a bit code (bit i: the i-th distinct token): what lexical
+        coverage reads; a store with postings answers without reading chunks."""
         ...
 
     def close(self) -> None:

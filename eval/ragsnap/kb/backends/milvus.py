@@ -739,14 +739,18 @@ class MilvusKnowledgeBase:
             for row, r in found.items()
         }
 
-    def matched_terms(
-        self, tokens: Sequence[str], rows: Sequence[int]
-    ) -> dict[int, frozenset[str]]:
-        """Which distinct ``tokens`` each row's stored index tokens hold (read from
-        the chunks: Milvus keeps no postings ragsnap can read)."""
-        wanted = frozenset(tokens)
+    def matched_terms(self, tokens: Sequence[str], rows: Sequence[int]) -> dict[int, int]:
+        """Which distinct ``tokens`` each row's stored index tokens hold, as bit codes
+        (read from the chunks: Milvus keeps no postings ragsnap can read)."""
+        bit = {t: 1 << i for i, t in enumerate(dict.fromkeys(tokens))}
         found = self._fetch(rows, ["tokens"])
-        return {row: wanted.intersection(r["tokens"].split()) for row, r in found.items()}
+        codes = {}
+        for row, r in found.items():
+            code = 0
+            for t in set(r["tokens"].split()).intersection(bit):
+                code |= bit[t]
+            codes[row] = code
+        return codes
 
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
         found = self._fetch(rows, ["chunk_id", "source", "doc_id"])

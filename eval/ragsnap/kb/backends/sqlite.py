@@ -650,26 +650,21 @@ class SqliteKnowledgeBase:
             return dict(zip(rows, map(by_row.__getitem__, rows), strict=True))
         return {row: by_row[row] for row in rows if row in by_row}
 
-    def matched_terms(
-        self, tokens: Sequence[str], rows: Sequence[int]
-    ) -> dict[int, frozenset[str]]:
-        """Which distinct ``tokens`` each row's index tokens hold, from the postings (no
-        chunk is read: a lookup reads only the chunks it shows)."""
+    def matched_terms(self, tokens: Sequence[str], rows: Sequence[int]) -> dict[int, int]:
+        """Which distinct ``tokens`` each row's index tokens hold, as bit codes, from the
+        postings (no chunk is read: a lookup reads only the chunks it shows)."""
         with self._lock:
             index = self._index()
             bm25 = self._postings(index)
-            distinct = [t for t in dict.fromkeys(tokens) if t in bm25.vocab]
-            if not distinct or not rows:
-                return dict.fromkeys(rows, frozenset())
+            vocab = bm25.vocab
+            held = [(i, vocab[t]) for i, t in enumerate(dict.fromkeys(tokens)) if t in vocab]
+            if not held or not rows:
+                return dict.fromkeys(rows, 0)
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
-            terms = np.array([bm25.vocab[t] for t in distinct], dtype=np.int64)
-            held = bm25.kernel.holding(terms, positions)
-        # each row's subset of the query's terms as a bit code: few distinct subsets
-        codes: list[int] = (np.left_shift(1, np.arange(len(distinct))) @ held).tolist()
-        subsets: dict[int, frozenset[str]] = {}
-        for code in set(codes):
-            subsets[code] = frozenset(t for i, t in enumerate(distinct) if code >> i & 1)
-        return dict(zip(rows, map(subsets.__getitem__, codes), strict=True))
+            bits = np.array([i for i, _ in held], dtype=np.int64)
+            terms = np.array([term for _, term in held], dtype=np.int64)
+            codes: list[int] = bm25.kernel.term_codes(terms, bits, positions).tolist()
+        return dict(zip(rows, codes, strict=True))
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         """Stored chunks by row; chunks read before in this generation come from memory
