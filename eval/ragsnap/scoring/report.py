@@ -25,6 +25,9 @@ __all__ = [
     "render_markdown",
 ]
 
+#: The Markdown report lists every case up to this many (the JSON report always does).
+ALL_CASES_LISTED = 1000
+
 #: Bumped whenever a scoring rule changes meaning; recorded in every report.
 SCORING_VERSION = "hit-levels/1"
 
@@ -223,7 +226,18 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             "",
             *[f"- `{case_id}`" for case_id in fixed],
         ]
-    lines += ["", "## All cases", "", _all_cases_table(report["cases"], private)]
+    cases = report["cases"]
+    if len(cases) <= ALL_CASES_LISTED:
+        lines += ["", "## All cases", "", _all_cases_table(cases, private)]
+    else:  # a table no one reads, and most of the run's time: the JSON and HTML hold them
+        lines += [
+            "",
+            "## All cases",
+            "",
+            f"{len(cases):,} cases, more than this report lists one by one (at most "
+            f"{ALL_CASES_LISTED:,}): the failing ones are above, every case is in the JSON "
+            "report, and `--html-report FILE` writes a page that filters and pages them.",
+        ]
     orphans = report["orphanedFixtures"]
     if orphans:
         lines += [
