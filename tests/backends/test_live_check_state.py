@@ -10,9 +10,8 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,8 @@ from ragsnap.cli import main
 from ragsnap.io.locks import writer_lock
 from ragsnap.io.schema import validate
 from ragsnap.live import verification
+
+from .conftest import LoopbackServer, send_json
 
 SCOPE = "lc-eval"
 TOPICS = {
@@ -275,46 +276,28 @@ def test_an_unfinished_preparation_is_a_failure(
     assert service["before"]["documents"] == 2 and service["after"]["passed"] is True
 
 
-class Wobbly:
+class Wobbly(LoopbackServer):
     """A loopback service whose similarity search swaps its first two results on every
     other call (the document list never changes)."""
 
+    methods = ("GET",)
+
     def __init__(self) -> None:
         self.calls = 0
-        owner = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path.startswith("/api/documents"):
-                    body: Any = {"complete": True, "documents": []}
-                else:
-                    owner.calls += 1
-                    sources = ["doc-kafka", "doc-redis", "doc-tls"]
-                    if owner.calls % 2 == 0:
-                        sources[:2] = sources[1::-1]
-                    body = {
-                        "results": [
-                            {"rank": rank, "chunkId": f"{s}#0", "source": s}
-                            for rank, s in enumerate(sources, 1)
-                        ]
-                    }
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        if request.path.startswith("/api/documents"):
+            send_json(request, 200, {"complete": True, "documents": []})
+            return
+        self.calls += 1
+        sources = ["doc-kafka", "doc-redis", "doc-tls"]
+        if self.calls % 2 == 0:
+            sources[:2] = sources[1::-1]
+        results = [
+            {"rank": rank, "chunkId": f"{s}#0", "source": s} for rank, s in enumerate(sources, 1)
+        ]
+        send_json(request, 200, {"results": results})
 
 
 def test_repeat_check_fails_an_unstable_ranking(project: Path) -> None:

@@ -14,12 +14,11 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,8 @@ from ragsnap.cli import main
 from ragsnap.io.locks import writer_lock
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.live.preparation import CHECKPOINT_EVERY, idempotency_key
+
+from .conftest import LoopbackServer, send_json
 
 DOCS = 70  # more than CHECKPOINT_EVERY: a mid-run checkpoint happens
 SCOPE = "prep-eval"
@@ -394,7 +395,7 @@ def test_changed_corpus_is_refused(served: Served, project: Path) -> None:
 # --- a service that does not honour idempotency keys --------------------------------------
 
 
-class Forgetful:
+class Forgetful(LoopbackServer):
     """A loopback service with ragsnap serve's document contract that ignores
     ``Idempotency-Key``: every upload is a new record (with a new id)."""
 
@@ -402,49 +403,27 @@ class Forgetful:
         self.records: list[dict[str, Any]] = []
         self.complete = True
         self.refuse_after: int | None = None  # uploads answered 400 from then on
-        owner = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._send({"complete": owner.complete, "documents": owner.records})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if owner.refuse_after is not None and len(owner.records) >= owner.refuse_after:
-                    self.send_response(400)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                match = re.search(r"^source: (\S+)$", body["content"], re.MULTILINE)
-                assert match is not None
-                record = {
-                    "source": match.group(1),
-                    "id": str(uuid.uuid4()),
-                    "revision": hashlib.sha256(body["content"].encode()).hexdigest(),
-                    "embedding": "fake",
-                    "kbScope": SCOPE,
-                }
-                owner.records.append(record)
-                self._send({**record, "status": "added"})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        if request.command == "GET":
+            send_json(request, 200, {"complete": self.complete, "documents": self.records})
+            return
+        body = json.loads(request.rfile.read(int(request.headers["Content-Length"])))
+        if self.refuse_after is not None and len(self.records) >= self.refuse_after:
+            send_json(request, 400, {})
+            return
+        match = re.search(r"^source: (\S+)$", body["content"], re.MULTILINE)
+        assert match is not None
+        record = {
+            "source": match.group(1),
+            "id": str(uuid.uuid4()),
+            "revision": hashlib.sha256(body["content"].encode()).hexdigest(),
+            "embedding": "fake",
+            "kbScope": SCOPE,
+        }
+        self.records.append(record)
+        send_json(request, 200, {**record, "status": "added"})
 
 
 @pytest.fixture
