@@ -60,7 +60,7 @@ def test_pr_comment_stays_under_the_limit_and_says_where_the_rest_is() -> None:
     assert "### Regressed cases (1500)" in comment and "#### `case-0000`" in comment
     assert "> **Truncated to fit a comment**: not shown: " in comment
     assert "The full report is `reports/baseline-diff.md`" in comment
-    assert comment.rstrip().endswith("alpha 0.05.") is False  # no significance settings
+    assert "Significance: no paired tests." in comment  # the diff ran without them
     assert "Noise floor: default 0.001." in comment
 
 
