@@ -579,3 +579,70 @@ def test_matched_terms_are_the_query_terms_each_chunk_holds(
         assert codes[row] == expected, row
     assert len(set(codes.values())) > 1  # rows hold different subsets
     kb.close()
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "compiled"])
+def test_a_pinned_read_answers_as_the_whole_index_does(
+    tmp_path: Path, docs_dir: Path, kernel: str
+) -> None:
+    """Inside ``pinned`` the refs and term codes of the rows a search found come from
+    what the search kept: the same answers as outside, for found rows and others, with
+    tokens the index lacks shifting the bits, and a deep list kept nowhere."""
+    if kernel == "compiled":
+        require_numba()
+    kb = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+    seed_folder(kb, docs_dir)
+    queries = [
+        ["pool", "connection", "kafka", "lag"],
+        ["no-such-term", "pool", "maximum", "other-missing", "lag", "pool"],
+        ["the", "consumer"],
+    ]
+    for tokens in queries:
+        for limit in (5, 300):
+            outside = kb.lexical_search(tokens, Filter(), limit)
+            rows = [r for r, _ in outside]
+            others = [*rows, 1, 2, 3]
+            expected = (kb.refs(rows), kb.matched_terms(tokens, rows))
+            expected_others = kb.matched_terms(tokens, others)
+            with kb.pinned() as generation:
+                assert generation == kb.generation() == kb.read_meta()["generation"]
+                assert kb.lexical_search(tokens, Filter(), limit) == outside
+                assert (kb.refs(rows), kb.matched_terms(tokens, rows)) == expected
+                assert kb.matched_terms(tokens, others) == expected_others
+                assert kb.matched_terms(list(reversed(tokens)), rows) == kb.matched_terms(
+                    list(reversed(tokens)), rows
+                )
+    kb.close()
+
+
+def test_a_lookup_pinned_while_another_store_writes_reads_again(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    """A write by another process lands while a lookup holds its pinned index: the
+    generation check afterwards sees it, and the lookup runs again on the new state,
+    giving what a fresh pipeline gives."""
+    from ragsnap.kb.pipeline import LookupSettings, Pipeline
+
+    def pipeline() -> Pipeline:
+        return Pipeline(kb, HashingEmbedder(), get_tokenizer(), LookupSettings())
+
+    pipe = pipeline()
+    before = pipe.lookup("brandnewword consumer lag", method="lexical", record_latency=False)
+    real = pipe._lookup
+    calls: list[str] = []
+
+    def write_during_the_first(*args: Any) -> Any:
+        calls.append(args[5])  # the pinned generation
+        result = real(*args)
+        if len(calls) == 1:
+            rewrite_kafka_lag(docs_dir)
+            with SqliteKnowledgeBase(kb.path) as other:
+                seed_folder(other, docs_dir)
+        return result
+
+    pipe._lookup = write_during_the_first  # type: ignore[method-assign]
+    after = pipe.lookup("brandnewword consumer lag", method="lexical", record_latency=False)
+    assert len(calls) == 2 and calls[0] != calls[1] == kb.generation()
+    fresh = pipeline().lookup("brandnewword consumer lag", method="lexical", record_latency=False)
+    assert after == fresh != before
+    assert "brandnewword" in after["evidenceBlocks"][0]["text"]

@@ -35,6 +35,7 @@ in the run.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -717,9 +718,16 @@ def evaluate_files(
     return rankings, evaluate(rankings, measures)
 
 
+#: what a TREC id must not hold: white space (``str.isspace``, as ``\s`` matches in a
+#: str pattern) and control characters
+_BAD_ID = re.compile(r"[\s\x00-\x1f]")
+
+
 def _check_ids(*ids: str) -> None:
+    if all(ids) and _BAD_ID.search("".join(ids)) is None:  # one scan for the whole list
+        return
     for value in ids:
-        if not value or any(c.isspace() or ord(c) < 32 for c in value):
+        if not value or _BAD_ID.search(value):
             raise OutputError(
                 f"cannot write {value!r} to a TREC file: TREC ids and tags are non-empty and "
                 "contain no white space; rename it in the fixture or golden case"

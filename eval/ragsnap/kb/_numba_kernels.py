@@ -99,20 +99,24 @@ def accumulate(
     weights: Any,
     terms: Any,
     scores: Any,
+    codes: Any,
     seen: Any,
     touched: Any,
     previous: int,
 ) -> int:
-    """BM25 of the chunks holding ``terms``, summed term by term into ``scores``;
+    """BM25 of the chunks holding ``terms``, summed term by term into ``scores``,
+    and which terms each holds (bit i of ``codes``: ``terms[i]``, for the first 63);
     the positions found go to ``touched`` (their count is returned). The previous
     query's ``previous`` entries are cleared first."""
     for i in range(previous):
         d = touched[i]
         scores[d] = 0.0
+        codes[d] = 0
         seen[d] = False
     m = 0
     for i in range(terms.shape[0]):
         t = terms[i]
+        flag = np.int64(1) << i if i < 63 else np.int64(0)
         for p in range(indptr[t], indptr[t + 1]):
             d = docs[p]
             if not seen[d]:
@@ -120,6 +124,7 @@ def accumulate(
                 touched[m] = d
                 m += 1
             scores[d] += weights[p]
+            codes[d] |= flag
     return m
 
 

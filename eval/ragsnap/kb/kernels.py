@@ -63,6 +63,8 @@ KernelName = Literal["auto", "numba", "numpy"]
 KERNELS: tuple[str, ...] = ("auto", "compiled", "numba", "numpy")
 #: ``auto`` compiles for indexes this large; smaller ones run numpy
 COMPILED_MIN_ROWS = 20_000
+#: a search records which of its first this many terms each chunk holds (int64 bits)
+CODE_BITS = 63
 
 
 def numba_available() -> bool:
@@ -126,16 +128,20 @@ def _accumulate_numpy(
     weights: NDArray[np.float64],
     terms: NDArray[np.int64],
     n: int,
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """BM25 of every chunk (summed term by term) and the positions holding a term."""
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """BM25 of every chunk (summed term by term), which terms each holds (bit i:
+    ``terms[i]``, for the first ``CODE_BITS``) and the positions holding a term."""
     scores = np.zeros(n, dtype=np.float64)
+    codes = np.zeros(n, dtype=np.int64)
     hit = np.zeros(n, dtype=bool)
-    for term in terms.tolist():
+    for i, term in enumerate(terms.tolist()):
         start, end = int(indptr[term]), int(indptr[term + 1])
         rows = docs[start:end]
         scores[rows] += weights[start:end]
         hit[rows] = True
-    return scores, np.flatnonzero(hit).astype(np.int64)
+        if i < CODE_BITS:
+            codes[rows] |= 1 << i
+    return scores, codes, np.flatnonzero(hit).astype(np.int64)
 
 
 def _cosines_numpy(
@@ -212,6 +218,7 @@ class Bm25Kernel:
         self._last: bytes | None = None  # the terms the kept scores are for
         # the kept scores: numba adds into a zeroed buffer, numpy makes a new array
         self._scores = np.zeros(n if self.kernel == "numba" else 0, dtype=np.float64)
+        self._codes = np.zeros(n if self.kernel == "numba" else 0, dtype=np.int64)
         self._touched = np.zeros(0, dtype=np.int64)  # positions holding a term, as found
         if self.kernel == "numba":
             fns = _numba_kernels()
@@ -225,7 +232,7 @@ class Bm25Kernel:
         if key == self._last:
             return
         if self.kernel == "numpy":
-            self._scores, self._touched = _accumulate_numpy(
+            self._scores, self._codes, self._touched = _accumulate_numpy(
                 self.indptr, self.docs, self.weights, terms, len(self.ranks)
             )
         else:  # the kernel first clears the previous query's entries
@@ -235,6 +242,7 @@ class Bm25Kernel:
                 self.weights,
                 terms,
                 self._scores,
+                self._codes,
                 self._seen,
                 self._buffer,
                 self._count,
@@ -264,13 +272,33 @@ class Bm25Kernel:
         )
         return out
 
+    def kept_codes(
+        self, terms: NDArray[np.int64], positions: NDArray[np.int64]
+    ) -> NDArray[np.int64] | None:
+        """Which of ``terms`` each of ``positions`` holds (bit i: ``terms[i]``), as the
+        last search recorded it; None unless that search was of ``terms`` (at most
+        ``CODE_BITS`` of them)."""
+        if len(terms) > CODE_BITS or terms.tobytes() != self._last:
+            return None
+        kept: NDArray[np.int64] = self._codes[positions]
+        return kept
+
     def term_codes(
         self, terms: NDArray[np.int64], bits: NDArray[np.int64], positions: NDArray[np.int64]
     ) -> NDArray[np.int64]:
         """For each of ``positions``, the bits ``bits[i]`` of the terms ``terms[i]`` its
         chunk holds: a binary search in each term's postings (which are in position
         order), so a lookup learns which query terms a candidate holds without reading
-        it. Both paths give the same integers."""
+        it. When ``terms`` are the last search's, that search recorded the answer and
+        it is read from there. Every path gives the same integers."""
+        kept = self.kept_codes(terms, positions)  # bit i: terms[i]; the caller's may differ
+        if kept is not None:
+            if np.array_equal(bits, np.arange(len(bits))):
+                return kept
+            out = np.zeros(len(positions), dtype=np.int64)
+            for i, bit in enumerate(bits.tolist()):
+                out |= ((kept >> i) & 1) << bit
+            return out
         out = np.zeros(len(positions), dtype=np.int64)
         if self.kernel == "numba":
             _numba_kernels()["term_codes"](self.indptr, self.docs, terms, bits, positions, out)

@@ -66,9 +66,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -138,17 +138,17 @@ class _Attempt:
         }
 
 
-def _on_grid(
-    found: list[tuple[int, float]], cands: dict[int, _Candidate]
-) -> list[tuple[_Candidate, float]]:
-    """A store's ``(row, score)`` list as candidates with their scores, best first by
-    grid score, equal grid scores by chunk id."""
-    out = [(cands[r], value) for r, value in found]
-    keys = [(-round(value * TICKS_PER_UNIT), c.ref.chunk_id) for c, value in out]  # -ticks
-    if all(a <= b for a, b in itertools.pairwise(keys)):  # stores return this order
-        return out
-    order = grid_order((r, value, cands[r].ref.chunk_id) for r, value in found)
-    return [(cands[r], value) for r, value in order]
+def _on_grid(found: list[tuple[int, float]], refs: dict[int, ChunkRef]) -> list[tuple[int, float]]:
+    """A store's ``(row, score)`` list best first by grid score, equal grid scores by
+    chunk id (the order stores return: checked, and restored if not)."""
+    per_unit = TICKS_PER_UNIT
+    ticks_ = [round(value * per_unit) for _, value in found]
+    if all(a > b for a, b in itertools.pairwise(ticks_)):  # no tie: one comparison each
+        return found
+    keys = [(-t, refs[r].chunk_id) for t, (r, _) in zip(ticks_, found, strict=True)]
+    if all(a <= b for a, b in itertools.pairwise(keys)):
+        return found
+    return grid_order((r, v, refs[r].chunk_id) for r, v in found)
 
 
 def _shares(f: FusionProfile, values: Sequence[float], weight: float) -> list[float]:
@@ -172,10 +172,16 @@ def score_label(score: float) -> str:
     return "high" if score >= 0.6 else "medium" if score >= 0.4 else "low"
 
 
-def _common_prefix(breadcrumbs: Sequence[str]) -> str | None:
-    split = [[s.strip() for s in b.split(">")] for b in breadcrumbs]
+def _segments(breadcrumb: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in breadcrumb.split(">"))
+
+
+def _common_prefix(split: Sequence[tuple[str, ...]]) -> str | None:
+    """The longest common prefix of breadcrumbs given as their segments (``_segments``)."""
     if not split:
         return None
+    if all(parts == split[0] for parts in split):  # often a single document
+        return " > ".join(split[0]) or None
     prefix: list[str] = []
     for parts in zip(*split, strict=False):
         if all(p == parts[0] for p in parts):
@@ -272,7 +278,10 @@ class Pipeline:
             lexical = self.kb.lexical_search(query.tokens, flt, limit, text=query.text)
         if "vector" in spec.retrievers and query.vector is not None:
             vector = self.kb.vector_search(query.vector, flt, limit)
-        rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        if lexical and vector:
+            rows = list(dict.fromkeys([r for r, _ in lexical] + [r for r, _ in vector]))
+        else:  # one list: its rows are distinct already
+            rows = [r for r, _ in lexical or vector]
         return lexical, vector, rows
 
     def _attempt(
@@ -287,31 +296,37 @@ class Pipeline:
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):  # a write removed them since the search: start again
             raise _StaleRead
-        cands = {r: _Candidate(r, refs[r]) for r in rows}
-        lexical_list = _on_grid(lexical, cands)
-        vector_list = _on_grid(vector, cands)
+        lexical, vector = _on_grid(lexical, refs), _on_grid(vector, refs)
         f = self._fusion(spec)
         method = spec.kind
-        lexical_shares = _shares(f, [v for _, v in lexical_list], f.lexical_weight)
-        for rank, ((c, value), share) in enumerate(
-            zip(lexical_list, lexical_shares, strict=True), 1
-        ):
-            c.lexical, c.lexical_rank = value, rank
-            c.fused += share
-        vector_shares = _shares(f, [v for _, v in vector_list], f.vector_weight)
-        for rank, ((c, value), share) in enumerate(zip(vector_list, vector_shares, strict=True), 1):
-            c.cosine, c.vector_rank = value, rank
-            c.fused += share
+        if not vector:  # one list: each candidate made whole at once
+            shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
+            cands = {
+                r: _Candidate(r, refs[r], value, rank, None, None, 0.0 + share)
+                for rank, ((r, value), share) in enumerate(zip(lexical, shares, strict=True), 1)
+            }
+        else:
+            cands = {r: _Candidate(r, refs[r]) for r in rows}
+            for found, weight, is_lexical in (
+                (lexical, f.lexical_weight, True),
+                (vector, f.vector_weight, False),
+            ):
+                shares = _shares(f, [v for _, v in found], weight)
+                for rank, ((r, value), share) in enumerate(zip(found, shares, strict=True), 1):
+                    c = cands[r]
+                    if is_lexical:
+                        c.lexical, c.lexical_rank = value, rank
+                    else:
+                        c.cosine, c.vector_rank = value, rank
+                    c.fused += share
         self._confidences(spec, query, cands)
         per_unit = TICKS_PER_UNIT  # c.ranking = quantize(value), inlined
-        if method == "lexical":
-            ranked = [c for c, _ in lexical_list]
-            for c, value in lexical_list:
+        if method == "lexical" or method == "vector":
+            ranked = []
+            for r, value in lexical if method == "lexical" else vector:
+                c = cands[r]
                 c.ranking = round(value * per_unit) / per_unit
-        elif method == "vector":
-            ranked = [c for c, _ in vector_list]
-            for c, value in vector_list:
-                c.ranking = round(value * per_unit) / per_unit
+                ranked.append(c)
         else:
             ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.ref.chunk_id))
             for c in ranked:
@@ -368,7 +383,7 @@ class Pipeline:
             if distinct == "chunk_id":
                 return [refs[r] for r in order[:depth]]
             ranked = list(map(refs.__getitem__, order))
-            keys = [r.source if distinct == "source" else r.doc_id for r in ranked]
+            keys = list(map(attrgetter(distinct), ranked))  # "source" or "doc_id"
             targets = list(dict.fromkeys(keys))  # distinct targets, in rank order
             if len(targets) > depth:  # stop before the first chunk of target depth + 1
                 return ranked[: keys.index(targets[depth])]
@@ -491,14 +506,14 @@ class Pipeline:
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, not {top_k}")
         for _ in range(_READS):
-            generation = self.kb.read_meta().get("generation", "0")
             try:
-                result = self._lookup(
-                    query, kb_scope, top_k, spec, record_latency, generation, depth, distinct
-                )
+                with self.kb.pinned() as generation:
+                    result = self._lookup(
+                        query, kb_scope, top_k, spec, record_latency, generation, depth, distinct
+                    )
             except _StaleRead:
                 continue
-            if self.kb.read_meta().get("generation", "0") == generation:
+            if self.kb.generation() == generation:
                 return result
         raise BackendError(
             f"the knowledge base changed under {_READS} lookups in a row (it is being "
@@ -789,14 +804,14 @@ class _HintIndex:
 
     term_categories: dict[str, dict[str, int]]  # term -> category -> documents
     postings: dict[tuple[str, str], list[int]]  # (category, term) -> documents
-    breadcrumbs: list[str]
+    breadcrumbs: list[tuple[str, ...]]  # each document's breadcrumb, as its segments
     by_category: dict[str, list[int]]  # documents with a breadcrumb
 
     @classmethod
     def build(cls, kb: KnowledgeBase, tokenizer: Tokenizer, kb_scope: str | None) -> _HintIndex:
         term_categories: dict[str, dict[str, int]] = {}
         postings: dict[tuple[str, str], list[int]] = {}
-        breadcrumbs: list[str] = []
+        breadcrumbs: list[tuple[str, ...]] = []
         by_category: dict[str, list[int]] = {}
         for info in kb.documents().values():
             if info.category is None or (kb_scope is not None and info.kb_scope != kb_scope):
@@ -812,7 +827,7 @@ class _HintIndex:
             doc = -1
             if info.breadcrumb:
                 doc = len(breadcrumbs)
-                breadcrumbs.append(info.breadcrumb)
+                breadcrumbs.append(_segments(info.breadcrumb))
                 by_category.setdefault(info.category, []).append(doc)
             for term in vocab:
                 categories = term_categories.setdefault(term, {})
@@ -835,9 +850,10 @@ class _HintIndex:
         if not ranked or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
             return {}
         category = ranked[0][0]
-        tally: Counter[int] = Counter()
+        tally: dict[int, int] = {}
         for term in distinct:
-            tally.update(self.postings.get((category, term), ()))
+            for d in self.postings.get((category, term), ()):
+                tally[d] = tally.get(d, 0) + 1
         if tally:
             best = max(tally.values())
             docs = sorted(d for d, n in tally.items() if n == best)

@@ -509,3 +509,24 @@ def test_a_pipe_is_read_once_in_blocks(tmp_path: Path) -> None:
     writer.join(timeout=10)
     assert not writer.is_alive()
     assert run.score.tolist() == [float(100 - i) for i in range(50)]
+
+
+def test_run_and_qrels_ids_refuse_every_white_space_and_control_character() -> None:
+    """A TREC line splits on white space: an id holding any character ``str.isspace``
+    calls white space, or a control character, is refused wherever it stands (tag,
+    query, document), and an empty one too; every other character passes."""
+    refused = [c for c in map(chr, range(0x110000)) if c.isspace() or ord(c) < 32]
+    assert "\u3000" in refused and "\x00" in refused and "\x85" in refused
+    for c in refused:
+        for run in ({f"q{c}": ["d"]}, {"q": ["d", f"x{c}y"]}):
+            with pytest.raises(RagsnapError, match="TREC ids"):
+                trec.format_run(run)
+        with pytest.raises(RagsnapError, match="TREC ids"):
+            trec.format_run({"q": ["d"]}, tag=f"t{c}")
+        with pytest.raises(RagsnapError, match="TREC ids"):
+            trec.format_qrels({"q": {f"{c}d": 1}})
+    for run in ({"": ["d"]}, {"q": ["d", ""]}):
+        with pytest.raises(RagsnapError, match="TREC ids"):
+            trec.format_run(run)
+    kept = "".join(c for c in map(chr, range(32, 0x3000)) if not c.isspace())
+    assert trec.format_run({"q": [kept]}) == f"q Q0 {kept} 1 1 ragsnap\n"

@@ -87,7 +87,9 @@ def test_bm25_numba_equals_numpy_and_the_contract(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
     """Both paths give the bits of exactly the terms whose postings hold the position:
-    first and last postings, absent positions, empty terms and every bit up to 62."""
+    first and last postings, absent positions, empty terms and every bit up to 62;
+    whether answered by binary searches or from the codes a search of the same terms
+    recorded (never from another query's)."""
     require_numba()
     indptr, docs, weights = postings(seed)
     ranks = chunk_id_ranks(chunk_ids(seed))
@@ -102,9 +104,23 @@ def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
     for term, bit in zip(terms.tolist(), bits.tolist(), strict=True):
         held = set(docs[indptr[term] : indptr[term + 1]].tolist())
         expected |= np.array([p in held for p in positions.tolist()], dtype=np.int64) << bit
+    in_order = np.zeros(len(positions), dtype=np.int64)  # the same with bit i for terms[i]
+    for i in range(len(terms)):
+        in_order |= ((expected >> bits[i]) & 1) << i
+    others = np.array([5, 6, 7], dtype=np.int64)
     for kernel in ("numba", "numpy"):
-        got = Bm25Kernel(indptr, docs, weights, ranks, kernel).term_codes(terms, bits, positions)
+        bm25 = Bm25Kernel(indptr, docs, weights, ranks, kernel)
+        got = bm25.term_codes(terms, bits, positions)  # no search yet: binary searches
         assert got.tolist() == expected.tolist(), kernel
+        # a search of the same terms records the codes; another search's never leak
+        for searched in ([terms], [others, terms], [terms, others, terms]):
+            for t in searched:
+                bm25.top(t, None, 10)
+            assert bm25.term_codes(terms, bits, positions).tolist() == expected.tolist()
+            same_bits = np.arange(len(terms), dtype=np.int64)
+            assert bm25.term_codes(terms, same_bits, positions).tolist() == in_order.tolist()
+        bm25.top(others, None, 10)  # now the kept codes are another query's
+        assert bm25.term_codes(terms, bits, positions).tolist() == expected.tolist(), kernel
     assert expected.any() and not expected.all()
 
 

@@ -20,6 +20,7 @@ The lookup pipeline (``ragsnap.kb.pipeline``) runs on top of any store.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -205,6 +206,18 @@ class KnowledgeBase(Protocol):
 
     def read_meta(self) -> dict[str, str]:
         """Stored settings: embedder and tokenizer fingerprints, chunking, version."""
+        ...
+
+    def generation(self) -> str:
+        """The stored generation (``read_meta()["generation"]``, ``"0"`` before the
+        first write): it changes with every write."""
+        ...
+
+    def pinned(self) -> AbstractContextManager[str]:
+        """A read of one generation, which it yields: the searches and fetches of this
+        thread inside it may skip their own checks that the store is unchanged. A
+        reader compares ``generation()`` afterwards (a write by another process may
+        land in between) and reads again when it moved."""
         ...
 
     def documents(self) -> dict[str, DocumentInfo]:

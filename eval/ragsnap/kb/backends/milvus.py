@@ -50,6 +50,7 @@ import string
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -455,6 +456,13 @@ class MilvusKnowledgeBase:
                 self._names["meta"], filter='key != ""', output_fields=["key", "value"], limit=1000
             )
         return {r["key"]: r["value"] for r in rows}
+
+    def generation(self) -> str:
+        return self.read_meta().get("generation", "0")
+
+    def pinned(self) -> AbstractContextManager[str]:
+        """Nothing to pin: each call checks the generation it needs itself."""
+        return nullcontext(self.generation())
 
     def documents(self) -> dict[str, DocumentInfo]:
         with self._lock:

@@ -36,7 +36,8 @@ import json
 import math
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,6 +204,15 @@ class _Bm25:
         return np.array(ids, dtype=np.int64)
 
 
+def _remap(code: int, bits: Sequence[int]) -> int:
+    """``code`` with its bit i moved to ``bits[i]``."""
+    out = 0
+    for i, bit in enumerate(bits):
+        if code >> i & 1:
+            out |= 1 << bit
+    return out
+
+
 #: a chunk's (kb_scope, category, breadcrumb): what filters read
 _Label = tuple[str | None, str | None, str | None]
 
@@ -230,24 +240,27 @@ class _Index:
     last_scores: NDArray[np.float64] | None = None
     #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
     chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
-    ref_by_row: dict[int, ChunkRef] | None = None  # every row's identities, made once
+    ref_list: list[ChunkRef] | None = None  # every position's identities, made once
+    ref_by_row: dict[int, ChunkRef] | None = None  # the same by row
     #: distinct metadata labels and each position's (``labels``), with and without
     #: breadcrumbs
     label_codes: dict[bool, tuple[list[_Label], NDArray[np.int64]]] = field(default_factory=dict)
 
+    def positional_refs(self) -> list[ChunkRef]:
+        """Every position's ``ChunkRef`` (built on first use in this generation)."""
+        if self.ref_list is None:
+            self.ref_list = [
+                ChunkRef(chunk_id, doc_id, source)
+                for chunk_id, doc_id, source in zip(
+                    self.chunk_ids.tolist(), self.doc_ids, self.sources, strict=True
+                )
+            ]
+        return self.ref_list
+
     def refs_by_row(self) -> dict[int, ChunkRef]:
         """Every row's ``ChunkRef`` (built on first use in this generation)."""
         if self.ref_by_row is None:
-            self.ref_by_row = {
-                row: ChunkRef(chunk_id, doc_id, source)
-                for row, chunk_id, doc_id, source in zip(
-                    self.rows.tolist(),
-                    self.chunk_ids.tolist(),
-                    self.doc_ids,
-                    self.sources,
-                    strict=True,
-                )
-            }
+            self.ref_by_row = dict(zip(self.rows.tolist(), self.positional_refs(), strict=True))
         return self.ref_by_row
 
     def admitted(self, flt: Filter) -> tuple[NDArray[np.int64], NDArray[np.bool_]] | None:
@@ -289,12 +302,33 @@ class _Index:
         return self.ranks
 
     def found(
-        self, positions: NDArray[np.int64], scores: NDArray[np.float64]
+        self, positions: NDArray[np.int64], scores: NDArray[np.float64], pin: _Pin | None
     ) -> list[tuple[int, float]]:
-        """A kernel's ``(positions, exact scores)`` as ``(row, score)`` pairs."""
+        """A kernel's ``(positions, exact scores)`` as ``(row, score)`` pairs; a pinned
+        read keeps their identities for ``refs``."""
         rows: list[int] = self.rows[positions].tolist()
         values: list[float] = scores.tolist()
+        if pin is not None and len(rows) <= _PINNED_FOUND:
+            refs = self.positional_refs()
+            pin.refs.update(zip(rows, map(refs.__getitem__, positions.tolist()), strict=True))
         return list(zip(rows, values, strict=True))
+
+
+#: a pinned read keeps what searches of at most this many rows found (a lookup's
+#: candidate lists); deep rankings' long lists are read from the whole index
+_PINNED_FOUND = 256
+
+
+@dataclass(slots=True)
+class _Pin:
+    """One thread's pinned read (``SqliteKnowledgeBase.pinned``): the index, and what
+    its searches found, so that ``refs`` and ``matched_terms`` of those rows are
+    answered from a few dozen entries rather than from the whole index."""
+
+    index: _Index
+    refs: dict[int, ChunkRef] = field(default_factory=dict)
+    terms: bytes = b""  # the term ids the codes are of
+    codes: dict[int, int] = field(default_factory=dict)  # row -> bit i: terms[i]
 
 
 class SqliteKnowledgeBase:
@@ -337,6 +371,7 @@ class SqliteKnowledgeBase:
             ) from None
         self._lock = threading.RLock()
         self._memory: _Index | None = None
+        self._pins = threading.local()  # ``pinned``: this thread's ``_Pin``, if any
 
     def _check_is_knowledge_base(self) -> None:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
@@ -353,6 +388,29 @@ class SqliteKnowledgeBase:
     def read_meta(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def generation(self) -> str:
+        with self._lock:
+            return self._generation()
+
+    @contextmanager
+    def pinned(self) -> Iterator[str]:
+        """This thread's searches and fetches inside use the in-memory index of one
+        generation without asking the file for its generation each time (one query
+        each, several a lookup). Rows read from the file inside may be newer: the
+        reader's ``generation()`` check afterwards sees that and reads again."""
+        with self._lock:
+            index = self._index()
+        outer = getattr(self._pins, "pin", None)
+        self._pins.pin = _Pin(index)
+        try:
+            yield index.generation
+        finally:
+            self._pins.pin = outer
+
+    def _pin(self) -> _Pin | None:
+        pin: _Pin | None = getattr(self._pins, "pin", None)
+        return pin
 
     def documents(self) -> dict[str, DocumentInfo]:
         with self._lock:
@@ -512,7 +570,11 @@ class SqliteKnowledgeBase:
         return row[0] if row else "0"
 
     def _index(self) -> _Index:
-        """The in-memory side of the current generation (rebuilt after any write)."""
+        """The in-memory side of the current generation (rebuilt after any write), or
+        the one this thread pinned."""
+        pin: _Pin | None = getattr(self._pins, "pin", None)
+        if pin is not None:
+            return pin.index
         generation = self._generation()
         if self._memory is None or self._memory.generation != generation:
             rows = self._db.execute(
@@ -567,7 +629,16 @@ class SqliteKnowledgeBase:
             positions, scores = bm25.kernel.top(
                 terms, None if admitted is None else admitted[1], limit
             )
-            return index.found(positions, scores)
+            pin = self._pin()
+            found = index.found(positions, scores, pin)
+            if pin is not None and len(found) <= _PINNED_FOUND:  # the terms each row holds
+                codes = bm25.kernel.kept_codes(terms, positions)
+                if codes is not None:
+                    key = terms.tobytes()
+                    if pin.terms != key:
+                        pin.terms, pin.codes = key, {}
+                    pin.codes.update(zip((r for r, _ in found), codes.tolist(), strict=True))
+            return found
 
     def lexical_search_fts5(
         self, tokens: Sequence[str], flt: Filter, limit: int
@@ -626,7 +697,7 @@ class SqliteKnowledgeBase:
             else:
                 positions = admitted[0]
             top, values = vectors.top(scores, positions, limit)
-            return index.found(top, values)
+            return index.found(top, values, self._pin())
 
     def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
         """Cosine similarity of ``vector`` with each stored chunk in ``rows``
@@ -641,6 +712,9 @@ class SqliteKnowledgeBase:
             return found
 
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
+        pin = self._pin()
+        if pin is not None and all(map(pin.refs.__contains__, rows)):  # found in this read
+            return dict(zip(rows, map(pin.refs.__getitem__, rows), strict=True))
         with self._lock:
             index = self._index()
             if not rows or len(index.rows) == 0:
@@ -660,9 +734,21 @@ class SqliteKnowledgeBase:
             held = [(i, vocab[t]) for i, t in enumerate(dict.fromkeys(tokens)) if t in vocab]
             if not held or not rows:
                 return dict.fromkeys(rows, 0)
+            terms = np.array([term for _, term in held], dtype=np.int64)
+            pin = self._pin()
+            if (
+                pin is not None
+                and pin.terms == terms.tobytes()
+                and all(map(pin.codes.__contains__, rows))
+            ):  # this read's searches saw them: bit i is held[i]'s term
+                kept = list(map(pin.codes.__getitem__, rows))
+                if held[-1][0] != len(held) - 1:  # a token the index lacks shifts the bits
+                    where = [i for i, _ in held]
+                    moved = {code: _remap(code, where) for code in set(kept)}  # a few codes
+                    kept = list(map(moved.__getitem__, kept))
+                return dict(zip(rows, kept, strict=True))
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
             bits = np.array([i for i, _ in held], dtype=np.int64)
-            terms = np.array([term for _, term in held], dtype=np.int64)
             codes: list[int] = bm25.kernel.term_codes(terms, bits, positions).tolist()
         return dict(zip(rows, codes, strict=True))
 
