@@ -66,10 +66,10 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -78,7 +78,6 @@ from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings,
 from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk
 from .embedders import Embedder
 from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
-from .numeric import ranked as grid_order
 from .text import Tokenizer, is_identifier
 
 if TYPE_CHECKING:
@@ -117,12 +116,63 @@ class _Candidate:
         return self.ranking if self.rerank is None else self.rerank
 
 
+class _Ranked(Sequence[_Candidate]):
+    """An attempt's candidates in ranked order, each made when first read: a lookup
+    reads a few (the evidence, the trace, the reranked head) of the ``candidates``
+    its lists found. ``with_head`` gives the same list with its head reordered."""
+
+    __slots__ = ("_head", "_made", "_make", "_rows")
+
+    def __init__(
+        self,
+        rows: list[int],
+        make: Callable[[int], _Candidate],
+        head: list[_Candidate] | None = None,
+        made: dict[int, _Candidate] | None = None,
+    ):
+        self._rows = rows
+        self._make = make
+        self._head = head or []
+        self._made = {} if made is None else made  # by row, shared with reordered copies
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, i: int) -> _Candidate: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[_Candidate]: ...
+
+    def __getitem__(self, i: int | slice) -> _Candidate | list[_Candidate]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._rows)))]
+        if i < 0:
+            i += len(self._rows)
+        if i < len(self._head):
+            return self._head[i]
+        row = self._rows[i]  # IndexError past the end, as a list's
+        c = self._made.get(row)
+        if c is None:
+            c = self._made[row] = self._make(row)
+        return c
+
+    def __iter__(self) -> Iterator[_Candidate]:
+        for i in range(len(self._rows)):
+            yield self[i]
+
+    def with_head(self, head: list[_Candidate]) -> _Ranked:
+        """This ranking with its first ``len(head)`` candidates replaced by ``head``
+        (the same candidates, reordered)."""
+        return _Ranked(self._rows, self._make, head, self._made)
+
+
 @dataclass
 class _Attempt:
     name: str
     flt: Filter
     method: str
-    ranked: list[_Candidate]
+    ranked: _Ranked
     hit_count: int
     top_score: float | None
     latency_ms: float
@@ -136,19 +186,6 @@ class _Attempt:
             "topScore": self.top_score,
             "latencyMs": round(self.latency_ms, 3) if with_latency else None,
         }
-
-
-def _on_grid(found: list[tuple[int, float]], refs: dict[int, ChunkRef]) -> list[tuple[int, float]]:
-    """A store's ``(row, score)`` list best first by grid score, equal grid scores by
-    chunk id (the order stores return: checked, and restored if not)."""
-    per_unit = TICKS_PER_UNIT
-    ticks_ = [round(value * per_unit) for _, value in found]
-    if all(a > b for a, b in itertools.pairwise(ticks_)):  # no tie: one comparison each
-        return found
-    keys = [(-t, refs[r].chunk_id) for t, (r, _) in zip(ticks_, found, strict=True)]
-    if all(a <= b for a, b in itertools.pairwise(keys)):
-        return found
-    return grid_order((r, v, refs[r].chunk_id) for r, v in found)
 
 
 def _shares(f: FusionProfile, values: Sequence[float], weight: float) -> list[float]:
@@ -296,69 +333,89 @@ class Pipeline:
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):  # a write removed them since the search: start again
             raise _StaleRead
-        lexical, vector = _on_grid(lexical, refs), _on_grid(vector, refs)
+        # the lists come in the store's order (grid score, then chunk id: the
+        # KnowledgeBase contract), so a list's ranks are its positions
         f = self._fusion(spec)
         method = spec.kind
-        if not vector:  # one list: each candidate made whole at once
-            shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
-            cands = {
-                r: _Candidate(r, refs[r], value, rank, None, None, 0.0 + share)
-                for rank, ((r, value), share) in enumerate(zip(lexical, shares, strict=True), 1)
-            }
-        else:
-            cands = {r: _Candidate(r, refs[r]) for r in rows}
-            for found, weight, is_lexical in (
-                (lexical, f.lexical_weight, True),
-                (vector, f.vector_weight, False),
-            ):
-                shares = _shares(f, [v for _, v in found], weight)
-                for rank, ((r, value), share) in enumerate(zip(found, shares, strict=True), 1):
-                    c = cands[r]
-                    if is_lexical:
-                        c.lexical, c.lexical_rank = value, rank
-                    else:
-                        c.cosine, c.vector_rank = value, rank
-                    c.fused += share
-        self._confidences(spec, query, cands)
-        per_unit = TICKS_PER_UNIT  # c.ranking = quantize(value), inlined
+        lexical_at = {r: i for i, (r, _) in enumerate(lexical)}
+        vector_at = {r: i for i, (r, _) in enumerate(vector)}
+        lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
+        vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
+        fused: dict[int, float] = dict.fromkeys(rows, 0.0)  # added in list order, as before
+        for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
+            for (r, _), share in zip(found, shares, strict=True):
+                fused[r] += share
+        cosines: dict[int, float] = dict(vector)
+        if spec.fused and query.vector is not None:  # a lexical-only candidate's cosine
+            missing = [r for r in rows if r not in vector_at]
+            if missing:
+                sims = self.kb.similarities(query.vector, missing)
+                cosines.update(zip(missing, sims, strict=True))
         if method == "lexical" or method == "vector":
-            ranked = []
-            for r, value in lexical if method == "lexical" else vector:
-                c = cands[r]
-                c.ranking = round(value * per_unit) / per_unit
-                ranked.append(c)
+            order = [r for r, _ in (lexical if method == "lexical" else vector)]
         else:
-            ranked = sorted(cands.values(), key=lambda c: (-ticks(c.fused), c.ref.chunk_id))
-            for c in ranked:
-                c.ranking = quantize(c.fused)
+            order = sorted(rows, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
+        exact = self._exact_confidences(spec, query, order, cosines)
+        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
+        confidences = [round(x * per_unit) / per_unit for x in exact]
+        exact_of = dict(zip(order, exact, strict=True))
+
+        def make(r: int) -> _Candidate:
+            at, vat = lexical_at.get(r), vector_at.get(r)
+            bm25 = None if at is None else lexical[at][1]
+            value = fused[r]  # what the method ranks by
+            if method == "lexical":
+                value = lexical[lexical_at[r]][1]
+            elif method == "vector":
+                value = vector[vector_at[r]][1]
+            x = exact_of[r]
+            return _Candidate(
+                r,
+                refs[r],
+                bm25,
+                None if at is None else at + 1,
+                cosines.get(r),
+                None if vat is None else vat + 1,
+                fused[r],
+                round(value * per_unit) / per_unit,
+                round(x * per_unit) / per_unit,
+                x,
+            )
+
         floor = self._min_score(spec)
-        confidences = [c.confidence for c in ranked]
         hits = sum(1 for x in confidences if x >= floor)
         top = max(confidences, default=None)
-        return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
+        return _Attempt(name, flt, method, _Ranked(order, make), hits, top, _ms(start))
+
+    def _exact_confidences(
+        self, spec: Method, query: _Query, rows: list[int], cosines: dict[int, float]
+    ) -> list[float]:
+        """Each row's confidence before the grid (see the module docstring): the query
+        terms its index tokens hold (bit codes the store answers from its postings,
+        without reading the chunks), its cosine, or the mean of both."""
+        kind = spec.kind
+        if kind == "vector":
+            return [max(cosines.get(r) or 0.0, 0.0) for r in rows]
+        codes = self.kb.matched_terms(query.distinct, rows)
+        if len(codes) != len(set(rows)):
+            raise _StaleRead
+        coverage = query.coverage_of_code
+        if kind == "lexical":
+            return [coverage(codes[r]) for r in rows]
+        return [(coverage(codes[r]) + max(cosines.get(r) or 0.0, 0.0)) / 2 for r in rows]
 
     def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
-        """Set every candidate's confidence (see the module docstring); a hybrid
+        """Set every candidate's confidence (as an attempt sets them); a hybrid
         candidate that only the lexical list found gets its cosine now."""
         missing = [r for r, c in cands.items() if c.cosine is None]
         if spec.fused and missing and query.vector is not None:
             for r, sim in zip(missing, self.kb.similarities(query.vector, missing), strict=True):
                 cands[r].cosine = sim
-        kind = spec.kind
-        # the query terms each candidate's index tokens hold, as bit codes (the store
-        # answers from its postings where it has them, without reading the chunks)
-        codes = {} if kind == "vector" else self.kb.matched_terms(query.distinct, list(cands))
-        if len(codes) != len(cands) and kind != "vector":
-            raise _StaleRead
-        coverage = query.coverage_of_code
-        per_unit = TICKS_PER_UNIT  # c.confidence = quantize(exact), inlined
-        for r, c in cands.items():
-            if kind == "lexical":
-                exact = coverage(codes[r])
-            elif kind == "vector":
-                exact = max(c.cosine or 0.0, 0.0)
-            else:
-                exact = (coverage(codes[r]) + max(c.cosine or 0.0, 0.0)) / 2
+        rows = list(cands)
+        cosines = {r: c.cosine for r, c in cands.items() if c.cosine is not None}
+        per_unit = TICKS_PER_UNIT
+        for r, exact in zip(rows, self._exact_confidences(spec, query, rows, cosines), strict=True):
+            c = cands[r]
             c.exact_confidence = exact
             c.confidence = round(exact * per_unit) / per_unit
 
@@ -428,15 +485,14 @@ class Pipeline:
                 if r in cands:
                     cands[r].cosine = v
             self._confidences(spec, query, cands)
-            reranked = self._rerank(query, [cands[r] for r in head])
+            reranked = self._rerank(query, [cands[r] for r in head])  # all of the head
             order = [c.row for c in reranked] + order[len(head) :]
         return order, refs, exhausted
 
     # -- rerank ---------------------------------------------------------------
 
-    def _rerank(self, query: _Query, ranked: list[_Candidate]) -> list[_Candidate]:
-        """The first ``rerank_depth`` candidates in reranked order, then the rest as fused."""
-        head = ranked[: self.settings.rerank_depth]
+    def _rerank(self, query: _Query, head: list[_Candidate]) -> list[_Candidate]:
+        """``head`` (the first ``rerank_depth`` candidates) in reranked order."""
         chunks = self._chunks(head)
         for c in head:
             ch = chunks[c.row]
@@ -452,10 +508,7 @@ class Pipeline:
                 + 0.10 * title
                 + 0.10 * coverage
             )
-        return (
-            sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.ref.chunk_id))
-            + ranked[self.settings.rerank_depth :]
-        )
+        return sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.ref.chunk_id))
 
     # -- the lookup -----------------------------------------------------------
 
@@ -576,7 +629,7 @@ class Pipeline:
         if spec.reranker is not None:
             before = ranked[: s.rerank_depth]
             before_json = [self._ranked_item(c, c.ranking) for c in before]
-            ranked = self._rerank(q, ranked)
+            ranked = ranked.with_head(self._rerank(q, before))
             rerank_json = {
                 "applied": True,
                 "reranker": spec.reranker,
@@ -587,7 +640,7 @@ class Pipeline:
             items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
             rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
 
-        blocks = self._evidence(ranked, top_k, spec)
+        blocks = self._evidence(ranked, top_k, spec, selected.top_score or 0.0)
         status = (
             "none"
             if not blocks
@@ -625,9 +678,12 @@ class Pipeline:
             raise _StaleRead
         return stored
 
-    def _evidence(self, ranked: list[_Candidate], top_k: int, spec: Method) -> list[dict[str, Any]]:
+    def _evidence(
+        self, ranked: _Ranked, top_k: int, spec: Method, best: float
+    ) -> list[dict[str, Any]]:
+        """The evidence blocks: the first ``top_k`` distinct chunks of ``ranked`` whose
+        confidence reaches the floor (``best``: the attempt's top confidence)."""
         seen: set[str] = set()
-        best = max((c.confidence for c in ranked), default=0.0)
         floor = max(self._min_score(spec), self._relative_score(spec) * best)
         shown: list[_Candidate] = []
         for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
