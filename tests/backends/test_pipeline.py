@@ -573,3 +573,32 @@ def test_the_deep_ranking_counts_distinct_targets(kb: SqliteKnowledgeBase, metho
     assert every is not None and len({r.source for r in every}) == len(sources)
     with pytest.raises(UsageError, match="distinct"):
         p.lookup_ranked(weekly, kb_scope="eval", depth=2, distinct="title")
+
+
+def test_a_ranking_makes_each_candidate_once_and_reads_like_a_list() -> None:
+    """An attempt's ranking makes a candidate when it is first read and never again;
+    indexing and slicing behave as on a list, a reordered head keeps the rest, and a
+    confidence is known without making the candidate."""
+    from ragsnap.kb.backends import ChunkRef
+    from ragsnap.kb.pipeline import _Candidate, _Ranked
+
+    rows = [7, 3, 9, 1, 4]
+    made: list[int] = []
+
+    def make(row: int) -> _Candidate:
+        made.append(row)
+        return _Candidate(row, ChunkRef(f"c{row}", None, "s"), confidence=row / 10)
+
+    ranked = _Ranked(rows, [r / 10 for r in rows], make)
+    assert [ranked.confidence(i) for i in range(5)] == [0.7, 0.3, 0.9, 0.1, 0.4]
+    assert made == []
+    assert [c.row for c in ranked[1:3]] == [3, 9] and made == [3, 9]
+    assert ranked[-1].row == 4 and ranked[1] is ranked[1:2][0]
+    assert [c.row for c in ranked[::-2]] == rows[::-2]
+    with pytest.raises(IndexError):
+        ranked[5]
+    head = [ranked[1], ranked[0]]
+    reordered = ranked.with_head(head)
+    assert [c.row for c in reordered] == [3, 7, 9, 1, 4] and len(reordered) == 5
+    assert reordered[2] is ranked[2] and reordered.confidence(0) == 0.3
+    assert sorted(made) == sorted(rows)  # each made once, whichever list read it

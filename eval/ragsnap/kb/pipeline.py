@@ -121,16 +121,18 @@ class _Ranked(Sequence[_Candidate]):
     reads a few (the evidence, the trace, the reranked head) of the ``candidates``
     its lists found. ``with_head`` gives the same list with its head reordered."""
 
-    __slots__ = ("_head", "_made", "_make", "_rows")
+    __slots__ = ("_confidences", "_head", "_made", "_make", "_rows")
 
     def __init__(
         self,
         rows: list[int],
+        confidences: list[float],
         make: Callable[[int], _Candidate],
         head: list[_Candidate] | None = None,
         made: dict[int, _Candidate] | None = None,
     ):
         self._rows = rows
+        self._confidences = confidences  # each row's, known before it is made
         self._make = make
         self._head = head or []
         self._made = {} if made is None else made  # by row, shared with reordered copies
@@ -161,10 +163,14 @@ class _Ranked(Sequence[_Candidate]):
         for i in range(len(self._rows)):
             yield self[i]
 
+    def confidence(self, i: int) -> float:
+        """``self[i].confidence``, without making the candidate."""
+        return self._head[i].confidence if i < len(self._head) else self._confidences[i]
+
     def with_head(self, head: list[_Candidate]) -> _Ranked:
         """This ranking with its first ``len(head)`` candidates replaced by ``head``
         (the same candidates, reordered)."""
-        return _Ranked(self._rows, self._make, head, self._made)
+        return _Ranked(self._rows, self._confidences, self._make, head, self._made)
 
 
 @dataclass
@@ -385,7 +391,8 @@ class Pipeline:
         floor = self._min_score(spec)
         hits = sum(1 for x in confidences if x >= floor)
         top = max(confidences, default=None)
-        return _Attempt(name, flt, method, _Ranked(order, make), hits, top, _ms(start))
+        ranked = _Ranked(order, confidences, make)
+        return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
 
     def _exact_confidences(
         self, spec: Method, query: _Query, rows: list[int], cosines: dict[int, float]
@@ -399,10 +406,10 @@ class Pipeline:
         codes = self.kb.matched_terms(query.distinct, rows)
         if len(codes) != len(set(rows)):
             raise _StaleRead
-        coverage = query.coverage_of_code
+        coverage = {code: query.coverage_of_code(code) for code in set(codes.values())}
         if kind == "lexical":
-            return [coverage(codes[r]) for r in rows]
-        return [(coverage(codes[r]) + max(cosines.get(r) or 0.0, 0.0)) / 2 for r in rows]
+            return [coverage[codes[r]] for r in rows]
+        return [(coverage[codes[r]] + max(cosines.get(r) or 0.0, 0.0)) / 2 for r in rows]
 
     def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
         """Set every candidate's confidence (as an attempt sets them); a hybrid
@@ -686,8 +693,11 @@ class Pipeline:
         seen: set[str] = set()
         floor = max(self._min_score(spec), self._relative_score(spec) * best)
         shown: list[_Candidate] = []
-        for c in ranked:  # floors compare confidences: a reranker reorders, it does not filter
-            if c.ref.chunk_id in seen or c.confidence < floor:
+        for i in range(len(ranked)):  # floors compare confidences: a reranker reorders,
+            if ranked.confidence(i) < floor:  # it does not filter
+                continue
+            c = ranked[i]  # made only when it passes
+            if c.ref.chunk_id in seen:
                 continue
             seen.add(c.ref.chunk_id)
             shown.append(c)
