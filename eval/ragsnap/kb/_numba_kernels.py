@@ -129,26 +129,63 @@ def accumulate(
 
 
 @_jit
+def _best(values: Any, ids: Any, count: int, ranks: Any, limit: int) -> tuple[Any, Any]:
+    """The best ``limit`` of the first ``count`` (``ids[i]``, ``values[i]``) pairs by grid
+    ticks of the values, ties by ``ranks[id]``.
+
+    Only the few that can be kept are put on the grid: one pass finds the
+    ``limit``-th largest value (a min-heap of the best ``limit``; ticks are monotonic
+    in the value, so its ticks are the ``limit``-th largest ticks); the next keeps
+    every value whose ticks reach them (a value more than one tick below cannot,
+    whatever the rounding of ``v * TICKS_PER_UNIT``), and ``select`` sorts those
+    exactly."""
+    bound = -np.inf
+    kth = np.iinfo(np.int64).min
+    if count > limit:
+        heap = np.empty(limit, dtype=np.float64)
+        for i in range(limit):
+            heap[i] = values[i]
+        for start in range(limit // 2 - 1, -1, -1):
+            _sift_down(heap, start, limit)
+        for i in range(limit, count):
+            v = values[i]
+            if v > heap[0]:
+                heap[0] = v
+                _sift_down(heap, 0, limit)
+        kth = np.int64(np.rint(heap[0] * TICKS_PER_UNIT))
+        bound = (kth - 1) / TICKS_PER_UNIT
+    cand = np.empty(count, dtype=np.int64)
+    kept_values = np.empty(count, dtype=np.float64)
+    ticks = np.empty(count, dtype=np.int64)
+    kept = 0
+    for i in range(count):
+        v = values[i]
+        if v >= bound:
+            t = np.int64(np.rint(v * TICKS_PER_UNIT))
+            if t >= kth:
+                cand[kept], kept_values[kept], ticks[kept] = ids[i], v, t
+                kept += 1
+    return select(cand, kept_values, ticks, kept, ranks, limit)
+
+
+@_jit
 def select_touched(
     scores: Any, touched: Any, m: int, allowed: Any, use_allowed: bool, ranks: Any, limit: int
 ) -> tuple[Any, Any]:
     """The best ``limit`` of the ``m`` touched positions that ``allowed`` admits."""
-    cand = np.empty(m, dtype=np.int64)
+    positions = np.empty(m, dtype=np.int64)
     values = np.empty(m, dtype=np.float64)
-    ticks = np.empty(m, dtype=np.int64)
     count = 0
-    for i in range(m):
+    for i in range(m):  # one pass over the scattered positions, then contiguous ones
         d = touched[i]
         if use_allowed and not allowed[d]:
             continue
-        s = scores[d]
-        cand[count] = d
-        values[count] = s
-        ticks[count] = np.int64(np.rint(s * TICKS_PER_UNIT))
+        positions[count] = d
+        values[count] = scores[d]
         count += 1
     if count == 0 or limit <= 0:
-        return cand[:0], values[:0]
-    return select(cand, values, ticks, count, ranks, limit)
+        return positions[:0], values[:0]
+    return _best(values, positions, count, ranks, limit)
 
 
 @_jit
@@ -171,9 +208,6 @@ def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, A
     if m == 0 or limit <= 0:
         return positions[:0], values_all[:0]
     values = np.empty(m, dtype=np.float64)
-    ticks = np.empty(m, dtype=np.int64)
     for i in range(m):
-        v = values_all[positions[i]]
-        values[i] = v
-        ticks[i] = np.int64(np.rint(v * TICKS_PER_UNIT))
-    return select(positions.copy(), values, ticks, m, ranks, limit)
+        values[i] = values_all[positions[i]]
+    return _best(values, positions, m, ranks, limit)

@@ -34,6 +34,7 @@ every reason, in a fixed order.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Mapping
@@ -99,9 +100,11 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+@functools.lru_cache(maxsize=8192)
 def _segments(breadcrumb: str) -> tuple[str, ...]:
     """A breadcrumb's normalised segments (an ASCII one in one ``lower()``, which is
-    what ``normalize`` does to each of its segments)."""
+    what ``normalize`` does to each of its segments); a knowledge base has a few
+    hundred breadcrumbs, repeated over every fixture, so each is split once."""
     if breadcrumb.isascii():
         return tuple(part.strip() for part in breadcrumb.lower().split(">"))
     return tuple(normalize(part.strip()) for part in breadcrumb.split(">"))
