@@ -582,6 +582,35 @@ def test_matched_terms_are_the_query_terms_each_chunk_holds(
 
 
 @pytest.mark.parametrize("kernel", ["numpy", "compiled"])
+def test_matched_terms_of_a_query_longer_than_a_code(tmp_path: Path, kernel: str) -> None:
+    """A pasted paragraph has more distinct tokens than an int64 code has bits: every
+    term still gets its bit, inside a pinned read and outside."""
+    if kernel == "compiled":
+        require_numba()
+    words = [f"word{i:03d}" for i in range(150)]
+    docs = tmp_path / "docs"
+    for d in range(6):
+        write_doc(docs, f"doc-{d}", " ".join(words[d * 20 : d * 20 + 50]), kb_scope="eval")
+    kb = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+    seed_folder(kb, docs)
+    tokens = ["missing-1", *reversed(words[:140]), "missing-2", *words[:10]]
+    distinct = list(dict.fromkeys(tokens))
+    assert len(distinct) == 142
+    rows = [r for r, _ in kb.lexical_search(tokens, Filter(), 50)]
+    chunks = kb.chunks(rows)
+    expected = {
+        row: sum(1 << i for i, t in enumerate(distinct) if t in chunks[row].token_set)
+        for row in rows
+    }
+    assert kb.matched_terms(tokens, rows) == expected
+    with kb.pinned():
+        assert [r for r, _ in kb.lexical_search(tokens, Filter(), 50)] == rows
+        assert kb.matched_terms(tokens, rows) == expected
+    assert max(code.bit_length() for code in expected.values()) > 64  # bits beyond 63
+    kb.close()
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "compiled"])
 def test_a_pinned_read_answers_as_the_whole_index_does(
     tmp_path: Path, docs_dir: Path, kernel: str
 ) -> None:

@@ -100,31 +100,30 @@ def accumulate(
     terms: Any,
     scores: Any,
     codes: Any,
-    seen: Any,
     touched: Any,
     previous: int,
 ) -> int:
     """BM25 of the chunks holding ``terms``, summed term by term into ``scores``,
-    and which terms each holds (bit i of ``codes``: ``terms[i]``, for the first 63);
-    the positions found go to ``touched`` (their count is returned). The previous
+    and which terms each holds (bit i of ``codes``: ``terms[i]``, for the first 63;
+    bit 63 for any later one), so that a position is new while its code is 0; the
+    positions found go to ``touched`` (their count is returned). The previous
     query's ``previous`` entries are cleared first."""
     for i in range(previous):
         d = touched[i]
         scores[d] = 0.0
         codes[d] = 0
-        seen[d] = False
     m = 0
     for i in range(terms.shape[0]):
         t = terms[i]
-        flag = np.int64(1) << i if i < 63 else np.int64(0)
+        flag = np.int64(1) << min(i, 63)
         for p in range(indptr[t], indptr[t + 1]):
             d = docs[p]
-            if not seen[d]:
-                seen[d] = True
+            code = codes[d]
+            if code == 0:
                 touched[m] = d
                 m += 1
+            codes[d] = code | flag
             scores[d] += weights[p]
-            codes[d] |= flag
     return m
 
 

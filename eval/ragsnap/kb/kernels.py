@@ -223,7 +223,7 @@ class Bm25Kernel:
         if self.kernel == "numba":
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
-            self._seen = np.zeros(n, dtype=np.bool_)
+            self._no_filter = np.zeros(1, dtype=np.bool_)  # ``allowed`` when none is given
             self._buffer = np.zeros(n, dtype=np.int64)
             self._count = 0
 
@@ -243,7 +243,6 @@ class Bm25Kernel:
                 terms,
                 self._scores,
                 self._codes,
-                self._seen,
                 self._buffer,
                 self._count,
             )
@@ -265,7 +264,7 @@ class Bm25Kernel:
             self._scores,
             self._buffer,
             self._count,
-            allowed if allowed is not None else self._seen,
+            allowed if allowed is not None else self._no_filter,
             allowed is not None,
             self.ranks,
             limit,

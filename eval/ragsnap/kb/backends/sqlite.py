@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import BackendError
-from ..kernels import Bm25Kernel, VectorKernel, chunk_id_ranks, resolve_kernel
+from ..kernels import CODE_BITS, Bm25Kernel, VectorKernel, chunk_id_ranks, resolve_kernel
 from ..numeric import (
     VECTOR_ENCODING,
     encode_vectors,
@@ -749,7 +749,13 @@ class SqliteKnowledgeBase:
                 return dict(zip(rows, kept, strict=True))
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
             bits = np.array([i for i, _ in held], dtype=np.int64)
-            codes: list[int] = bm25.kernel.term_codes(terms, bits, positions).tolist()
+            codes = [0] * len(rows)
+            # kernels fill int64 codes: a long query's bits go 63 at a time
+            for base in range(0, int(bits[-1]) + 1, CODE_BITS):
+                part = (bits >= base) & (bits < base + CODE_BITS)
+                if part.any():
+                    found = bm25.kernel.term_codes(terms[part], bits[part] - base, positions)
+                    codes = [c | (f << base) for c, f in zip(codes, found.tolist(), strict=True)]
         return dict(zip(rows, codes, strict=True))
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
