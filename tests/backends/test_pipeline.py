@@ -602,3 +602,23 @@ def test_a_ranking_makes_each_candidate_once_and_reads_like_a_list() -> None:
     assert [c.row for c in reordered] == [3, 7, 9, 1, 4] and len(reordered) == 5
     assert reordered[2] is ranked[2] and reordered.confidence(0) == 0.3
     assert sorted(made) == sorted(rows)  # each made once, whichever list read it
+
+
+def test_coverage_of_a_bit_code_is_the_coverage_of_its_terms() -> None:
+    """A candidate's coverage read from its bit code equals, bit for bit, the coverage
+    of the set of terms the code names (the same weights added in the same order),
+    for short queries and for one longer than an int64 code."""
+    import random
+
+    from ragsnap.kb.pipeline import _Query
+
+    rng = random.Random(5)
+    for size in (1, 3, 9, 70):
+        tokens = [f"t{i}" for i in range(size)]
+        df = {t: rng.randint(0, 500) for t in tokens}
+        query = _Query(" ".join(tokens), tokens, None, df, 1000)
+        for _ in range(200):
+            held = [t for t in tokens if rng.random() < 0.4]
+            code = sum(1 << tokens.index(t) for t in held)
+            assert query.coverage_of_code(code) == query.coverage(frozenset(held))
+            assert query.coverage_of_code(code) == query.coverage(frozenset(held))  # cached

@@ -473,7 +473,7 @@ class Pipeline:
         # the lists come in the store's order (grid score, then chunk id: the
         # KnowledgeBase contract), so a list's ranks are its positions
         if not spec.fused:
-            order = [r for r, _ in (lexical or vector)]
+            order = rows  # one list: its rows, in its order
         else:
             f = self._fusion(spec)
             fused: dict[int, float] = {}
@@ -827,9 +827,11 @@ class _Query:
         found = self._coverage_by_code.get(code)
         if found is None:
             total = 0.0
-            for i, (_, w) in enumerate(self.idf_items):
-                if code >> i & 1:
-                    total += w
+            rest = code
+            while rest:  # the set bits, lowest (first term) first
+                low = rest & -rest
+                total += self.idf_items[low.bit_length() - 1][1]
+                rest ^= low
             found = total / self.idf_total if self.idf_total > 0 else 0.0
             self._coverage_by_code[code] = found
         return found

@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -720,9 +720,10 @@ class SqliteKnowledgeBase:
             if not rows or len(index.rows) == 0:
                 return {}
             by_row = index.refs_by_row()
-        if all(map(by_row.__contains__, rows)):  # C-level checks (`None in refs` is not)
-            return dict(zip(rows, map(by_row.__getitem__, rows), strict=True))
-        return {row: by_row[row] for row in rows if row in by_row}
+        got = list(map(by_row.get, rows))
+        if all(got):  # C-level truth tests (``None in got`` would call ``__eq__``)
+            return dict(zip(rows, cast("list[ChunkRef]", got), strict=True))
+        return {row: ref for row, ref in zip(rows, got, strict=True) if ref is not None}
 
     def matched_terms(self, tokens: Sequence[str], rows: Sequence[int]) -> dict[int, int]:
         """Which distinct ``tokens`` each row's index tokens hold, as bit codes, from the
