@@ -23,9 +23,10 @@ def diff_with_config(
     label: str,
 ) -> dict[str, Any]:
     """The score diff under the config's tolerances, noise floor and significance
-    settings; ``--require-significance`` turns ``require`` on."""
+    settings; ``--require-significance`` (on commands that have it) turns ``require``
+    on."""
     significance = config.significance
-    if args.require_significance:
+    if getattr(args, "require_significance", False):
         significance = dataclasses.replace(significance, require=True)
     return diff_reports(
         baseline,

@@ -31,10 +31,10 @@ from ..config import load_config
 from ..errors import InputError, UsageError
 from ..io.inputs import load_report
 from ..io.jsonio import check_outputs, read_bytes
-from ..scoring.diff import diff_reports
 from ..scoring.report import REPORT_KIND
 from ..scoring.summary import diff_lines
 from . import score, snapshot
+from ._review import diff_with_config
 
 
 def _previous(path: Path) -> tuple[bytes | None, dict[str, Any] | None]:
@@ -89,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
     elif old_report is not None:
         current = load_report(baseline, "baseline")
         label = f"the previous {baseline.as_posix()}"
-        diff = diff_reports(
-            old_report, current, config.tolerances, label, noise_floor=config.noise_floor
-        )
+        diff = diff_with_config(old_report, current, config, args, label)
         print("\n".join(diff_lines(diff, args.max_listed, markdown)))
     print(
         f"accept: review the changes (git diff {args.fixtures.as_posix()} "
