@@ -187,17 +187,20 @@ def select_touched(
     return _best(values, positions, count, ranks, limit)
 
 
-@_jit
-def cosines(matrix: Any, query: Any, inverse: Any, q_inv: float, out: Any) -> None:
-    """``out[i] = dot * inverse[i] * q_inv`` per row; the dot of int16 rows in int32
-    (exact). Releases the GIL: callers split the rows over threads."""
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+def dots(matrix: Any, query: Any, out: Any) -> None:
+    """``out[i] = matrix[i] . query`` for encoded int16 rows and an encoded float32
+    query, summed in float32 in whatever order the compiler vectorizes (the one kernel
+    that allows reassociation): every product is an integer below 2^22 and every
+    partial sum of any subset of the terms one below 2^24 (``ragsnap.kb.numeric``),
+    so each is exact and the sum is the exact integer whatever the order, with or
+    without FMA. Releases the GIL: callers split the rows over threads."""
     n, dim = matrix.shape
-    q = query.astype(np.int32)
     for i in range(n):
-        acc = np.int32(0)
+        acc = np.float32(0.0)
         for j in range(dim):
-            acc += np.int32(matrix[i, j]) * q[j]
-        out[i] = np.float64(acc) * inverse[i] * q_inv
+            acc += np.float32(matrix[i, j]) * query[j]
+        out[i] = acc
 
 
 @_jit

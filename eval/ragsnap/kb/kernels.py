@@ -16,8 +16,8 @@ Two kernels do the per-query work over every chunk of a large knowledge base:
 Why the results cannot differ between the two implementations: a chunk's BM25 is
 the float64 sum of its postings' weights taken in the same order (the query's
 distinct terms) by both; a dot product of encoded vectors is an integer below
-2^24 whatever the order or width of the arithmetic (numba's int32 lanes, BLAS's
-float32); the cosine is the same two IEEE products; ticks are ``rint(x * 10^6)``
+2^24 whatever the order or width of the arithmetic (numba's reassociated float32
+lanes, BLAS's float32); the cosine is the same two IEEE products; ticks are ``rint(x * 10^6)``
 (round half to even) in both; and the selection keeps every candidate tied with
 the ``limit``-th tick before sorting by (ticks, chunk-id rank), a total order.
 ``tests/kb/test_kernels.py`` runs both on the same data and compares the bytes.
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .numeric import TICKS_PER_UNIT, cosines, dot_rows
+from .numeric import TICKS_PER_UNIT, cosines, dot_rows, exact_dots
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -187,7 +187,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
-                cosines=compiled.cosines,
+                dots=compiled.dots,
                 top=compiled.top,
             )
     return _compiled
@@ -328,34 +328,29 @@ class VectorKernel:
         self.matrix: NDArray[Any] = encoded.astype(np.int16) if self.kernel == "numba" else encoded
         if self.kernel == "numba":
             fns = _numba_kernels()
-            self._cosines, self._top = fns["cosines"], fns["top"]
+            self._dots, self._top = fns["dots"], fns["top"]
 
     def cosines(self, query: NDArray[np.float32], query_inverse: float) -> NDArray[np.float64]:
         """Cosine of the encoded ``query`` with every stored vector."""
         if self.kernel == "numpy":
             return _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
         n = len(self.inverse)
-        out = np.empty(n, dtype=np.float64)
-        q16 = query.astype(np.int16)
+        dots = np.empty(n, dtype=np.float32)  # exact integers (see ``_numba_kernels.dots``)
         parts = _threads(n)
         if parts == 1:
-            self._cosines(self.matrix, q16, self.inverse, query_inverse, out)
-            return out
-        bounds = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
-        pool = _pool(parts)
-        list(
-            pool.map(
-                lambda a_b: self._cosines(
-                    self.matrix[a_b[0] : a_b[1]],
-                    q16,
-                    self.inverse[a_b[0] : a_b[1]],
-                    query_inverse,
-                    out[a_b[0] : a_b[1]],
-                ),
-                itertools.pairwise(bounds),
+            self._dots(self.matrix, query, dots)
+        else:
+            bounds = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
+            pool = _pool(parts)
+            list(
+                pool.map(
+                    lambda a_b: self._dots(
+                        self.matrix[a_b[0] : a_b[1]], query, dots[a_b[0] : a_b[1]]
+                    ),
+                    itertools.pairwise(bounds),
+                )
             )
-        )
-        return out
+        return cosines(exact_dots(dots), self.inverse, query_inverse)
 
     def rows_cosines(
         self, positions: NDArray[np.intp], query: NDArray[np.float32], query_inverse: float

@@ -66,6 +66,7 @@ __all__ = [
     "cosines",
     "dot_rows",
     "encode_vectors",
+    "exact_dots",
     "inverse_norms",
     "quantize",
     "quantize_array",
@@ -163,8 +164,15 @@ def squared_norms(encoded: NDArray[np.float32]) -> NDArray[np.float64]:
 
 def dot_rows(matrix: NDArray[np.float32], vector: NDArray[np.float32]) -> NDArray[np.float64]:
     """``matrix @ vector`` for encoded operands: exact in float32 whatever the
-    summation order (the one place stores compute dot products)."""
-    out: NDArray[np.float64] = (matrix @ vector).astype(np.float64)
+    summation order (with the compiled ``dots`` kernel, the places stores compute dot
+    products)."""
+    return exact_dots(matrix @ vector)
+
+
+def exact_dots(dots: NDArray[np.float32]) -> NDArray[np.float64]:
+    """Exact float32 dot products as float64, a zero always ``+0.0``: a reordered sum
+    of a zero and negative zeros may be ``-0.0``, which would print as such."""
+    out: NDArray[np.float64] = dots.astype(np.float64) + 0.0
     return out
 
 

@@ -273,6 +273,9 @@ class Pipeline:
         self.tokenizer = tokenizer
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
+        #: the index tokens of chunk metadata (title, breadcrumb, heading) the reranker
+        #: read: a document's chunks share most of it, and tokenizing is the costly part
+        self._meta_terms: dict[str, frozenset[str]] = {}
 
     def method(self, method: str | Method | None = None) -> Method:
         """The method called ``method`` (the configured one when None)."""
@@ -504,7 +507,12 @@ class Pipeline:
         for c in head:
             ch = chunks[c.row]
             meta = " ".join(x for x in (ch.title, ch.breadcrumb, ch.heading) if x)
-            title = query.share_in(set(self.tokenizer.tokens(meta)))
+            terms = self._meta_terms.get(meta)
+            if terms is None:
+                if len(self._meta_terms) >= _META_TERMS:  # a bound, not an eviction policy
+                    self._meta_terms = {}
+                terms = self._meta_terms[meta] = frozenset(self.tokenizer.tokens(meta))
+            title = query.share_in(terms)
             coverage = query.share_in(ch.token_set)
             phrase = query.phrase_share(ch.tokens)
             ident = query.identifier_share(ch.text, coverage)
@@ -776,6 +784,9 @@ class Pipeline:
 class _StaleRead(Exception):
     """A chunk found by a search was gone when it was fetched: the store was written."""
 
+
+#: how many chunk metadata strings a pipeline keeps tokenized for the reranker
+_META_TERMS = 20_000
 
 #: how often a lookup is tried while the store keeps changing under it
 _READS = 5

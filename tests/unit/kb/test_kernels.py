@@ -7,6 +7,8 @@ positions and the scores bit for bit.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -19,7 +21,13 @@ from ragsnap.kb.kernels import (
     numba_available,
     resolve_kernel,
 )
-from ragsnap.kb.numeric import encode_vectors, inverse_norms, squared_norms, ticks_array
+from ragsnap.kb.numeric import (
+    encode_vectors,
+    exact_dots,
+    inverse_norms,
+    squared_norms,
+    ticks_array,
+)
 
 N = 3_000
 VOCAB = 400
@@ -212,3 +220,29 @@ def test_compiled_cosines_split_over_threads_give_the_same_bytes(
         query = encode_vectors(rng.standard_normal(64))
         q_inv = float(inverse_norms(squared_norms(query))[0])
         assert compiled.cosines(query, q_inv).tobytes() == plain.cosines(query, q_inv).tobytes()
+
+
+@pytest.mark.parametrize("dim", [3, 64, 256, 384])
+def test_compiled_dots_are_the_exact_integers_in_any_order(dim: int) -> None:
+    """The compiled dot products sum float32 in whatever order the compiler picks:
+    they equal Python's exact integer dot products, also for the largest ones (a
+    vector with itself, 2048^2), for columns taken in reverse (another summation
+    order), and a zero dot is +0.0 even when its terms are negative zeros."""
+    require_numba()
+    from ragsnap.kb import _numba_kernels
+
+    rng = np.random.default_rng(dim)
+    matrix = encode_vectors(rng.standard_normal((300, dim)))
+    query = matrix[7].copy()  # the largest dot: a vector with itself
+    matrix[11] = 0.0  # every term 0 * q: -0.0 where q < 0
+    matrix[12][query != 0] = 0.0  # the same, where the query is not 0
+    exact = [sum(int(a) * int(b) for a, b in zip(row, query, strict=True)) for row in matrix]
+    for columns in (slice(None), slice(None, None, -1)):
+        dots = np.empty(len(matrix), dtype=np.float32)
+        _numba_kernels.dots(matrix.astype(np.int16)[:, columns], query[columns], dots)
+        got = exact_dots(dots)
+        assert got.tolist() == [float(x) for x in exact]
+        assert all(math.copysign(1.0, x) == 1.0 for x in got[[11, 12]].tolist())
+    assert max(exact) == exact[7] > 2048**2 * 0.99
+    # whichever order gave it, a negative zero is printed as 0.0
+    assert math.copysign(1.0, exact_dots(np.array([-0.0], dtype=np.float32))[0]) == 1.0
