@@ -18,18 +18,19 @@ _jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
 @_jit
-def kth_largest(ticks: Any, count: int, k: int) -> Any:
-    """The ``k``-th largest of the first ``count`` ticks (``count > k >= 1``): a
-    min-heap of the ``k`` largest seen, so most ticks cost one comparison."""
-    heap = np.empty(k, dtype=np.int64)
+def kth_largest(values: Any, count: int, k: int) -> Any:
+    """The ``k``-th largest of the first ``count`` values, ticks or scores
+    (``count > k >= 1``): a min-heap of the ``k`` largest seen, so most values cost
+    one comparison."""
+    heap = np.empty(k, dtype=values.dtype)
     for i in range(k):  # heapify the first k
-        heap[i] = ticks[i]
+        heap[i] = values[i]
     for start in range(k // 2 - 1, -1, -1):
         _sift_down(heap, start, k)
     for i in range(k, count):
-        t = ticks[i]
-        if t > heap[0]:
-            heap[0] = t
+        v = values[i]
+        if v > heap[0]:
+            heap[0] = v
             _sift_down(heap, 0, k)
     return heap[0]
 
@@ -141,17 +142,7 @@ def _best(values: Any, ids: Any, count: int, ranks: Any, limit: int) -> tuple[An
     bound = -np.inf
     kth = np.iinfo(np.int64).min
     if count > limit:
-        heap = np.empty(limit, dtype=np.float64)
-        for i in range(limit):
-            heap[i] = values[i]
-        for start in range(limit // 2 - 1, -1, -1):
-            _sift_down(heap, start, limit)
-        for i in range(limit, count):
-            v = values[i]
-            if v > heap[0]:
-                heap[0] = v
-                _sift_down(heap, 0, limit)
-        kth = np.int64(np.rint(heap[0] * TICKS_PER_UNIT))
+        kth = np.int64(np.rint(kth_largest(values, count, limit) * TICKS_PER_UNIT))
         bound = (kth - 1) / TICKS_PER_UNIT
     cand = np.empty(count, dtype=np.int64)
     kept_values = np.empty(count, dtype=np.float64)
