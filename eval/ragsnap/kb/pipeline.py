@@ -350,7 +350,7 @@ class Pipeline:
         vector_at = {r: i for i, (r, _) in enumerate(vector)}
         lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
         vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
-        fused: dict[int, float] = dict.fromkeys(rows, 0.0)  # added in list order, as before
+        fused: dict[int, float] = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
         for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
             for (r, _), share in zip(found, shares, strict=True):
                 fused[r] += share
@@ -378,7 +378,7 @@ class Pipeline:
             elif method == "vector":
                 value = vector[vector_at[r]][1]
             x = exact_of[r]
-            return _Candidate(
+            return _Candidate(  # positional, in field order: a lookup makes a dozen
                 r,
                 refs[r],
                 bm25,

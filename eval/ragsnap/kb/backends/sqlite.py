@@ -23,7 +23,9 @@ vectors are stored encoded (``ragsnap.kb.numeric``), so every dot product is
 exact on any CPU. Both searches rank by scores on the
 ``ragsnap.kb.numeric`` grid, equal grid scores by chunk id, and return the exact
 scores. Filters are SQL conditions for lexical search and precomputed row masks
-for vector search.
+for vector search. A lookup pins one generation of the in-memory side
+(``pinned``): its searches and fetches skip the per-call generation query, and
+the identities and term codes of what its searches found are kept for it.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
 ``synchronous=FULL``: a process killed in the middle of an import leaves the
