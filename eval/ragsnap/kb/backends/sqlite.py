@@ -22,8 +22,9 @@ is installed and the file is large, numpy otherwise, with identical results;
 vectors are stored encoded (``ragsnap.kb.numeric``), so every dot product is
 exact on any CPU. Both searches rank by scores on the
 ``ragsnap.kb.numeric`` grid, equal grid scores by chunk id, and return the exact
-scores. Filters are SQL conditions for lexical search and precomputed row masks
-for vector search. A lookup pins one generation of the in-memory side
+scores. Filters are row masks, made once per filter and generation (the filter
+tested once per distinct metadata label); FTS5's own search, kept as the
+reference the scorer is tested against, takes them as SQL conditions. A lookup pins one generation of the in-memory side
 (``pinned``): its searches and fetches skip the per-call generation query, and
 the identities and term codes of what its searches found are kept for it.
 
