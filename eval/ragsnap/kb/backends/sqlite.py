@@ -24,9 +24,10 @@ exact on any CPU. Both searches rank by scores on the
 ``ragsnap.kb.numeric`` grid, equal grid scores by chunk id, and return the exact
 scores. Filters are row masks, made once per filter and generation (the filter
 tested once per distinct metadata label); FTS5's own search, kept as the
-reference the scorer is tested against, takes them as SQL conditions. A lookup pins one generation of the in-memory side
-(``pinned``): its searches and fetches skip the per-call generation query, and
-the identities and term codes of what its searches found are kept for it.
+reference the scorer is tested against, takes them as SQL conditions. A lookup
+pins one generation of the in-memory side (``pinned``): its searches and
+fetches skip the per-call generation query, and the identities and term codes
+of what its searches found are kept for it.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
 ``synchronous=FULL``: a process killed in the middle of an import leaves the
