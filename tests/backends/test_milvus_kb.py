@@ -1029,3 +1029,34 @@ def test_stop_words_none_indexes_them_in_milvus_too(tmp_path: Path) -> None:
         hits = kb.lexical_search(keep.tokens("What is"), Filter(), 100, "What is")
         assert sources_of(kb, hits) == set(DOCS)
         assert kb.lexical_search([], Filter(), 10, "?") == []
+
+
+def test_a_pinned_read_fetches_each_candidate_once(
+    kb: MilvusKnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every Milvus query is a round trip: inside ``pinned`` the identities and tokens
+    of a lookup's candidates come in one query (refs, then term codes, then the shown
+    chunks ask for each row once), with the same answers as outside."""
+    tokens = ["connection", "pool", "kafka", "no-such-token", "lag"]
+    rows = [r for r, _ in kb.lexical_search(tokens, Filter(), 20)]
+    assert len(rows) > 3
+    expected = (kb.refs(rows), kb.matched_terms(tokens, rows), kb.chunks(rows[:3]))
+    queries: list[str] = []
+    real = kb._client.query
+
+    def counted(collection: str, **kw: Any) -> Any:
+        queries.append(collection)
+        return real(collection, **kw)
+
+    monkeypatch.setattr(kb._client, "query", counted)
+    with kb.pinned() as generation:
+        assert generation == kb.read_meta().get("generation", "0")
+        queries.clear()
+        got = (kb.refs(rows), kb.matched_terms(tokens, rows), kb.chunks(rows[:3]))
+        chunk_queries = [q for q in queries if q.endswith("chunks")]
+        assert len(chunk_queries) == 2  # identities + tokens once, the shown texts once
+        again = (kb.refs(rows), kb.matched_terms(tokens, rows), kb.chunks(rows[:3]))
+    assert got == again == expected
+    queries.clear()
+    assert (kb.refs(rows), kb.matched_terms(tokens, rows)) == expected[:2]
+    assert len([q for q in queries if q.endswith("chunks")]) == 2  # unpinned: one each

@@ -50,7 +50,7 @@ import string
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +106,9 @@ STEMMER_LANGUAGES = (
 SCHEMA_VERSION = "1"
 _MAX_VARCHAR = 65535
 _BATCH = 500
+#: the small fields a pinned read fetches with any other: what ``refs`` and
+#: ``matched_terms`` of a lookup's candidates read
+_LOOKUP_FIELDS = ("chunk_id", "source", "doc_id", "tokens")
 _DUMMY = [0.0, 1.0]  # collections without vectors of their own need one
 #: jieba emits every punctuation mark as a token of its own; ragsnap's tokenizer drops them
 _PUNCTUATION = string.punctuation + "".join(
@@ -272,6 +275,7 @@ class MilvusKnowledgeBase:
             "meta": f"{collection}_meta",
         }
         self._lock = threading.RLock()
+        self._pins = threading.local()  # ``pinned``: this thread's generation and rows read
         self._client = self._connect(MilvusClient, token)
         self._vocab: tuple[str, Counter[str], int] | None = None
         self._chunks_exist = False
@@ -460,9 +464,19 @@ class MilvusKnowledgeBase:
     def generation(self) -> str:
         return self.read_meta().get("generation", "0")
 
-    def pinned(self) -> AbstractContextManager[str]:
-        """Nothing to pin: each call checks the generation it needs itself."""
-        return nullcontext(self.generation())
+    @contextmanager
+    def pinned(self) -> Iterator[str]:
+        """One lookup's read: the generation is read once, and each chunk's identities
+        and tokens are fetched once, in the first query that asks for any of its
+        fields (every query is a round trip to the server), so that ``refs`` and
+        ``matched_terms`` of the same candidates make one query, not two."""
+        generation = self.generation()
+        outer = getattr(self._pins, "pin", None)
+        self._pins.pin = (generation, {})
+        try:
+            yield generation
+        finally:
+            self._pins.pin = outer
 
     def documents(self) -> dict[str, DocumentInfo]:
         with self._lock:
@@ -682,7 +696,8 @@ class MilvusKnowledgeBase:
     def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
         """From ragsnap's index tokens, loaded once per generation."""
         with self._lock:
-            generation = self.read_meta().get("generation", "0")
+            pin = getattr(self._pins, "pin", None)
+            generation = self.generation() if pin is None else pin[0]
             if self._vocab is None or self._vocab[0] != generation:
                 counts: Counter[str] = Counter()
                 total = 0
@@ -697,6 +712,12 @@ class MilvusKnowledgeBase:
     def _fetch(self, rows: Sequence[int], fields: list[str]) -> dict[int, dict[str, Any]]:
         unique = list(dict.fromkeys(int(r) for r in rows))
         out: dict[int, dict[str, Any]] = {}
+        pin = getattr(self._pins, "pin", None)
+        if pin is not None:  # a pinned read: rows read before, and the small fields at once
+            seen: dict[int, dict[str, Any]] = pin[1]
+            out = {r: seen[r] for r in unique if r in seen and all(f in seen[r] for f in fields)}
+            unique = [r for r in unique if r not in out]
+            fields = list(dict.fromkeys([*fields, *_LOOKUP_FIELDS]))
         with self._lock:
             for start in range(0, len(unique), _BATCH):
                 part = unique[start : start + _BATCH]
@@ -712,6 +733,9 @@ class MilvusKnowledgeBase:
                 f"{self.where}: chunks {missing[:5]} vanished during a lookup (a concurrent "
                 "seed?); run the lookup again"
             )
+        if pin is not None:
+            for r in unique:
+                pin[1].setdefault(r, {}).update(out[r])
         return out
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
