@@ -288,16 +288,8 @@ class Bm25Kernel:
         """For each of ``positions``, the bits ``bits[i]`` of the terms ``terms[i]`` its
         chunk holds: a binary search in each term's postings (which are in position
         order), so a lookup learns which query terms a candidate holds without reading
-        it. When ``terms`` are the last search's, that search recorded the answer and
-        it is read from there. Every path gives the same integers."""
-        kept = self.kept_codes(terms, positions)  # bit i: terms[i]; the caller's may differ
-        if kept is not None:
-            if np.array_equal(bits, np.arange(len(bits))):
-                return kept
-            out = np.zeros(len(positions), dtype=np.int64)
-            for i, bit in enumerate(bits.tolist()):
-                out |= ((kept >> i) & 1) << bit
-            return out
+        it (``kept_codes`` has them for what the last search found). Both paths give
+        the same integers."""
         out = np.zeros(len(positions), dtype=np.int64)
         if self.kernel == "numba":
             _numba_kernels()["term_codes"](self.indptr, self.docs, terms, bits, positions, out)

@@ -75,7 +75,7 @@ import numpy as np
 
 from ..errors import BackendError, UsageError
 from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
-from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk
+from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk, breadcrumb_segments
 from .embedders import Embedder
 from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .text import Tokenizer, is_identifier
@@ -215,12 +215,9 @@ def score_label(score: float) -> str:
     return "high" if score >= 0.6 else "medium" if score >= 0.4 else "low"
 
 
-def _segments(breadcrumb: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in breadcrumb.split(">"))
-
-
 def _common_prefix(split: Sequence[tuple[str, ...]]) -> str | None:
-    """The longest common prefix of breadcrumbs given as their segments (``_segments``)."""
+    """The longest common prefix of breadcrumbs given as their segments
+    (``breadcrumb_segments``)."""
     if not split:
         return None
     if all(parts == split[0] for parts in split):  # often a single document
@@ -906,7 +903,7 @@ class _HintIndex:
             doc = -1
             if info.breadcrumb:
                 doc = len(breadcrumbs)
-                breadcrumbs.append(_segments(info.breadcrumb))
+                breadcrumbs.append(tuple(breadcrumb_segments(info.breadcrumb)))
                 by_category.setdefault(info.category, []).append(doc)
             for term in vocab:
                 categories = term_categories.setdefault(term, {})

@@ -98,9 +98,9 @@ def test_bm25_numba_equals_numpy_and_the_contract(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
     """Both paths give the bits of exactly the terms whose postings hold the position:
-    first and last postings, absent positions, empty terms and every bit up to 62;
-    whether answered by binary searches or from the codes a search of the same terms
-    recorded (never from another query's)."""
+    first and last postings, absent positions, empty terms and every bit up to 62,
+    whatever was searched before; and the codes a search records (``kept_codes``) are
+    the same bits for its own terms, never another query's."""
     require_numba()
     indptr, docs, weights = postings(seed)
     ranks = chunk_id_ranks(chunk_ids(seed))
@@ -130,8 +130,11 @@ def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
             assert bm25.term_codes(terms, bits, positions).tolist() == expected.tolist()
             same_bits = np.arange(len(terms), dtype=np.int64)
             assert bm25.term_codes(terms, same_bits, positions).tolist() == in_order.tolist()
+            kept = bm25.kept_codes(terms, positions)
+            assert kept is not None and kept.tolist() == in_order.tolist(), kernel
         bm25.top(others, None, 10)  # now the kept codes are another query's
         assert bm25.term_codes(terms, bits, positions).tolist() == expected.tolist(), kernel
+        assert bm25.kept_codes(terms, positions) is None
     assert expected.any() and not expected.all()
 
 

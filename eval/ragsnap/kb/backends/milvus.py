@@ -52,7 +52,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -201,6 +201,13 @@ def _lite_version() -> str:
         return version("milvus-lite")
     except PackageNotFoundError:
         return "(version unknown)"
+
+
+class _Pin(NamedTuple):
+    """One thread's pinned read: its generation, and the fields read of each row."""
+
+    generation: str
+    rows: dict[int, dict[str, Any]]
 
 
 class MilvusKnowledgeBase:
@@ -472,7 +479,7 @@ class MilvusKnowledgeBase:
         ``matched_terms`` of the same candidates make one query, not two."""
         generation = self.generation()
         outer = getattr(self._pins, "pin", None)
-        self._pins.pin = (generation, {})
+        self._pins.pin = _Pin(generation, {})
         try:
             yield generation
         finally:
@@ -697,7 +704,7 @@ class MilvusKnowledgeBase:
         """From ragsnap's index tokens, loaded once per generation."""
         with self._lock:
             pin = getattr(self._pins, "pin", None)
-            generation = self.generation() if pin is None else pin[0]
+            generation = self.generation() if pin is None else pin.generation
             if self._vocab is None or self._vocab[0] != generation:
                 counts: Counter[str] = Counter()
                 total = 0
@@ -712,9 +719,9 @@ class MilvusKnowledgeBase:
     def _fetch(self, rows: Sequence[int], fields: list[str]) -> dict[int, dict[str, Any]]:
         unique = list(dict.fromkeys(int(r) for r in rows))
         out: dict[int, dict[str, Any]] = {}
-        pin = getattr(self._pins, "pin", None)
+        pin: _Pin | None = getattr(self._pins, "pin", None)
         if pin is not None:  # a pinned read: rows read before, and the small fields at once
-            seen: dict[int, dict[str, Any]] = pin[1]
+            seen = pin.rows
             out = {r: seen[r] for r in unique if r in seen and all(f in seen[r] for f in fields)}
             unique = [r for r in unique if r not in out]
             fields = list(dict.fromkeys([*fields, *_LOOKUP_FIELDS]))
@@ -735,7 +742,7 @@ class MilvusKnowledgeBase:
             )
         if pin is not None:
             for r in unique:
-                pin[1].setdefault(r, {}).update(out[r])
+                pin.rows.setdefault(r, {}).update(out[r])
         return out
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
