@@ -12,6 +12,7 @@ and fails under ``CI=true``, so CI never passes without running it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -237,6 +238,8 @@ def test_store_holds_documents_chunks_and_settings(kb: MilvusKnowledgeBase) -> N
     (stored_chunk,) = chunk.values()
     assert stored_chunk.heading is not None and "ERR-4031" in stored_chunk.heading
     assert stored_chunk.tokens == tuple(TOKENIZER.tokens(stored_chunk.text))
+    (lean,) = kb.chunks([stored_chunk.row], tokens=False).values()  # tokens not read
+    assert lean.tokens is None and lean == dataclasses.replace(stored_chunk, tokens=None)
 
 
 # -- searches --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Markdown files with a frontmatter header.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -519,6 +520,22 @@ def test_refs_are_the_identities_of_chunks(kb: SqliteKnowledgeBase) -> None:
             chunk.doc_id,
             chunk.source,
         )
+
+
+def test_chunks_without_tokens_leave_them_unread(kb: SqliteKnowledgeBase) -> None:
+    """``tokens=False`` skips the index tokens (showing a chunk needs none); a chunk
+    kept in memory without them is read again when they are asked for, the rest equal."""
+    every = kb.vector_search(HashingEmbedder().embed_query("anything"), Filter(), 10_000)
+    rows = [r for r, _ in every]
+    lean = kb.chunks(rows, tokens=False)
+    assert len(lean) == kb.count()
+    assert all(c.tokens is None and c.token_set is None for c in lean.values())
+    full = kb.chunks(rows)  # from the file again, with the tokens
+    for row, chunk in full.items():
+        assert chunk.tokens is not None and chunk.token_set == frozenset(chunk.tokens)
+        assert dataclasses.replace(chunk, tokens=None) == lean[row]
+    # kept with their tokens now: a read without asking for them returns them too
+    assert kb.chunks(rows, tokens=False) == full
 
 
 def test_chunks_read_from_memory_follow_a_write(

@@ -224,7 +224,8 @@ class Bm25Kernel:
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
             self._no_filter = np.zeros(1, dtype=np.bool_)  # ``allowed`` when none is given
-            self._buffer = np.zeros(n, dtype=np.int64)
+            # one spare entry: accumulate writes touched[m] before it knows m moves on
+            self._buffer = np.zeros(n + 1, dtype=np.int64)
             self._count = 0
 
     def _scored(self, terms: NDArray[np.int64]) -> None:

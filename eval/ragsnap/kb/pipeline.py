@@ -347,24 +347,27 @@ class Pipeline:
         vector_at = {r: i for i, (r, _) in enumerate(vector)}
         lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
         vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
-        fused: dict[int, float] = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
-        for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
-            for (r, _), share in zip(found, shares, strict=True):
-                fused[r] += share
         cosines: dict[int, float] = dict(vector)
-        if spec.fused and query.vector is not None:  # a lexical-only candidate's cosine
-            missing = [r for r in rows if r not in vector_at]
-            if missing:
-                sims = self.kb.similarities(query.vector, missing)
-                cosines.update(zip(missing, sims, strict=True))
-        if method == "lexical" or method == "vector":
+        if method == "lexical" or method == "vector":  # one list: its order, its shares
             order = [r for r, _ in (lexical if method == "lexical" else vector)]
+            shares = lexical_shares if method == "lexical" else vector_shares
+            fused = {r: 0.0 + share for r, share in zip(order, shares, strict=True)}  # as added
+            order_at = lexical_at if method == "lexical" else vector_at
         else:
+            fused = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
+            for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
+                for (r, _), share in zip(found, shares, strict=True):
+                    fused[r] += share
+            if spec.fused and query.vector is not None:  # a lexical-only candidate's cosine
+                missing = [r for r in rows if r not in vector_at]
+                if missing:
+                    sims = self.kb.similarities(query.vector, missing)
+                    cosines.update(zip(missing, sims, strict=True))
             order = sorted(rows, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
+            order_at = {r: i for i, r in enumerate(order)}
         exact = self._exact_confidences(spec, query, order, cosines)
         per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         confidences = [round(x * per_unit) / per_unit for x in exact]
-        exact_of = dict(zip(order, exact, strict=True))
 
         def make(r: int) -> _Candidate:
             at, vat = lexical_at.get(r), vector_at.get(r)
@@ -374,7 +377,7 @@ class Pipeline:
                 value = lexical[lexical_at[r]][1]
             elif method == "vector":
                 value = vector[vector_at[r]][1]
-            x = exact_of[r]
+            x = exact[order_at[r]]
             return _Candidate(  # positional, in field order: a lookup makes a dozen
                 r,
                 refs[r],
@@ -384,12 +387,12 @@ class Pipeline:
                 None if vat is None else vat + 1,
                 fused[r],
                 round(value * per_unit) / per_unit,
-                round(x * per_unit) / per_unit,
+                confidences[order_at[r]],
                 x,
             )
 
         floor = self._min_score(spec)
-        hits = sum(1 for x in confidences if x >= floor)
+        hits = len(confidences) - sum(map(floor.__gt__, confidences))
         top = max(confidences, default=None)
         ranked = _Ranked(order, confidences, make)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
@@ -500,9 +503,14 @@ class Pipeline:
 
     def _rerank(self, query: _Query, head: list[_Candidate]) -> list[_Candidate]:
         """``head`` (the first ``rerank_depth`` candidates) in reranked order."""
-        chunks = self._chunks(head)
+        chunks = self._chunks(head, tokens=True)
         for c in head:
             ch = chunks[c.row]
+            if ch.tokens is None or ch.token_set is None:  # the KnowledgeBase contract
+                raise BackendError(
+                    f"the knowledge base returned chunk {ch.chunk_id!r} without the index "
+                    "tokens the reranker asked for; report this as a bug"
+                )
             meta = " ".join(x for x in (ch.title, ch.breadcrumb, ch.heading) if x)
             terms = self._meta_terms.get(meta)
             if terms is None:
@@ -682,10 +690,11 @@ class Pipeline:
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
         return {"chunkId": c.ref.chunk_id, "source": c.ref.source, "score": round(score, 6)}
 
-    def _chunks(self, cands: Sequence[_Candidate]) -> dict[int, StoredChunk]:
-        """The stored chunks of ``cands`` (read only for what is shown or reranked)."""
+    def _chunks(self, cands: Sequence[_Candidate], *, tokens: bool) -> dict[int, StoredChunk]:
+        """The stored chunks of ``cands`` (read only for what is shown or reranked; their
+        index tokens only for reranking)."""
         rows = [c.row for c in cands]
-        stored = self.kb.chunks(rows)
+        stored = self.kb.chunks(rows, tokens=tokens)
         if len(stored) != len(set(rows)):  # a write removed them since the search
             raise _StaleRead
         return stored
@@ -708,7 +717,7 @@ class Pipeline:
             shown.append(c)
             if len(shown) == top_k:
                 break
-        chunks = self._chunks(shown)
+        chunks = self._chunks(shown, tokens=False)
         blocks: list[dict[str, Any]] = []
         ceiling = math.inf  # the score above: a block never shows more
         for c in shown:

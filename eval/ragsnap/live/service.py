@@ -366,7 +366,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
         with state.access.read():  # the search and the chunks from one state of the store
             for _ in range(5):  # another process may write between the two: search again
                 hits = state.kb.vector_search(vector, Filter(kb_scope=kbScope), topK)
-                chunks = state.kb.chunks([row for row, _ in hits])
+                chunks = state.kb.chunks([row for row, _ in hits], tokens=False)
                 if len(chunks) == len(hits):
                     break
             else:

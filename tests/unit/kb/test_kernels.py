@@ -249,3 +249,36 @@ def test_compiled_dots_are_the_exact_integers_in_any_order(dim: int) -> None:
     assert max(exact) == exact[7] > 2048**2 * 0.99
     # whichever order gave it, a negative zero is printed as 0.0
     assert math.copysign(1.0, exact_dots(np.array([-0.0], dtype=np.float32))[0]) == 1.0
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_bm25_terms_in_every_position(kernel: str) -> None:
+    """Terms whose postings hold every position (each posting after the first term's is
+    an old position): both paths give the contract's ranking, under a filter and not,
+    again after a smaller query (the kept entries cleared one by one) and a larger one
+    (all at once)."""
+    if kernel == "numba":
+        require_numba()
+    n = 500
+    every = np.arange(n, dtype=np.int32)
+    rng = np.random.default_rng(11)
+    docs = np.concatenate([every, every, np.sort(rng.choice(n, 40, replace=False)), every])
+    docs = docs.astype(np.int32)
+    indptr = np.array([0, n, 2 * n, 2 * n + 40, 3 * n + 40], dtype=np.int64)
+    weights = rng.integers(1, 6, len(docs)) / 4.0
+    ids = np.array([f"c{i:04d}" for i in range(n)], dtype=np.str_)
+    bm25 = Bm25Kernel(indptr, docs, weights, chunk_id_ranks(ids), kernel)
+    allowed = rng.random(n) < 0.5
+    for terms in ([0, 1], [2], [0, 1, 3], [3, 2]):
+        query = np.array(terms, dtype=np.int64)
+        scores = np.zeros(n)
+        hit = np.zeros(n, dtype=bool)
+        for t in terms:
+            scores[docs[indptr[t] : indptr[t + 1]]] += weights[indptr[t] : indptr[t + 1]]
+            hit[docs[indptr[t] : indptr[t + 1]]] = True
+        for mask in (None, allowed):
+            admitted = hit if mask is None else hit & mask
+            got = bm25.top(query, mask, 60)
+            expected = reference_top(scores, np.flatnonzero(admitted), ids, 60)
+            assert got[0].tolist() == expected, (terms, mask is None)
+            assert got[1].tobytes() == scores[expected].tobytes()

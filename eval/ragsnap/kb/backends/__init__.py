@@ -138,12 +138,15 @@ class StoredChunk:
     breadcrumb: str | None
     category: str | None
     kb_scope: str | None
-    tokens: tuple[str, ...] = ()  # the index tokens, as lexical search saw them
+    #: the index tokens, as lexical search saw them; None when not read
+    #: (``chunks(rows, tokens=False)``: showing a chunk needs none, reranking it does)
+    tokens: tuple[str, ...] | None = ()
     #: the distinct index tokens (made once: stores cache chunks, lookups test membership)
-    token_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    token_set: frozenset[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "token_set", frozenset(self.tokens))
+        distinct = None if self.tokens is None else frozenset(self.tokens)
+        object.__setattr__(self, "token_set", distinct)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,8 +257,9 @@ class KnowledgeBase(Protocol):
         """Chunks containing each token, and the number of chunks."""
         ...
 
-    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
-        """Stored chunks by row."""
+    def chunks(self, rows: Sequence[int], *, tokens: bool = True) -> dict[int, StoredChunk]:
+        """Stored chunks by row; with ``tokens=False`` their index tokens may be left
+        unread (``StoredChunk.tokens`` None), which is cheaper."""
         ...
 
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:

@@ -745,7 +745,7 @@ class MilvusKnowledgeBase:
                 pin.rows.setdefault(r, {}).update(out[r])
         return out
 
-    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+    def chunks(self, rows: Sequence[int], *, tokens: bool = True) -> dict[int, StoredChunk]:
         fields = [
             "chunk_id",
             "source",
@@ -757,8 +757,9 @@ class MilvusKnowledgeBase:
             "breadcrumb",
             "category",
             "kb_scope",
-            "tokens",
         ]
+        if tokens:
+            fields.append("tokens")
         found = self._fetch(rows, fields)
         return {
             row: StoredChunk(
@@ -773,7 +774,7 @@ class MilvusKnowledgeBase:
                 breadcrumb=_or_none(r["breadcrumb"]),
                 category=_or_none(r["category"]),
                 kb_scope=_or_none(r["kb_scope"]),
-                tokens=tuple(r["tokens"].split()),
+                tokens=tuple(r["tokens"].split()) if tokens else None,
             )
             for row, r in found.items()
         }

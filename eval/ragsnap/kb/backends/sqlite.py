@@ -763,30 +763,34 @@ class SqliteKnowledgeBase:
                     codes = [c | (f << base) for c, f in zip(codes, found.tolist(), strict=True)]
         return dict(zip(rows, codes, strict=True))
 
-    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+    def chunks(self, rows: Sequence[int], *, tokens: bool = True) -> dict[int, StoredChunk]:
         """Stored chunks by row; chunks read before in this generation come from memory
-        (repeated lookups, a trial's passes), the others from the file."""
+        (repeated lookups, a trial's passes), the others from the file. Without
+        ``tokens`` the FTS5 body is not read (half the cost of a chunk shown for the
+        first time); a chunk kept without them is read again when they are asked for."""
         out: dict[int, StoredChunk] = {}
         with self._lock:
             cache = self._index().chunk_cache
             unique = []
             for row in dict.fromkeys(rows):
                 hit = cache.get(row)
-                if hit is None:
+                if hit is None or (tokens and hit.tokens is None):
                     unique.append(row)
                 else:
                     out[row] = hit
+            body, join = ("", "")
+            if tokens:
+                body, join = (", f.body", " JOIN chunks_fts f ON f.rowid = c.id")
             for start in range(0, len(unique), 500):
                 part = unique[start : start + 500]
                 marks = ",".join("?" * len(part))
                 for r in self._db.execute(
                     "SELECT c.id, c.chunk_id, c.source, c.ordinal, c.text, c.heading, d.doc_id, "
-                    "d.title, d.breadcrumb, d.category, d.kb_scope, f.body FROM chunks c "
-                    "JOIN documents d ON d.source = c.source "
-                    f"JOIN chunks_fts f ON f.rowid = c.id WHERE c.id IN ({marks})",
+                    f"d.title, d.breadcrumb, d.category, d.kb_scope{body} FROM chunks c "
+                    f"JOIN documents d ON d.source = c.source{join} WHERE c.id IN ({marks})",
                     part,
                 ):
-                    out[r[0]] = StoredChunk(
+                    out[r[0]] = chunk = StoredChunk(
                         row=r[0],
                         chunk_id=r[1],
                         source=r[2],
@@ -798,10 +802,10 @@ class SqliteKnowledgeBase:
                         breadcrumb=r[8],
                         category=r[9],
                         kb_scope=r[10],
-                        tokens=tuple(r[11].split()),
+                        tokens=tuple(r[11].split()) if tokens else None,
                     )
-                    if len(cache) < CHUNK_CACHE:
-                        cache[r[0]] = out[r[0]]
+                    if len(cache) < CHUNK_CACHE or r[0] in cache:
+                        cache[r[0]] = chunk
         return out
 
     def close(self) -> None:
