@@ -29,7 +29,7 @@ from conftest import REPO, Run, Served, run_cli
 from ragsnap.config import load_config
 from ragsnap.errors import BackendError
 from ragsnap.io.inputs import load_cases
-from ragsnap.kb.backends import Filter, StoredChunk, WriteBatch
+from ragsnap.kb.backends import Filter, StoredChunk, WriteBatch, cut_ranking
 from ragsnap.kb.backends import milvus as milvus_backend
 from ragsnap.kb.backends.milvus import MilvusKnowledgeBase, analyzer_params
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
@@ -243,6 +243,26 @@ def test_store_holds_documents_chunks_and_settings(kb: MilvusKnowledgeBase) -> N
 
 
 # -- searches --------------------------------------------------------------------------------
+
+
+def test_rankings_are_the_search_lists_cut_at_a_depth_of_targets(
+    kb: MilvusKnowledgeBase,
+) -> None:
+    """The deep-ranking reads give ``cut_ranking`` of the same search's refs."""
+    text = "connection pool timeout"
+    tokens = TOKENIZER.tokens(text)
+    vector = HashingEmbedder().embed_query(text)
+    lexical = [r for r, _ in kb.lexical_search(tokens, Filter(), 1000, text)]
+    vectors = [r for r, _ in kb.vector_search(vector, Filter(), 1000)]
+    for distinct in ("chunk_id", "doc_id", "source"):
+        for depth in (1, 3, 1000):
+            for rows, got in (
+                (lexical, kb.lexical_ranking(tokens, Filter(), 1000, distinct, depth, text)),
+                (vectors, kb.vector_ranking(vector, Filter(), 1000, distinct, depth)),
+            ):
+                refs = kb.refs(rows)
+                assert got == cut_ranking([refs[r] for r in rows], distinct, depth)
+                assert len(got.refs) >= min(depth, 1)
 
 
 def test_lexical_search_orders_by_bm25_and_ties_by_chunk_id(kb: MilvusKnowledgeBase) -> None:

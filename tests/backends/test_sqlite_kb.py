@@ -19,7 +19,7 @@ import pytest
 
 from conftest import require_numba
 from ragsnap.errors import BackendError
-from ragsnap.kb.backends import Filter, Upload, WriteBatch
+from ragsnap.kb.backends import Filter, Upload, WriteBatch, cut_ranking
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
 from ragsnap.kb.embedders import Fingerprint, HashingEmbedder
@@ -520,6 +520,37 @@ def test_refs_are_the_identities_of_chunks(kb: SqliteKnowledgeBase) -> None:
             chunk.doc_id,
             chunk.source,
         )
+
+
+def test_rankings_are_the_search_lists_cut_at_a_depth_of_targets(kb: SqliteKnowledgeBase) -> None:
+    """``lexical_ranking`` / ``vector_ranking`` give what ``cut_ranking`` makes of the
+    refs of the same search's rows (counted on numbers, not objects), for every kind
+    of target, depths below, at and above the targets found, and under a filter."""
+    vector = HashingEmbedder().embed_query("connection pool timeout")
+    tokens = TOKENIZER.tokens("quartzshared settings errors retries")
+    for flt in (Filter(), Filter(kb_scope="eval")):
+        for limit in (3, 10, 10_000):
+            lexical = [r for r, _ in kb.lexical_search(tokens, flt, limit)]
+            vectors = [r for r, _ in kb.vector_search(vector, flt, limit)]
+            assert lexical and vectors
+            for distinct in ("chunk_id", "doc_id", "source"):
+                for depth in (1, 2, 3, 5, 1000):
+                    for rows, got in (
+                        (lexical, kb.lexical_ranking(tokens, flt, limit, distinct, depth)),
+                        (vectors, kb.vector_ranking(vector, flt, limit, distinct, depth)),
+                    ):
+                        refs = kb.refs(rows)
+                        assert got == cut_ranking([refs[r] for r in rows], distinct, depth)
+                        assert got.found == len(rows)
+    every = kb.lexical_ranking(tokens, Filter(), 10_000, "source", 10_000)
+    assert every.targets == len({ref.source for ref in every.refs}) > 1
+    assert kb.lexical_ranking(["nosuchtokenanywhere"], Filter(), 10, "source", 5) == (
+        [],
+        0,
+        0,
+    )
+    with pytest.raises(ValueError, match="distinct must be"):
+        kb.lexical_ranking(tokens, Filter(), 10, "title", 5)
 
 
 def test_chunks_without_tokens_leave_them_unread(kb: SqliteKnowledgeBase) -> None:

@@ -68,14 +68,21 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import numpy as np
 
 from ..errors import BackendError, UsageError
 from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
-from .backends import ChunkRef, Filter, KnowledgeBase, StoredChunk, breadcrumb_segments
+from .backends import (
+    ChunkRef,
+    Filter,
+    KnowledgeBase,
+    Ranking,
+    StoredChunk,
+    breadcrumb_segments,
+    cut_ranking,
+)
 from .embedders import Embedder
 from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .text import Tokenizer, is_identifier
@@ -171,6 +178,15 @@ class _Ranked(Sequence[_Candidate]):
         """This ranking with its first ``len(head)`` candidates replaced by ``head``
         (the same candidates, reordered)."""
         return _Ranked(self._rows, self._confidences, self._make, head, self._made)
+
+
+class _Lists(NamedTuple):
+    """An attempt's lists as its candidates read them (``Pipeline._lists``)."""
+
+    refs: dict[int, ChunkRef]
+    lexical_at: dict[int, int]  # row -> its place in the lexical list
+    vector_at: dict[int, int]
+    fused: dict[int, float]  # row -> the sum of its lists' shares
 
 
 @dataclass
@@ -336,59 +352,52 @@ class Pipeline:
     ) -> _Attempt:
         start = time.perf_counter()
         lexical, vector, rows = self._search(spec, query, flt, self.settings.candidates)
-        refs = self.kb.refs(rows)
-        if len(refs) != len(rows):  # a write removed them since the search: start again
-            raise _StaleRead
+        method = spec.kind
+        cosines: dict[int, float] = dict(vector)
+        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         # the lists come in the store's order (grid score, then chunk id: the
         # KnowledgeBase contract), so a list's ranks are its positions
-        f = self._fusion(spec)
-        method = spec.kind
-        lexical_at = {r: i for i, (r, _) in enumerate(lexical)}
-        vector_at = {r: i for i, (r, _) in enumerate(vector)}
-        lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
-        vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
-        cosines: dict[int, float] = dict(vector)
-        if method == "lexical" or method == "vector":  # one list: its order, its shares
-            order = [r for r, _ in (lexical if method == "lexical" else vector)]
-            shares = lexical_shares if method == "lexical" else vector_shares
-            fused = {r: 0.0 + share for r, share in zip(order, shares, strict=True)}  # as added
-            order_at = lexical_at if method == "lexical" else vector_at
-        else:
-            fused = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
-            for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
-                for (r, _), share in zip(found, shares, strict=True):
-                    fused[r] += share
-            if spec.fused and query.vector is not None:  # a lexical-only candidate's cosine
-                missing = [r for r in rows if r not in vector_at]
+        lists: _Lists | None = None
+        if spec.fused:  # the fused order needs every share and identity now
+            lists = self._lists(spec, lexical, vector, rows)
+            if query.vector is not None:  # a lexical-only candidate's cosine
+                missing = [r for r in rows if r not in lists.vector_at]
                 if missing:
                     sims = self.kb.similarities(query.vector, missing)
                     cosines.update(zip(missing, sims, strict=True))
+            fused, refs = lists.fused, lists.refs
             order = sorted(rows, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
             order_at = {r: i for i, r in enumerate(order)}
+        else:  # one list: its order; identities and shares when a candidate is made
+            order = rows
+            order_at = {}  # its list's ranks, then
         exact = self._exact_confidences(spec, query, order, cosines)
-        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         confidences = [round(x * per_unit) / per_unit for x in exact]
 
         def make(r: int) -> _Candidate:
-            at, vat = lexical_at.get(r), vector_at.get(r)
+            nonlocal lists
+            if lists is None:  # the first candidate read (a failed attempt makes none)
+                lists = self._lists(spec, lexical, vector, rows)
+                order_at.update(lists.lexical_at if method == "lexical" else lists.vector_at)
+            at, vat = lists.lexical_at.get(r), lists.vector_at.get(r)
             bm25 = None if at is None else lexical[at][1]
-            value = fused[r]  # what the method ranks by
+            value = lists.fused[r]  # what the method ranks by
             if method == "lexical":
-                value = lexical[lexical_at[r]][1]
+                value = lexical[lists.lexical_at[r]][1]
             elif method == "vector":
-                value = vector[vector_at[r]][1]
-            x = exact[order_at[r]]
+                value = vector[lists.vector_at[r]][1]
+            i = order_at[r]
             return _Candidate(  # positional, in field order: a lookup makes a dozen
                 r,
-                refs[r],
+                lists.refs[r],
                 bm25,
                 None if at is None else at + 1,
                 cosines.get(r),
                 None if vat is None else vat + 1,
-                fused[r],
+                lists.fused[r],
                 round(value * per_unit) / per_unit,
-                confidences[order_at[r]],
-                x,
+                confidences[i],
+                exact[i],
             )
 
         floor = self._min_score(spec)
@@ -396,6 +405,31 @@ class Pipeline:
         top = max(confidences, default=None)
         ranked = _Ranked(order, confidences, make)
         return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
+
+    def _lists(
+        self,
+        spec: Method,
+        lexical: list[tuple[int, float]],
+        vector: list[tuple[int, float]],
+        rows: list[int],
+    ) -> _Lists:
+        """What an attempt's candidates are made from: identities, list ranks, shares."""
+        refs = self.kb.refs(rows)
+        if len(refs) != len(rows):  # a write removed them since the search: start again
+            raise _StaleRead
+        f = self._fusion(spec)
+        lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
+        vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
+        fused = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
+        for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
+            for (r, _), share in zip(found, shares, strict=True):
+                fused[r] += share
+        return _Lists(
+            refs,
+            {r: i for i, (r, _) in enumerate(lexical)},
+            {r: i for i, (r, _) in enumerate(vector)},
+            fused,
+        )
 
     def _exact_confidences(
         self, spec: Method, query: _Query, rows: list[int], cosines: dict[int, float]
@@ -446,17 +480,25 @@ class Pipeline:
         # that list's share), so it always goes depth, 2 x depth, 4 x depth ...
         limit = depth if spec.fused or distinct == "chunk_id" else 2 * depth
         while True:
-            order, refs, exhausted = self._ranked_rows(query, flt, spec, limit)
-            if distinct == "chunk_id":
-                return [refs[r] for r in order[:depth]]
-            ranked = list(map(refs.__getitem__, order))
-            keys = list(map(attrgetter(distinct), ranked))  # "source" or "doc_id"
-            targets = list(dict.fromkeys(keys))  # distinct targets, in rank order
-            if len(targets) > depth:  # stop before the first chunk of target depth + 1
-                return ranked[: keys.index(targets[depth])]
-            if len(targets) == depth or exhausted:
-                return ranked
+            if spec.fused or spec.reranker is not None:
+                order, refs, exhausted = self._ranked_rows(query, flt, spec, limit)
+                got = cut_ranking([refs[r] for r in order], distinct, depth)
+            else:  # one list, in the store's order: the store cuts it
+                got = self._single_ranking(query, flt, spec, limit, distinct, depth)
+                exhausted = got.found < limit
+            if distinct == "chunk_id" or got.targets >= depth or exhausted:
+                return got.refs
             limit *= 2
+
+    def _single_ranking(
+        self, query: _Query, flt: Filter, spec: Method, limit: int, distinct: str, depth: int
+    ) -> Ranking:
+        """A single-list method's list ``limit`` deep as identities, cut for ``depth``."""
+        if "lexical" in spec.retrievers:
+            return self.kb.lexical_ranking(query.tokens, flt, limit, distinct, depth, query.text)
+        if query.vector is not None:
+            return self.kb.vector_ranking(query.vector, flt, limit, distinct, depth)
+        return cut_ranking([], distinct, depth)
 
     def _ranked_rows(
         self, query: _Query, flt: Filter, spec: Method, limit: int
@@ -814,6 +856,7 @@ class _Query:
         self.vector = vector
         self.distinct = list(dict.fromkeys(tokens))
         self._coverage_by_code: dict[int, float] = {}
+        self._sums: dict[int, float] = {0: 0.0}  # a code's weights added in order
         n = max(total, 1)
         self.idf_items = tuple(
             (t, math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
@@ -843,15 +886,30 @@ class _Query:
         term): the same weights added in the same order; each code once a query."""
         found = self._coverage_by_code.get(code)
         if found is None:
-            total = 0.0
-            rest = code
-            while rest:  # the set bits, lowest (first term) first
-                low = rest & -rest
-                total += self.idf_items[low.bit_length() - 1][1]
-                rest ^= low
+            total = self._sum_of_code(code)
             found = total / self.idf_total if self.idf_total > 0 else 0.0
             self._coverage_by_code[code] = found
         return found
+
+    def _sum_of_code(self, code: int) -> float:
+        """The weights of ``code``'s terms added from its lowest set bit up, from 0.0.
+
+        Adding in that order, the running sum before the highest bit is the sum of the
+        code without it: sums are kept per code, so a code costs the additions its
+        longest known prefix (the same low bits) leaves, each the same operation."""
+        sums = self._sums
+        known = code
+        high: list[int] = []
+        while known not in sums:  # strip the highest bits down to a known code
+            top = known.bit_length() - 1
+            high.append(top)
+            known ^= 1 << top
+        total = sums[known]
+        for bit in reversed(high):  # then add them back, lowest first
+            known |= 1 << bit
+            total += self.idf_items[bit][1]
+            sums[known] = total
+        return total
 
     def share_in(self, terms: frozenset[str] | set[str]) -> float:
         """Unweighted share of distinct query terms in ``terms``."""

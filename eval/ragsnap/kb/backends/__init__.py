@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,12 +38,14 @@ __all__ = [
     "DocumentInfo",
     "Filter",
     "KnowledgeBase",
+    "Ranking",
     "ReceiptStore",
     "StoredChunk",
     "Upload",
     "WriteBatch",
     "breadcrumb_has_prefix",
     "breadcrumb_segments",
+    "cut_ranking",
     "normalize_breadcrumb",
 ]
 
@@ -158,6 +161,31 @@ class ChunkRef:
     source: str
 
 
+class Ranking(NamedTuple):
+    """A search's list as identities, cut for a deep ranking (``cut_ranking``)."""
+
+    refs: list[ChunkRef]  # in rank order, cut before the depth + 1-th distinct target
+    targets: int  # distinct targets (chunk ids, doc ids or sources) in the whole list
+    found: int  # chunks the search returned (fewer than its limit: the store has no more)
+
+
+def cut_ranking(
+    refs: Sequence[ChunkRef], distinct: str, depth: int, found: int | None = None
+) -> Ranking:
+    """``refs`` (a ranking) down to its ``depth``-th distinct ``distinct`` (``chunk_id``,
+    ``doc_id`` or ``source``): cut before the first chunk of the ``depth + 1``-th
+    target, with the number of targets all of ``refs`` name (documents without a
+    ``doc_id`` count as one) and ``found`` (default: ``len(refs)``)."""
+    found = len(refs) if found is None else found
+    if distinct == "chunk_id":  # a ranking's chunks are distinct
+        return Ranking(list(refs[:depth]), len(refs), found)
+    keys = list(map(attrgetter(distinct), refs))
+    targets = list(dict.fromkeys(keys))  # in rank order
+    if len(targets) > depth:
+        return Ranking(list(refs[: keys.index(targets[depth])]), len(targets), found)
+    return Ranking(list(refs), len(targets), found)
+
+
 @dataclass(frozen=True, slots=True)
 class Upload:
     """One document to (re)index: its chunks, their index tokens and vectors."""
@@ -251,6 +279,26 @@ class KnowledgeBase(Protocol):
 
     def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
         """Cosine similarity of ``vector`` with each chunk in ``rows``."""
+        ...
+
+    def lexical_ranking(
+        self,
+        tokens: Sequence[str],
+        flt: Filter,
+        limit: int,
+        distinct: str,
+        depth: int,
+        text: str | None = None,
+    ) -> Ranking:
+        """``lexical_search``'s list as identities, cut by ``cut_ranking``: a deep
+        ranking (recall@1000, MAP) needs no scores, and the store may cut it without
+        an object per row."""
+        ...
+
+    def vector_ranking(
+        self, vector: NDArray[np.float32], flt: Filter, limit: int, distinct: str, depth: int
+    ) -> Ranking:
+        """``vector_search``'s list as identities, cut by ``cut_ranking``."""
         ...
 
     def doc_frequencies(self, tokens: Sequence[str]) -> tuple[dict[str, int], int]:

@@ -72,9 +72,11 @@ from . import (
     ChunkRef,
     DocumentInfo,
     Filter,
+    Ranking,
     StoredChunk,
     WriteBatch,
     breadcrumb_segments,
+    cut_ranking,
     normalize_breadcrumb,
 )
 
@@ -791,6 +793,27 @@ class MilvusKnowledgeBase:
                 code |= bit[t]
             codes[row] = code
         return codes
+
+    def lexical_ranking(
+        self,
+        tokens: Sequence[str],
+        flt: Filter,
+        limit: int,
+        distinct: str,
+        depth: int,
+        text: str | None = None,
+    ) -> Ranking:
+        return self._ranking(self.lexical_search(tokens, flt, limit, text), distinct, depth)
+
+    def vector_ranking(
+        self, vector: NDArray[np.float32], flt: Filter, limit: int, distinct: str, depth: int
+    ) -> Ranking:
+        return self._ranking(self.vector_search(vector, flt, limit), distinct, depth)
+
+    def _ranking(self, found: list[tuple[int, float]], distinct: str, depth: int) -> Ranking:
+        rows = [r for r, _ in found]
+        refs = self.refs(rows)  # a row gone since the search raises BackendError
+        return cut_ranking([refs[r] for r in rows], distinct, depth)
 
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
         found = self._fetch(rows, ["chunk_id", "source", "doc_id"])

@@ -63,6 +63,7 @@ from . import (
     ChunkRef,
     DocumentInfo,
     Filter,
+    Ranking,
     StoredChunk,
     WriteBatch,
     normalize_breadcrumb,
@@ -249,6 +250,8 @@ class _Index:
     #: distinct metadata labels and each position's (``labels``), with and without
     #: breadcrumbs
     label_codes: dict[bool, tuple[list[_Label], NDArray[np.int64]]] = field(default_factory=dict)
+    #: each position's source or doc_id as a number (``keys``)
+    key_codes: dict[str, NDArray[np.int64]] = field(default_factory=dict)
 
     def positional_refs(self) -> list[ChunkRef]:
         """Every position's ``ChunkRef`` (built on first use in this generation)."""
@@ -299,6 +302,37 @@ class _Index:
             made = self.label_codes[with_breadcrumb] = (list(numbers), codes)
         return made
 
+    def keys(self, distinct: str) -> NDArray[np.int64]:
+        """Each position's ``source`` or ``doc_id`` as a number, the same for the same
+        value (None, documents without a ``doc_id``, is one value); made once per kind."""
+        codes = self.key_codes.get(distinct)
+        if codes is None:
+            values = self.sources if distinct == "source" else self.doc_ids
+            numbers: dict[str | None, int] = {}
+            codes = np.fromiter(
+                (numbers.setdefault(v, len(numbers)) for v in values),
+                dtype=np.int64,
+                count=len(values),
+            )
+            self.key_codes[distinct] = codes
+        return codes
+
+    def ranking(self, positions: NDArray[np.int64], distinct: str, depth: int) -> Ranking:
+        """``cut_ranking`` of the chunks at ``positions`` (a search's list), with the
+        targets counted on numbers (``keys``): a Python object only for what is kept."""
+        count = len(positions)
+        if distinct == "chunk_id":  # a ranking's chunks are distinct
+            cut, targets = min(depth, count), count
+        elif distinct in ("doc_id", "source"):
+            found, first = np.unique(self.keys(distinct)[positions], return_index=True)
+            targets = len(found)
+            # the first chunk of target depth + 1 is the (depth + 1)-th first appearance
+            cut = int(np.partition(first, depth)[depth]) if targets > depth else count
+        else:
+            raise ValueError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
+        refs = self.positional_refs()
+        return Ranking(list(map(refs.__getitem__, positions[:cut].tolist())), targets, count)
+
     def tie_ranks(self) -> NDArray[np.int64]:
         """Each position's place in chunk-id order (made once per generation)."""
         if self.ranks is None:
@@ -317,6 +351,9 @@ class _Index:
             pin.refs.update(zip(rows, map(refs.__getitem__, positions.tolist()), strict=True))
         return list(zip(rows, values, strict=True))
 
+
+#: an empty list of positions (a search that found nothing)
+_NO_POSITIONS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
 #: a pinned read keeps what searches of at most this many rows found (a lookup's
 #: candidate lists); deep rankings' long lists are read from the whole index
@@ -623,26 +660,52 @@ class SqliteKnowledgeBase:
         del text  # FTS5 searches ragsnap's own tokens
         with self._lock:
             index = self._index()
-            if limit <= 0 or len(index.rows) == 0:
+            got = self._lexical_top(index, tokens, flt, limit)
+            if got is None:
                 return []
-            bm25 = self._postings(index)
-            terms = bm25.terms(tokens)
-            if len(terms) == 0:
-                return []
-            admitted = index.admitted(flt)
-            positions, scores = bm25.kernel.top(
-                terms, None if admitted is None else admitted[1], limit
-            )
+            terms, positions, scores = got
             pin = self._pin()
             found = index.found(positions, scores, pin)
             if pin is not None and len(found) <= _PINNED_FOUND:  # the terms each row holds
-                codes = bm25.kernel.kept_codes(terms, positions)
+                codes = self._postings(index).kernel.kept_codes(terms, positions)
                 if codes is not None:
                     key = terms.tobytes()
                     if pin.terms != key:
                         pin.terms, pin.codes = key, {}
                     pin.codes.update(zip((r for r, _ in found), codes.tolist(), strict=True))
             return found
+
+    def lexical_ranking(
+        self,
+        tokens: Sequence[str],
+        flt: Filter,
+        limit: int,
+        distinct: str,
+        depth: int,
+        text: str | None = None,
+    ) -> Ranking:
+        del text  # as lexical_search
+        with self._lock:
+            index = self._index()
+            got = self._lexical_top(index, tokens, flt, limit)
+            positions = _NO_POSITIONS if got is None else got[1]
+            return index.ranking(positions, distinct, depth)
+
+    def _lexical_top(
+        self, index: _Index, tokens: Sequence[str], flt: Filter, limit: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None:
+        """The term ids of ``tokens``, and the positions and exact BM25 of the best
+        ``limit`` chunks ``flt`` admits (the kernel's order); None when nothing can
+        match. Under the lock."""
+        if limit <= 0 or len(index.rows) == 0:
+            return None
+        bm25 = self._postings(index)
+        terms = bm25.terms(tokens)
+        if len(terms) == 0:
+            return None
+        admitted = index.admitted(flt)
+        positions, scores = bm25.kernel.top(terms, None if admitted is None else admitted[1], limit)
+        return terms, positions, scores
 
     def lexical_search_fts5(
         self, tokens: Sequence[str], flt: Filter, limit: int
@@ -678,30 +741,45 @@ class SqliteKnowledgeBase:
     ) -> list[tuple[int, float]]:
         with self._lock:
             index = self._index()
-            if limit <= 0 or len(index.rows) == 0:
-                return []
-            vectors = self._vectors(index)
-            if vectors.dim != vector.shape[0]:
-                raise BackendError(
-                    f"{self.path}: stored vectors have dimension {vectors.dim}, the "
-                    f"query vector {vector.shape[0]}; run `ragsnap seed --reindex`"
-                )
-            key = vector.tobytes()
-            if index.last_query != key or index.last_scores is None:
-                query = encode_vectors(vector)
-                query_inverse = float(inverse_norms(squared_norms(query))[0])
-                index.last_scores = vectors.cosines(query, query_inverse)
-                index.last_query = key
-            scores = index.last_scores
-            admitted = index.admitted(flt)
-            if admitted is None:
-                if index.all_positions is None:
-                    index.all_positions = np.arange(len(index.rows), dtype=np.int64)
-                positions = index.all_positions
-            else:
-                positions = admitted[0]
-            top, values = vectors.top(scores, positions, limit)
-            return index.found(top, values, self._pin())
+            got = self._vector_top(index, vector, flt, limit)
+            return [] if got is None else index.found(*got, self._pin())
+
+    def vector_ranking(
+        self, vector: NDArray[np.float32], flt: Filter, limit: int, distinct: str, depth: int
+    ) -> Ranking:
+        with self._lock:
+            index = self._index()
+            got = self._vector_top(index, vector, flt, limit)
+            return index.ranking(_NO_POSITIONS if got is None else got[0], distinct, depth)
+
+    def _vector_top(
+        self, index: _Index, vector: NDArray[np.float32], flt: Filter, limit: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        """Positions and exact cosines of the best ``limit`` chunks ``flt`` admits (the
+        kernel's order); None when there is nothing to search. Under the lock."""
+        if limit <= 0 or len(index.rows) == 0:
+            return None
+        vectors = self._vectors(index)
+        if vectors.dim != vector.shape[0]:
+            raise BackendError(
+                f"{self.path}: stored vectors have dimension {vectors.dim}, the "
+                f"query vector {vector.shape[0]}; run `ragsnap seed --reindex`"
+            )
+        key = vector.tobytes()
+        if index.last_query != key or index.last_scores is None:
+            query = encode_vectors(vector)
+            query_inverse = float(inverse_norms(squared_norms(query))[0])
+            index.last_scores = vectors.cosines(query, query_inverse)
+            index.last_query = key
+        scores = index.last_scores
+        admitted = index.admitted(flt)
+        if admitted is None:
+            if index.all_positions is None:
+                index.all_positions = np.arange(len(index.rows), dtype=np.int64)
+            positions = index.all_positions
+        else:
+            positions = admitted[0]
+        return vectors.top(scores, positions, limit)
 
     def similarities(self, vector: NDArray[np.float32], rows: Sequence[int]) -> list[float]:
         """Cosine similarity of ``vector`` with each stored chunk in ``rows``
