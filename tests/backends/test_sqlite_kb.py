@@ -662,9 +662,9 @@ def test_matched_terms_of_a_query_longer_than_a_code(tmp_path: Path, kernel: str
 def test_a_pinned_read_answers_as_the_whole_index_does(
     tmp_path: Path, docs_dir: Path, kernel: str
 ) -> None:
-    """Inside ``pinned`` the refs and term codes of the rows a search found come from
-    what the search kept: the same answers as outside, for found rows and others, with
-    tokens the index lacks shifting the bits, and a deep list kept nowhere."""
+    """Inside ``pinned`` the term codes of the rows a search found come from what the
+    search kept: the same answers as outside, for the list, a part of it and others,
+    with tokens the index lacks shifting the bits, and a deep list kept nowhere."""
     if kernel == "compiled":
         require_numba()
     kb = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
@@ -686,6 +686,9 @@ def test_a_pinned_read_answers_as_the_whole_index_does(
                 assert kb.lexical_search(tokens, Filter(), limit) == outside
                 assert (kb.refs(rows), kb.matched_terms(tokens, rows)) == expected
                 assert kb.matched_terms(tokens, others) == expected_others
+                assert kb.matched_terms(tokens, rows[::-1][:3]) == {
+                    r: expected[1][r] for r in rows[::-1][:3]
+                }  # a part of the list, in another order (a reranked head)
                 assert kb.matched_terms(list(reversed(tokens)), rows) == kb.matched_terms(
                     list(reversed(tokens)), rows
                 )

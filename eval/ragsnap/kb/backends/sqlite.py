@@ -26,8 +26,9 @@ scores. Filters are row masks, made once per filter and generation (the filter
 tested once per distinct metadata label); FTS5's own search, kept as the
 reference the scorer is tested against, takes them as SQL conditions. A lookup
 pins one generation of the in-memory side (``pinned``): its searches and
-fetches skip the per-call generation query, and the identities and term codes
-of what its searches found are kept for it.
+fetches skip the per-call generation query, and the term codes of its last
+lexical search (which query terms each row holds, recorded by the kernel) are kept
+for the attempt that reads them next.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
 ``synchronous=FULL``: a process killed in the middle of an import leaves the
@@ -155,6 +156,15 @@ class _Bm25:
         self.vocab = vocab
         self.df = df
         self.kernel = kernel  # the search (``ragsnap.kb.kernels``) over the postings
+        self._df_list: list[int] | None = None  # ``df`` as Python ints, made on first use
+
+    def doc_frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
+        """Chunks holding each distinct token (0 for one the index lacks)."""
+        df = self._df_list
+        if df is None:
+            df = self._df_list = self.df.tolist()
+        vocab = self.vocab
+        return {t: 0 if (i := vocab.get(t)) is None else df[i] for t in dict.fromkeys(tokens)}
 
     @classmethod
     def build(
@@ -196,10 +206,6 @@ class _Bm25:
         )
         postings = Bm25Kernel(indptr, posting_docs.astype(np.int32), weights, ranks, kernel)
         return cls(vocab, df, postings)
-
-    def doc_frequency(self, token: str) -> int:
-        term = self.vocab.get(token)
-        return 0 if term is None else int(self.df[term])
 
     def terms(self, tokens: Sequence[str]) -> NDArray[np.int64]:
         """The ids of ``tokens``' distinct indexed terms, in the query's order (the
@@ -340,36 +346,32 @@ class _Index:
         return self.ranks
 
     def found(
-        self, positions: NDArray[np.int64], scores: NDArray[np.float64], pin: _Pin | None
+        self, positions: NDArray[np.int64], scores: NDArray[np.float64]
     ) -> list[tuple[int, float]]:
-        """A kernel's ``(positions, exact scores)`` as ``(row, score)`` pairs; a pinned
-        read keeps their identities for ``refs``."""
+        """A kernel's ``(positions, exact scores)`` as ``(row, score)`` pairs."""
         rows: list[int] = self.rows[positions].tolist()
-        values: list[float] = scores.tolist()
-        if pin is not None and len(rows) <= _PINNED_FOUND:
-            refs = self.positional_refs()
-            pin.refs.update(zip(rows, map(refs.__getitem__, positions.tolist()), strict=True))
-        return list(zip(rows, values, strict=True))
+        return list(zip(rows, scores.tolist(), strict=True))
 
 
 #: an empty list of positions (a search that found nothing)
 _NO_POSITIONS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
-#: a pinned read keeps what searches of at most this many rows found (a lookup's
-#: candidate lists); deep rankings' long lists are read from the whole index
+#: a pinned read keeps the term codes of lexical searches of at most this many rows
+#: (a lookup's candidate lists); deep rankings' long lists are not kept
 _PINNED_FOUND = 256
 
 
 @dataclass(slots=True)
 class _Pin:
-    """One thread's pinned read (``SqliteKnowledgeBase.pinned``): the index, and what
-    its searches found, so that ``refs`` and ``matched_terms`` of those rows are
-    answered from a few dozen entries rather than from the whole index."""
+    """One thread's pinned read (``SqliteKnowledgeBase.pinned``): the index, and the
+    term codes of its last lexical search, so that ``matched_terms`` of that list
+    (an attempt asks right after its search) needs no search in the postings."""
 
     index: _Index
-    refs: dict[int, ChunkRef] = field(default_factory=dict)
     terms: bytes = b""  # the term ids the codes are of
-    codes: dict[int, int] = field(default_factory=dict)  # row -> bit i: terms[i]
+    rows: list[int] = field(default_factory=list)  # what the search found, in order
+    codes: list[int] = field(default_factory=list)  # each row's: bit i for terms[i]
+    by_row: dict[int, int] | None = None  # the same by row, made when a subset is asked
 
 
 class SqliteKnowledgeBase:
@@ -664,15 +666,13 @@ class SqliteKnowledgeBase:
             if got is None:
                 return []
             terms, positions, scores = got
+            found = index.found(positions, scores)
             pin = self._pin()
-            found = index.found(positions, scores, pin)
             if pin is not None and len(found) <= _PINNED_FOUND:  # the terms each row holds
                 codes = self._postings(index).kernel.kept_codes(terms, positions)
                 if codes is not None:
-                    key = terms.tobytes()
-                    if pin.terms != key:
-                        pin.terms, pin.codes = key, {}
-                    pin.codes.update(zip((r for r, _ in found), codes.tolist(), strict=True))
+                    pin.terms, pin.by_row = terms.tobytes(), None
+                    pin.rows, pin.codes = [r for r, _ in found], codes.tolist()
             return found
 
     def lexical_ranking(
@@ -734,7 +734,7 @@ class SqliteKnowledgeBase:
         with self._lock:
             index = self._index()
             bm25 = self._postings(index)
-        return {t: bm25.doc_frequency(t) for t in dict.fromkeys(tokens)}, len(index.rows)
+        return bm25.doc_frequencies(tokens), len(index.rows)
 
     def vector_search(
         self, vector: NDArray[np.float32], flt: Filter, limit: int
@@ -742,7 +742,7 @@ class SqliteKnowledgeBase:
         with self._lock:
             index = self._index()
             got = self._vector_top(index, vector, flt, limit)
-            return [] if got is None else index.found(*got, self._pin())
+            return [] if got is None else index.found(*got)
 
     def vector_ranking(
         self, vector: NDArray[np.float32], flt: Filter, limit: int, distinct: str, depth: int
@@ -794,9 +794,6 @@ class SqliteKnowledgeBase:
             return found
 
     def refs(self, rows: Sequence[int]) -> dict[int, ChunkRef]:
-        pin = self._pin()
-        if pin is not None and all(map(pin.refs.__contains__, rows)):  # found in this read
-            return dict(zip(rows, map(pin.refs.__getitem__, rows), strict=True))
         with self._lock:
             index = self._index()
             if not rows or len(index.rows) == 0:
@@ -819,12 +816,16 @@ class SqliteKnowledgeBase:
                 return dict.fromkeys(rows, 0)
             terms = np.array([term for _, term in held], dtype=np.int64)
             pin = self._pin()
-            if (
-                pin is not None
-                and pin.terms == terms.tobytes()
-                and all(map(pin.codes.__contains__, rows))
-            ):  # this read's searches saw them: bit i is held[i]'s term
-                kept = list(map(pin.codes.__getitem__, rows))
+            kept = None
+            if pin is not None and pin.terms == terms.tobytes():  # this read's last search
+                if rows == pin.rows:  # its list (an attempt's confidences)
+                    kept = pin.codes
+                else:  # some of it (a reranked head)
+                    if pin.by_row is None:
+                        pin.by_row = dict(zip(pin.rows, pin.codes, strict=True))
+                    if all(map(pin.by_row.__contains__, rows)):
+                        kept = list(map(pin.by_row.__getitem__, rows))
+            if kept is not None:  # bit i is held[i]'s term
                 if held[-1][0] != len(held) - 1:  # a token the index lacks shifts the bits
                     where = [i for i, _ in held]
                     moved = {code: _remap(code, where) for code in set(kept)}  # a few codes
