@@ -602,6 +602,12 @@ def test_a_ranking_makes_each_candidate_once_and_reads_like_a_list() -> None:
     assert [c.row for c in reordered] == [3, 7, 9, 1, 4] and len(reordered) == 5
     assert reordered[2] is ranked[2] and reordered.confidence(0) == 0.3
     assert sorted(made) == sorted(rows)  # each made once, whichever list read it
+    # the places whose confidence reaches a floor, the reordered head's included
+    assert ranked.reaching(0.35) == [0, 2, 4] and ranked.reaching(0.0) == [0, 1, 2, 3, 4]
+    assert reordered.reaching(0.35) == [1, 2, 4] and reordered.reaching(0.95) == []
+    assert [reordered.confidence(i) >= 0.3 for i in range(5)] == [
+        i in reordered.reaching(0.3) for i in range(5)
+    ]
 
 
 def test_coverage_of_a_bit_code_is_the_coverage_of_its_terms() -> None:

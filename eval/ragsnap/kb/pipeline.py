@@ -174,6 +174,14 @@ class _Ranked(Sequence[_Candidate]):
         """``self[i].confidence``, without making the candidate."""
         return self._head[i].confidence if i < len(self._head) else self._confidences[i]
 
+    def reaching(self, floor: float) -> list[int]:
+        """The places, in order, whose confidence reaches ``floor`` (none is made)."""
+        head = len(self._head)
+        places = [i for i, c in enumerate(self._head) if c.confidence >= floor]
+        rest = self._confidences
+        places += [i for i in range(head, len(rest)) if rest[i] >= floor]
+        return places
+
     def with_head(self, head: list[_Candidate]) -> _Ranked:
         """This ranking with its first ``len(head)`` candidates replaced by ``head``
         (the same candidates, reordered)."""
@@ -749,9 +757,8 @@ class Pipeline:
         seen: set[str] = set()
         floor = max(self._min_score(spec), self._relative_score(spec) * best)
         shown: list[_Candidate] = []
-        for i in range(len(ranked)):  # floors compare confidences: a reranker reorders,
-            if ranked.confidence(i) < floor:  # it does not filter
-                continue
+        # floors compare confidences: a reranker reorders, it does not filter
+        for i in ranked.reaching(floor):
             c = ranked[i]  # made only when it passes
             if c.ref.chunk_id in seen:
                 continue
