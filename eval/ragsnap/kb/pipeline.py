@@ -428,10 +428,14 @@ class Pipeline:
         f = self._fusion(spec)
         lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
         vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
-        fused = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
-        for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
-            for (r, _), share in zip(found, shares, strict=True):
-                fused[r] += share
+        if not (lexical and vector):  # one list: each row's one share, added to 0.0
+            found, shares = (lexical, lexical_shares) if lexical else (vector, vector_shares)
+            fused = {r: 0.0 + share for (r, _), share in zip(found, shares, strict=True)}
+        else:
+            fused = dict.fromkeys(rows, 0.0)  # lexical share, then vector's
+            for found, shares in ((lexical, lexical_shares), (vector, vector_shares)):
+                for (r, _), share in zip(found, shares, strict=True):
+                    fused[r] += share
         return _Lists(
             refs,
             {r: i for i, (r, _) in enumerate(lexical)},
