@@ -366,6 +366,7 @@ class Pipeline:
         # the lists come in the store's order (grid score, then chunk id: the
         # KnowledgeBase contract), so a list's ranks are its positions
         lists: _Lists | None = None
+        fused_at: dict[int, int] = {}  # a fused order's places (a single list's are its ranks)
         if spec.fused:  # the fused order needs every share and identity now
             lists = self._lists(spec, lexical, vector, rows)
             if query.vector is not None:  # a lexical-only candidate's cosine
@@ -375,10 +376,9 @@ class Pipeline:
                     cosines.update(zip(missing, sims, strict=True))
             fused, refs = lists.fused, lists.refs
             order = sorted(rows, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
-            order_at = {r: i for i, r in enumerate(order)}
+            fused_at = {r: i for i, r in enumerate(order)}
         else:  # one list: its order; identities and shares when a candidate is made
             order = rows
-            order_at = {}  # its list's ranks, then
         exact = self._exact_confidences(spec, query, order, cosines)
         confidences = [round(x * per_unit) / per_unit for x in exact]
 
@@ -386,15 +386,14 @@ class Pipeline:
             nonlocal lists
             if lists is None:  # the first candidate read (a failed attempt makes none)
                 lists = self._lists(spec, lexical, vector, rows)
-                order_at.update(lists.lexical_at if method == "lexical" else lists.vector_at)
             at, vat = lists.lexical_at.get(r), lists.vector_at.get(r)
             bm25 = None if at is None else lexical[at][1]
-            value = lists.fused[r]  # what the method ranks by
-            if method == "lexical":
-                value = lexical[lists.lexical_at[r]][1]
-            elif method == "vector":
-                value = vector[lists.vector_at[r]][1]
-            i = order_at[r]
+            # what the method ranks by, and the candidate's place in the attempt's order
+            if spec.fused:
+                value, i = lists.fused[r], fused_at[r]
+            else:  # one list: the place in it
+                i = (lists.lexical_at if method == "lexical" else lists.vector_at)[r]
+                value = (lexical if method == "lexical" else vector)[i][1]
             return _Candidate(  # positional, in field order: a lookup makes a dozen
                 r,
                 lists.refs[r],
@@ -866,7 +865,6 @@ class _Query:
         self.tokens = tokens
         self.vector = vector
         self.distinct = list(dict.fromkeys(tokens))
-        self._coverage_by_code: dict[int, float] = {}
         self._sums: dict[int, float] = {0: 0.0}  # a code's weights added in order
         n = max(total, 1)
         self.idf_items = tuple(
@@ -895,12 +893,10 @@ class _Query:
     def coverage_of_code(self, code: int) -> float:
         """``coverage`` of the terms whose bits ``code`` sets (bit i: the i-th distinct
         term): the same weights added in the same order; each code once a query."""
-        found = self._coverage_by_code.get(code)
-        if found is None:
+        total = self._sums.get(code)
+        if total is None:
             total = self._sum_of_code(code)
-            found = total / self.idf_total if self.idf_total > 0 else 0.0
-            self._coverage_by_code[code] = found
-        return found
+        return total / self.idf_total if self.idf_total > 0 else 0.0
 
     def _sum_of_code(self, code: int) -> float:
         """The weights of ``code``'s terms added from its lowest set bit up, from 0.0.

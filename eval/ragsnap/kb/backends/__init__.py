@@ -169,21 +169,18 @@ class Ranking(NamedTuple):
     found: int  # chunks the search returned (fewer than its limit: the store has no more)
 
 
-def cut_ranking(
-    refs: Sequence[ChunkRef], distinct: str, depth: int, found: int | None = None
-) -> Ranking:
+def cut_ranking(refs: Sequence[ChunkRef], distinct: str, depth: int) -> Ranking:
     """``refs`` (a ranking) down to its ``depth``-th distinct ``distinct`` (``chunk_id``,
     ``doc_id`` or ``source``): cut before the first chunk of the ``depth + 1``-th
     target, with the number of targets all of ``refs`` name (documents without a
-    ``doc_id`` count as one) and ``found`` (default: ``len(refs)``)."""
-    found = len(refs) if found is None else found
+    ``doc_id`` count as one) and their number."""
     if distinct == "chunk_id":  # a ranking's chunks are distinct
-        return Ranking(list(refs[:depth]), len(refs), found)
+        return Ranking(list(refs[:depth]), len(refs), len(refs))
     keys = list(map(attrgetter(distinct), refs))
     targets = list(dict.fromkeys(keys))  # in rank order
     if len(targets) > depth:
-        return Ranking(list(refs[: keys.index(targets[depth])]), len(targets), found)
-    return Ranking(list(refs), len(targets), found)
+        return Ranking(list(refs[: keys.index(targets[depth])]), len(targets), len(refs))
+    return Ranking(list(refs), len(targets), len(refs))
 
 
 @dataclass(frozen=True, slots=True)
