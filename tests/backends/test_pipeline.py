@@ -584,15 +584,24 @@ def test_a_ranking_makes_each_candidate_once_and_reads_like_a_list() -> None:
 
     rows = [7, 3, 9, 1, 4]
     made: list[int] = []
+    calls: list[list[int]] = []
 
-    def make(row: int) -> _Candidate:
-        made.append(row)
-        return _Candidate(row, ChunkRef(f"c{row}", None, "s"), confidence=row / 10)
+    def make(places: list[int]) -> list[_Candidate]:
+        calls.append(places)
+        made.extend(rows[i] for i in places)
+        return [
+            _Candidate(rows[i], ChunkRef(f"c{rows[i]}", None, "s"), confidence=rows[i] / 10)
+            for i in places
+        ]
 
     ranked = _Ranked(rows, [r / 10 for r in rows], make)
     assert [ranked.confidence(i) for i in range(5)] == [0.7, 0.3, 0.9, 0.1, 0.4]
     assert made == []
     assert [c.row for c in ranked[1:3]] == [3, 9] and made == [3, 9]
+    assert calls == [[1, 2]]  # a slice's candidates are made together
+    # ``at`` makes only the missing ones, once each, together, and keeps the order
+    assert [c.row for c in ranked.at([3, 1, 3, 0])] == [1, 3, 1, 7]
+    assert calls[-1] == [3, 0] and made == [3, 9, 1, 7]
     assert ranked[-1].row == 4 and ranked[1] is ranked[1:2][0]
     assert [c.row for c in ranked[::-2]] == rows[::-2]
     with pytest.raises(IndexError):

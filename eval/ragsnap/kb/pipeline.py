@@ -66,7 +66,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
@@ -126,7 +126,9 @@ class _Candidate:
 class _Ranked(Sequence[_Candidate]):
     """An attempt's candidates in ranked order, each made when first read: a lookup
     reads a few (the evidence, the trace, the reranked head) of the ``candidates``
-    its lists found. ``with_head`` gives the same list with its head reordered."""
+    its lists found, and those it reads together (a slice, ``at``) are made in one
+    call of ``make`` (given their places in the order). ``with_head`` gives the same
+    list with its head reordered."""
 
     __slots__ = ("_confidences", "_head", "_made", "_make", "_rows")
 
@@ -134,13 +136,13 @@ class _Ranked(Sequence[_Candidate]):
         self,
         rows: list[int],
         confidences: list[float],
-        make: Callable[[int], _Candidate],
+        make: Callable[[list[int]], list[_Candidate]],
         head: list[_Candidate] | None = None,
         made: dict[int, _Candidate] | None = None,
     ):
         self._rows = rows
         self._confidences = confidences  # each row's, known before it is made
-        self._make = make
+        self._make = make  # the candidates at these places of ``rows``
         self._head = head or []
         self._made = {} if made is None else made  # by row, shared with reordered copies
 
@@ -155,7 +157,7 @@ class _Ranked(Sequence[_Candidate]):
 
     def __getitem__(self, i: int | slice) -> _Candidate | list[_Candidate]:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self._rows)))]
+            return self.at(range(*i.indices(len(self._rows))))
         if i < 0:
             i += len(self._rows)
         if i < len(self._head):
@@ -163,8 +165,19 @@ class _Ranked(Sequence[_Candidate]):
         row = self._rows[i]  # IndexError past the end, as a list's
         c = self._made.get(row)
         if c is None:
-            c = self._made[row] = self._make(row)
+            c = self._made[row] = self._make([i])[0]
         return c
+
+    def at(self, places: Iterable[int]) -> list[_Candidate]:
+        """The candidates at ``places`` (each in ``range(len(self))``); those not made
+        yet are made together."""
+        places = list(places)
+        head, made, rows = len(self._head), self._made, self._rows
+        missing = list(dict.fromkeys(i for i in places if i >= head and rows[i] not in made))
+        if missing:
+            for i, c in zip(missing, self._make(missing), strict=True):
+                made[rows[i]] = c
+        return [self._head[i] if i < head else made[rows[i]] for i in places]
 
     def __iter__(self) -> Iterator[_Candidate]:
         for i in range(len(self._rows)):
@@ -220,14 +233,20 @@ class _Attempt:
 
 def _shares(f: FusionProfile, values: Sequence[float], weight: float) -> list[float]:
     """Each entry's share of the fused value, for a list (best first) with ``weight``."""
-    if f.kind == "rrf":
-        return [weight / (f.k + rank) for rank in range(1, len(values) + 1)]
     top = max(values, default=0.0)
+    return [_share(f, weight, top, rank, v) for rank, v in enumerate(values, 1)]
+
+
+def _share(f: FusionProfile, weight: float, top: float, rank: int, value: float) -> float:
+    """The share of the fused value of a list's entry at ``rank`` (from 1) with
+    ``value``, in a list (with ``weight``) whose largest value is ``top``."""
+    if f.kind == "rrf":
+        return weight / (f.k + rank)
     if top <= 0.0:  # nothing similar: the list adds nothing
-        return [0.0] * len(values)
+        return 0.0
     scale = weight / (f.lexical_weight + f.vector_weight)
     # a negative cosine stays negative: the vector list's order holds below 0 too
-    return [scale * (v / top) for v in values]
+    return scale * (value / top)
 
 
 def _ms(start: float) -> float:
@@ -365,8 +384,6 @@ class Pipeline:
         per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         # the lists come in the store's order (grid score, then chunk id: the
         # KnowledgeBase contract), so a list's ranks are its positions
-        lists: _Lists | None = None
-        fused_at: dict[int, int] = {}  # a fused order's places (a single list's are its ranks)
         if spec.fused:  # the fused order needs every share and identity now
             lists = self._lists(spec, lexical, vector, rows)
             if query.vector is not None:  # a lexical-only candidate's cosine
@@ -376,37 +393,65 @@ class Pipeline:
                     cosines.update(zip(missing, sims, strict=True))
             fused, refs = lists.fused, lists.refs
             order = sorted(rows, key=lambda r: (-ticks(fused[r]), refs[r].chunk_id))
-            fused_at = {r: i for i, r in enumerate(order)}
-        else:  # one list: its order; identities and shares when a candidate is made
+
+            def make(places: list[int]) -> list[_Candidate]:
+                made = []
+                for i in places:  # a place in the fused order
+                    r = order[i]
+                    at, vat = lists.lexical_at.get(r), lists.vector_at.get(r)
+                    value = fused[r]
+                    made.append(
+                        _Candidate(  # positional, in field order: a lookup makes a dozen
+                            r,
+                            refs[r],
+                            None if at is None else lexical[at][1],
+                            None if at is None else at + 1,
+                            cosines.get(r),
+                            None if vat is None else vat + 1,
+                            value,
+                            round(value * per_unit) / per_unit,
+                            confidences[i],
+                            exact[i],
+                        )
+                    )
+                return made
+
+        else:  # one list, in its order: identities and shares only of what is read
             order = rows
+            on_lexical = method == "lexical"
+            found = lexical if on_lexical else vector
+            f = self._fusion(spec)
+            weight = f.lexical_weight if on_lexical else f.vector_weight
+            top_value: list[float] = []  # the list's largest value, when first needed
+
+            def make(places: list[int]) -> list[_Candidate]:
+                picked = [order[i] for i in places]  # a place in the list
+                refs = self.kb.refs(picked)
+                if len(refs) != len(picked):  # a write removed them since the search
+                    raise _StaleRead
+                if not top_value:
+                    top_value.append(max([v for _, v in found], default=0.0))
+                made = []
+                for i, r in zip(places, picked, strict=True):
+                    value = found[i][1]
+                    made.append(
+                        _Candidate(
+                            r,
+                            refs[r],
+                            value if on_lexical else None,
+                            i + 1 if on_lexical else None,
+                            cosines.get(r),
+                            None if on_lexical else i + 1,
+                            0.0 + _share(f, weight, top_value[0], i + 1, value),
+                            round(value * per_unit) / per_unit,
+                            confidences[i],
+                            exact[i],
+                        )
+                    )
+                return made
+
         exact = self._exact_confidences(spec, query, order, cosines)
         confidences = [round(x * per_unit) / per_unit for x in exact]
-
-        def make(r: int) -> _Candidate:
-            nonlocal lists
-            if lists is None:  # the first candidate read (a failed attempt makes none)
-                lists = self._lists(spec, lexical, vector, rows)
-            at, vat = lists.lexical_at.get(r), lists.vector_at.get(r)
-            bm25 = None if at is None else lexical[at][1]
-            # what the method ranks by, and the candidate's place in the attempt's order
-            if spec.fused:
-                value, i = lists.fused[r], fused_at[r]
-            else:  # one list: the place in it
-                i = (lists.lexical_at if method == "lexical" else lists.vector_at)[r]
-                value = (lexical if method == "lexical" else vector)[i][1]
-            return _Candidate(  # positional, in field order: a lookup makes a dozen
-                r,
-                lists.refs[r],
-                bm25,
-                None if at is None else at + 1,
-                cosines.get(r),
-                None if vat is None else vat + 1,
-                lists.fused[r],
-                round(value * per_unit) / per_unit,
-                confidences[i],
-                exact[i],
-            )
-
         floor = self._min_score(spec)
         hits = len(confidences) - sum(map(floor.__gt__, confidences))
         top = max(confidences, default=None)
@@ -420,7 +465,8 @@ class Pipeline:
         vector: list[tuple[int, float]],
         rows: list[int],
     ) -> _Lists:
-        """What an attempt's candidates are made from: identities, list ranks, shares."""
+        """What a fused attempt's candidates are made from: identities, list ranks,
+        shares (the fused order needs them all)."""
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):  # a write removed them since the search: start again
             raise _StaleRead
@@ -761,14 +807,16 @@ class Pipeline:
         floor = max(self._min_score(spec), self._relative_score(spec) * best)
         shown: list[_Candidate] = []
         # floors compare confidences: a reranker reorders, it does not filter
-        for i in ranked.reaching(floor):
-            c = ranked[i]  # made only when it passes
-            if c.ref.chunk_id in seen:
-                continue
-            seen.add(c.ref.chunk_id)
-            shown.append(c)
-            if len(shown) == top_k:
-                break
+        places = ranked.reaching(floor)
+        read = 0
+        while len(shown) < top_k and read < len(places):
+            # made only when they pass, as many at once as can still be shown
+            batch = ranked.at(places[read : read + top_k - len(shown)])
+            read += len(batch)
+            for c in batch:
+                if c.ref.chunk_id not in seen:
+                    seen.add(c.ref.chunk_id)
+                    shown.append(c)
         chunks = self._chunks(shown, tokens=False)
         blocks: list[dict[str, Any]] = []
         ceiling = math.inf  # the score above: a block never shows more
