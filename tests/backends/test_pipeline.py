@@ -637,3 +637,32 @@ def test_coverage_of_a_bit_code_is_the_coverage_of_its_terms() -> None:
             code = sum(1 << tokens.index(t) for t in held)
             assert query.coverage_of_code(code) == query.coverage(frozenset(held))
             assert query.coverage_of_code(code) == query.coverage(frozenset(held))  # cached
+
+
+def test_common_prefix_of_breadcrumbs_is_every_one_s_prefix() -> None:
+    """The hints' breadcrumb prefix (read from the first and last breadcrumb in tuple
+    order) is the longest prefix every breadcrumb shares, whatever their order:
+    checked against segment-by-segment comparison of all of them."""
+    import random
+
+    from ragsnap.kb.pipeline import _common_prefix
+
+    def reference(split: list[tuple[str, ...]]) -> str | None:
+        prefix: list[str] = []
+        for parts in zip(*split, strict=False):
+            if len(set(parts)) > 1:
+                break
+            prefix.append(parts[0])
+        return " > ".join(prefix) or None
+
+    rng = random.Random(11)
+    words = ["Ops", "DB", "Pool", "Cache", "Ops Guide"]
+    for _ in range(500):
+        split = [
+            tuple(rng.choice(words[: rng.randint(1, 5)]) for _ in range(rng.randint(0, 4)))
+            for _ in range(rng.randint(1, 6))
+        ]
+        assert _common_prefix(split) == reference(split), split
+    assert _common_prefix([]) is None
+    assert _common_prefix([("A", "B"), ("A", "B", "C")]) == "A > B"
+    assert _common_prefix([("A", "B", "C")]) == "A > B > C"

@@ -726,3 +726,41 @@ def test_a_lookup_pinned_while_another_store_writes_reads_again(
     fresh = pipeline().lookup("brandnewword consumer lag", method="lexical", record_latency=False)
     assert after == fresh != before
     assert "brandnewword" in after["evidenceBlocks"][0]["text"]
+
+
+def test_a_lookup_after_another_store_wrote_reads_the_new_state(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    """A pinned read does not ask the file for its generation on the way in while its
+    index is of the generation the file gave last. A write by another process since
+    the previous lookup is seen by the lookup's own check afterwards: it reads again
+    (one read wasted) and gives what a fresh pipeline gives; the next one reads once."""
+    from ragsnap.kb.pipeline import LookupSettings, Pipeline
+
+    def pipeline() -> Pipeline:
+        return Pipeline(kb, HashingEmbedder(), get_tokenizer(), LookupSettings())
+
+    query = "brandnewword consumer lag"
+    pipe = pipeline()
+    before = pipe.lookup(query, method="lexical", record_latency=False)
+    old = kb.generation()
+    real = pipe._lookup
+    pinned: list[str] = []
+
+    def record(*args: Any) -> Any:
+        pinned.append(args[5])  # the pinned generation
+        return real(*args)
+
+    pipe._lookup = record  # type: ignore[method-assign]
+    rewrite_kafka_lag(docs_dir)
+    with SqliteKnowledgeBase(kb.path) as other:
+        seed_folder(other, docs_dir)
+        new = other.generation()
+    after = pipe.lookup(query, method="lexical", record_latency=False)
+    assert new != old and pinned == [old, new]
+    fresh = pipeline().lookup(query, method="lexical", record_latency=False)
+    assert after == fresh != before
+    assert "brandnewword" in after["evidenceBlocks"][0]["text"]
+    pinned.clear()
+    assert pipe.lookup(query, method="lexical", record_latency=False) == after
+    assert pinned == [new]

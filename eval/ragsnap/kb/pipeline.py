@@ -63,6 +63,7 @@ ulp decides the rounding.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -260,18 +261,13 @@ def score_label(score: float) -> str:
 
 def _common_prefix(split: Sequence[tuple[str, ...]]) -> str | None:
     """The longest common prefix of breadcrumbs given as their segments
-    (``breadcrumb_segments``)."""
+    (``breadcrumb_segments``): that of the first and the last in tuple order (every
+    breadcrumb between them shares it)."""
     if not split:
         return None
-    if all(parts == split[0] for parts in split):  # often a single document
-        return " > ".join(split[0]) or None
-    prefix: list[str] = []
-    for parts in zip(*split, strict=False):
-        if all(p == parts[0] for p in parts):
-            prefix.append(parts[0])
-        else:
-            break
-    return " > ".join(prefix) or None
+    low, high = min(split), max(split)
+    prefix = list(itertools.takewhile(lambda pair: pair[0] == pair[1], zip(low, high)))
+    return " > ".join(a for a, _ in prefix) or None
 
 
 def describe_method(
@@ -923,9 +919,17 @@ class _Query:
         for _, w in self.idf_items:
             total_idf += w
         self.idf_total = total_idf
-        self.pairs = set(itertools.pairwise(tokens))
-        words = (w.strip(_PUNCT) for w in text.replace("`", " ").split())
-        self.identifiers = [w for w in dict.fromkeys(words) if is_identifier(w)]
+
+    @functools.cached_property
+    def pairs(self) -> set[tuple[str, str]]:
+        """The query's adjacent term pairs (the reranker's; made when it asks)."""
+        return set(itertools.pairwise(self.tokens))
+
+    @functools.cached_property
+    def identifiers(self) -> list[str]:
+        """The query's code-like words, distinct, in order (the reranker's)."""
+        words = (w.strip(_PUNCT) for w in self.text.replace("`", " ").split())
+        return [w for w in dict.fromkeys(words) if is_identifier(w)]
 
     def coverage(self, have: frozenset[str]) -> float:
         """IDF-weighted share of the query's terms found in the chunk (its distinct
@@ -1054,7 +1058,7 @@ class _HintIndex:
                 tally[d] = tally.get(d, 0) + 1
         if tally:
             best = max(tally.values())
-            docs = sorted(d for d, n in tally.items() if n == best)
+            docs = [d for d, n in tally.items() if n == best]
         else:
             docs = self.by_category.get(category, [])
         hint = {"category": category}

@@ -414,6 +414,7 @@ class SqliteKnowledgeBase:
             ) from None
         self._lock = threading.RLock()
         self._memory: _Index | None = None
+        self._seen: str | None = None  # the generation the file gave last (``pinned``)
         self._pins = threading.local()  # ``pinned``: this thread's ``_Pin``, if any
 
     def _check_is_knowledge_base(self) -> None:
@@ -441,9 +442,16 @@ class SqliteKnowledgeBase:
         """This thread's searches and fetches inside use the in-memory index of one
         generation without asking the file for its generation each time (one query
         each, several a lookup). Rows read from the file inside may be newer: the
-        reader's ``generation()`` check afterwards sees that and reads again."""
+        reader's ``generation()`` check afterwards sees that and reads again.
+
+        Nor is the file asked on the way in while the index is of the generation the
+        file gave last (a reader's check after its previous read): a write since is
+        seen by this read's own check, and the read again asks the file."""
         with self._lock:
-            index = self._index()
+            memory = self._memory
+            index = memory if memory is not None and memory.generation == self._seen else None
+            if index is None:
+                index = self._index()
         outer = getattr(self._pins, "pin", None)
         self._pins.pin = _Pin(index)
         try:
@@ -610,7 +618,8 @@ class SqliteKnowledgeBase:
 
     def _generation(self) -> str:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return row[0] if row else "0"
+        self._seen = row[0] if row else "0"
+        return self._seen
 
     def _index(self) -> _Index:
         """The in-memory side of the current generation (rebuilt after any write), or
