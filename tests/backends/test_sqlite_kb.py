@@ -764,3 +764,36 @@ def test_a_lookup_after_another_store_wrote_reads_the_new_state(
     pinned.clear()
     assert pipe.lookup(query, method="lexical", record_latency=False) == after
     assert pinned == [new]
+
+
+def join_read(path: Path, rows: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """Each row's chunk and document fields as one join through another connection
+    (the reference the store's reads are compared with)."""
+    marks = ",".join("?" * len(rows))
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        got = db.execute(
+            "SELECT c.id, c.chunk_id, c.source, c.ordinal, c.text, c.heading, d.doc_id, "
+            "d.title, d.breadcrumb, d.category, d.kb_scope FROM chunks c JOIN documents d "
+            f"ON d.source = c.source WHERE c.id IN ({marks})",
+            list(rows),
+        ).fetchall()
+    return {r[0]: tuple(r) for r in got}
+
+
+def chunk_fields(chunks: dict[int, Any]) -> dict[int, tuple[Any, ...]]:
+    names = ("row", "chunk_id", "source", "ordinal", "text", "heading", "doc_id", "title")
+    names += ("breadcrumb", "category", "kb_scope")
+    return {row: tuple(getattr(c, n) for n in names) for row, c in chunks.items()}
+
+
+def test_chunks_carry_their_document_fields_as_the_file_joins_them(
+    kb: SqliteKnowledgeBase,
+) -> None:
+    """Every chunk's fields are those a join of the file gives, with and without
+    tokens, read cold and from the cache."""
+    rows = [r for (r,) in raw_rows(kb.path, "SELECT id FROM chunks ORDER BY id DESC")]
+    expected = join_read(kb.path, rows)
+    assert len(expected) == len(rows) > 10
+    assert len({e[7] for e in expected.values()}) > 2  # titles, read from the file
+    for tokens in (False, True, False):
+        assert chunk_fields(kb.chunks(rows, tokens=tokens)) == expected

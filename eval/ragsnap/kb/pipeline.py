@@ -265,9 +265,12 @@ def _common_prefix(split: Sequence[tuple[str, ...]]) -> str | None:
     breadcrumb between them shares it)."""
     if not split:
         return None
-    low, high = min(split), max(split)
-    prefix = list(itertools.takewhile(lambda pair: pair[0] == pair[1], zip(low, high)))
-    return " > ".join(a for a, _ in prefix) or None
+    prefix: list[str] = []
+    for low, high in zip(min(split), max(split), strict=False):
+        if low != high:
+            break
+        prefix.append(low)
+    return " > ".join(prefix) or None
 
 
 def describe_method(
