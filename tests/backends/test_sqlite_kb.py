@@ -681,9 +681,15 @@ def test_a_pinned_read_answers_as_the_whole_index_does(
             others = [*rows, 1, 2, 3]
             expected = (kb.refs(rows), kb.matched_terms(tokens, rows))
             expected_others = kb.matched_terms(tokens, others)
+            distinct = list(dict.fromkeys(tokens))  # as a lookup asks
+            assert kb.matched_terms(distinct, rows) == expected[1]
             with kb.pinned() as generation:
                 assert generation == kb.generation() == kb.read_meta()["generation"]
                 assert kb.lexical_search(tokens, Filter(), limit) == outside
+                assert kb.matched_terms(distinct, rows) == expected[1]
+                assert kb.matched_terms(distinct, rows[::-1][:3]) == {
+                    r: expected[1][r] for r in rows[::-1][:3]
+                }
                 assert (kb.refs(rows), kb.matched_terms(tokens, rows)) == expected
                 assert kb.matched_terms(tokens, others) == expected_others
                 assert kb.matched_terms(tokens, rows[::-1][:3]) == {

@@ -497,12 +497,16 @@ class Pipeline:
         if kind == "vector":
             return [max(cosines.get(r) or 0.0, 0.0) for r in rows]
         codes = self.kb.matched_terms(query.distinct, rows)
-        if len(codes) != len(set(rows)):
+        if len(codes) != len(rows):  # rows are distinct: a write removed some
             raise _StaleRead
-        coverage = {code: query.coverage_of_code(code) for code in set(codes.values())}
+        held = list(map(codes.__getitem__, rows))
+        coverage = {code: query.coverage_of_code(code) for code in set(held)}
         if kind == "lexical":
-            return [coverage[codes[r]] for r in rows]
-        return [(coverage[codes[r]] + max(cosines.get(r) or 0.0, 0.0)) / 2 for r in rows]
+            return list(map(coverage.__getitem__, held))
+        return [
+            (coverage[code] + max(cosines.get(r) or 0.0, 0.0)) / 2
+            for r, code in zip(rows, held, strict=True)
+        ]
 
     def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
         """Set every candidate's confidence (as an attempt sets them); a hybrid
@@ -786,7 +790,9 @@ class Pipeline:
 
     @staticmethod
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
-        return {"chunkId": c.ref.chunk_id, "source": c.ref.source, "score": round(score, 6)}
+        # a grid value (``score``: a candidate's ``ranking`` or ``score``) is its own
+        # 6-decimal rounding (tested in test_numeric): written as it is
+        return {"chunkId": c.ref.chunk_id, "source": c.ref.source, "score": score}
 
     def _chunks(self, cands: Sequence[_Candidate], *, tokens: bool) -> dict[int, StoredChunk]:
         """The stored chunks of ``cands`` (read only for what is shown or reranked; their
@@ -823,7 +829,7 @@ class Pipeline:
             ceiling = min(c.score, ceiling)
             ch = chunks[c.row]
             meta: dict[str, Any] = {
-                "confidence": round(c.confidence, 6),
+                "confidence": c.confidence,  # grid values, as in ``_ranked_item``
                 "fused": quantize(c.fused),
             }
             if c.lexical is not None:
@@ -846,7 +852,7 @@ class Pipeline:
                     "title": ch.title,
                     "breadcrumb": ch.breadcrumb,
                     "text": ch.text,
-                    "score": round(min(c.score, ceiling), 6),
+                    "score": min(c.score, ceiling),
                     "scoreLabel": score_label(c.confidence),
                     "metadata": meta,
                 }

@@ -150,6 +150,19 @@ def test_quantize_is_idempotent() -> None:
     assert np.array_equal(quantize_array(q), q)
 
 
+def test_a_grid_value_is_its_own_rounding_to_the_written_digits() -> None:
+    """The pipeline writes grid values (scores, confidences) without rounding them
+    again: each is its own ``round(x, SCORE_DIGITS)``, up to scores of 10^7, and so
+    is every quantized random score."""
+    assert SCORE_DIGITS == 6
+    k = rng(18).integers(-(10**13), 10**13, 20000)  # grid values up to +-10^7
+    for g in [*(k / 1e6).tolist(), *(k[:2000] % 10**6 / 1e6).tolist(), 0.0, 1.0, 0.5]:
+        assert round(g, SCORE_DIGITS) == g
+    for x in random_scores(19):
+        q = quantize(float(x))
+        assert round(q, SCORE_DIGITS) == q
+
+
 def test_grid_value_nudged_by_a_few_ulps_quantizes_back_to_itself() -> None:
     k = rng(17).integers(-(10**9), 10**9, 3000)  # grid values up to +-1000
     for g in (k / 1e6).tolist():

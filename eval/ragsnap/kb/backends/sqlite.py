@@ -368,9 +368,9 @@ class _Pin:
     (an attempt asks right after its search) needs no search in the postings."""
 
     index: _Index
-    terms: bytes = b""  # the term ids the codes are of
+    tokens: list[str] | None = None  # the distinct tokens the codes are of
     rows: list[int] = field(default_factory=list)  # what the search found, in order
-    codes: list[int] = field(default_factory=list)  # each row's: bit i for terms[i]
+    codes: list[int] = field(default_factory=list)  # each row's: bit i for tokens[i]
     by_row: dict[int, int] | None = None  # the same by row, made when a subset is asked
 
 
@@ -678,10 +678,17 @@ class SqliteKnowledgeBase:
             found = index.found(positions, scores)
             pin = self._pin()
             if pin is not None and len(found) <= _PINNED_FOUND:  # the terms each row holds
-                codes = self._postings(index).kernel.kept_codes(terms, positions)
-                if codes is not None:
-                    pin.terms, pin.by_row = terms.tobytes(), None
-                    pin.rows, pin.codes = [r for r, _ in found], codes.tolist()
+                bm25 = self._postings(index)
+                codes = bm25.kernel.kept_codes(terms, positions)
+                if codes is not None:  # bit i for terms[i]: as ``matched_terms`` gives them
+                    distinct = list(dict.fromkeys(tokens))
+                    kept = codes.tolist()
+                    if len(terms) != len(distinct):  # a token the index lacks shifts the bits
+                        where = [i for i, t in enumerate(distinct) if t in bm25.vocab]
+                        moved = {code: _remap(code, where) for code in set(kept)}  # a few
+                        kept = list(map(moved.__getitem__, kept))
+                    pin.tokens, pin.rows, pin.codes = distinct, [r for r, _ in found], kept
+                    pin.by_row = None
             return found
 
     def lexical_ranking(
@@ -817,6 +824,14 @@ class SqliteKnowledgeBase:
         """Which distinct ``tokens`` each row's index tokens hold, as bit codes, from the
         postings (no chunk is read: a lookup reads only the chunks it shows)."""
         with self._lock:
+            pin = self._pin()
+            if pin is not None and tokens == pin.tokens:  # this read's last search's terms
+                if rows == pin.rows:  # its list (an attempt's confidences)
+                    return dict(zip(rows, pin.codes, strict=True))
+                if pin.by_row is None:  # some of it (a reranked head)
+                    pin.by_row = dict(zip(pin.rows, pin.codes, strict=True))
+                if all(map(pin.by_row.__contains__, rows)):
+                    return {r: pin.by_row[r] for r in rows}
             index = self._index()
             bm25 = self._postings(index)
             vocab = bm25.vocab
@@ -824,22 +839,6 @@ class SqliteKnowledgeBase:
             if not held or not rows:
                 return dict.fromkeys(rows, 0)
             terms = np.array([term for _, term in held], dtype=np.int64)
-            pin = self._pin()
-            kept = None
-            if pin is not None and pin.terms == terms.tobytes():  # this read's last search
-                if rows == pin.rows:  # its list (an attempt's confidences)
-                    kept = pin.codes
-                else:  # some of it (a reranked head)
-                    if pin.by_row is None:
-                        pin.by_row = dict(zip(pin.rows, pin.codes, strict=True))
-                    if all(map(pin.by_row.__contains__, rows)):
-                        kept = list(map(pin.by_row.__getitem__, rows))
-            if kept is not None:  # bit i is held[i]'s term
-                if held[-1][0] != len(held) - 1:  # a token the index lacks shifts the bits
-                    where = [i for i, _ in held]
-                    moved = {code: _remap(code, where) for code in set(kept)}  # a few codes
-                    kept = list(map(moved.__getitem__, kept))
-                return dict(zip(rows, kept, strict=True))
             positions = np.searchsorted(index.rows, np.asarray(rows, dtype=np.int64))
             bits = np.array([i for i, _ in held], dtype=np.int64)
             codes = [0] * len(rows)
