@@ -65,6 +65,16 @@ def select(
                 kept += 1
         count = kept
     cand, values, ticks = cand[:count], values[:count], ticks[:count]
+    if count == 0:
+        return cand, values
+    # one sort of the key (ticks, highest first; then rank), each key distinct (ranks
+    # are): ticks below the highest times the rank count, plus the rank, when that
+    # cannot overflow; else by rank, then stably by ticks
+    n = np.int64(ranks.shape[0])
+    high = ticks.max()
+    if high - ticks.min() < (np.int64(1) << 62) // max(n, 1):
+        order = np.argsort((high - ticks) * n + ranks[cand])[:limit]
+        return cand[order], values[order]
     by_rank = np.argsort(ranks[cand], kind="mergesort")
     cand, values, ticks = cand[by_rank], values[by_rank], ticks[by_rank]
     by_tick = np.argsort(-ticks, kind="mergesort")[:limit]
