@@ -639,6 +639,39 @@ def test_coverage_of_a_bit_code_is_the_coverage_of_its_terms() -> None:
             assert query.coverage_of_code(code) == query.coverage(frozenset(held))  # cached
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_coverages_asked_together_equal_each_code_s(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attempt asks the coverage of its distinct codes together: summed by the
+    compiled kernel when the compiled kernels are loaded, else in Python. Either
+    way each equals, bit for bit, the code's coverage asked alone (the same additions
+    in the same order), with weights of every size and codes up to and past 63 bits."""
+    import random
+
+    from ragsnap.kb import kernels
+    from ragsnap.kb.pipeline import _Query
+
+    if compiled:
+        from conftest import require_numba
+
+        require_numba()
+        kernels._numba_kernels()  # loaded, as a store searching with them loads them
+    else:
+        monkeypatch.setattr(kernels, "_compiled", {})
+    rng = random.Random(7)
+    total = 10**9
+    for size in (1, 3, 9, 40, 63, 70):
+        tokens = [f"t{i}" for i in range(size)]
+        df = {t: int(total ** rng.random()) for t in tokens}  # idf from 0 to about 20
+        query = _Query(" ".join(tokens), tokens, None, df, total)
+        codes = list({rng.getrandbits(size) for _ in range(300)} | {0, (1 << size) - 1})
+        alone = _Query(" ".join(tokens), tokens, None, df, total)
+        assert query.coverage_of_codes(codes) == {c: alone.coverage_of_code(c) for c in codes}
+        ran = kernels.compiled_code_sums(codes, [w for _, w in query.idf_items]) is not None
+        assert ran == (compiled and size <= 63)
+
+
 def test_common_prefix_of_breadcrumbs_is_every_one_s_prefix() -> None:
     """The hints' breadcrumb prefix (read from the first and last breadcrumb in tuple
     order) is the longest prefix every breadcrumb shares, whatever their order:

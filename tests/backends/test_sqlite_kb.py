@@ -522,10 +522,18 @@ def test_refs_are_the_identities_of_chunks(kb: SqliteKnowledgeBase) -> None:
         )
 
 
-def test_rankings_are_the_search_lists_cut_at_a_depth_of_targets(kb: SqliteKnowledgeBase) -> None:
+@pytest.mark.parametrize("kernel", ["numpy", "compiled"])
+def test_rankings_are_the_search_lists_cut_at_a_depth_of_targets(
+    tmp_path: Path, docs_dir: Path, kernel: str
+) -> None:
     """``lexical_ranking`` / ``vector_ranking`` give what ``cut_ranking`` makes of the
-    refs of the same search's rows (counted on numbers, not objects), for every kind
-    of target, depths below, at and above the targets found, and under a filter."""
+    refs of the same search's rows (counted on numbers, not objects, by either
+    kernel), for every kind of target, depths below, at and above the targets found,
+    and under a filter."""
+    if kernel == "compiled":
+        require_numba()
+    kb = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+    seed_folder(kb, docs_dir)
     vector = HashingEmbedder().embed_query("connection pool timeout")
     tokens = TOKENIZER.tokens("quartzshared settings errors retries")
     for flt in (Filter(), Filter(kb_scope="eval")):
@@ -551,6 +559,7 @@ def test_rankings_are_the_search_lists_cut_at_a_depth_of_targets(kb: SqliteKnowl
     )
     with pytest.raises(ValueError, match="distinct must be"):
         kb.lexical_ranking(tokens, Filter(), 10, "title", 5)
+    kb.close()
 
 
 def test_chunks_without_tokens_leave_them_unread(kb: SqliteKnowledgeBase) -> None:

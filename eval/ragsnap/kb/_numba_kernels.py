@@ -207,6 +207,41 @@ def select_touched(
     return _best(values, positions, count, ranks, limit)
 
 
+@_jit
+def code_sums(codes: Any, weights: Any, out: Any) -> None:
+    """``out[j]``: the weights of the bits ``codes[j]`` sets, added from its lowest set
+    bit up, starting from 0.0 (the order ``pipeline._Query`` adds them in)."""
+    for j in range(codes.shape[0]):
+        code = codes[j]
+        total = 0.0
+        bit = 0
+        while code != 0:
+            if code & 1:
+                total += weights[bit]
+            code >>= 1
+            bit += 1
+        out[j] = total
+
+
+@_jit
+def first_appearances(keys: Any, depth: int, seen: Any) -> tuple[int, int]:
+    """How many distinct values ``keys`` holds, and the index where the
+    ``depth + 1``-th of them first appears (``len(keys)`` when there are not that
+    many). ``seen``: one False per possible value, False again on return."""
+    targets = 0
+    cut = keys.shape[0]
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        if not seen[k]:
+            seen[k] = True
+            if targets == depth:
+                cut = i
+            targets += 1
+    for i in range(keys.shape[0]):
+        seen[keys[i]] = False
+    return targets, cut
+
+
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
 def dots(matrix: Any, query: Any, out: Any) -> None:
     """``out[i] = matrix[i] . query`` for encoded int16 rows and an encoded float32

@@ -55,6 +55,8 @@ __all__ = [
     "Bm25Kernel",
     "VectorKernel",
     "chunk_id_ranks",
+    "compiled_code_sums",
+    "first_appearances",
     "numba_available",
     "resolve_kernel",
 ]
@@ -95,6 +97,38 @@ def chunk_id_ranks(chunk_ids: NDArray[np.str_]) -> NDArray[np.int64]:
     ranks = np.empty(len(chunk_ids), dtype=np.int64)
     ranks[order] = np.arange(len(chunk_ids), dtype=np.int64)
     return ranks
+
+
+def compiled_code_sums(codes: list[int], weights: list[float]) -> list[float] | None:
+    """For each code, the ``weights`` of the bits it sets added from its lowest set bit
+    up, from 0.0 (a lookup's term coverage), by the compiled kernel; None when the
+    compiled kernels are not loaded (no store of this process searches with them:
+    this never imports numba) or a code does not fit 63 bits. The caller then adds
+    them in Python, the same additions in the same order."""
+    if not _compiled or not codes or max(codes) >= 1 << CODE_BITS or min(codes) < 0:
+        return None
+    out = np.empty(len(codes), dtype=np.float64)
+    found = np.array(codes, dtype=np.int64)
+    _compiled["code_sums"](found, np.array(weights, dtype=np.float64), out)
+    sums: list[float] = out.tolist()
+    return sums
+
+
+def first_appearances(keys: NDArray[np.int64], depth: int, kernel: str) -> tuple[int, int]:
+    """How many distinct values ``keys`` (small non-negative integers) holds, and the
+    index where the ``depth + 1``-th of them first appears (``len(keys)`` when there
+    are not that many): where a ranking of ``depth`` distinct documents ends. One pass
+    compiled; numpy sorts (``np.unique``). Both give the same two integers."""
+    if len(keys) == 0:
+        return 0, 0
+    if kernel == "numba":
+        seen = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
+        targets, cut = _numba_kernels()["first_appearances"](keys, depth, seen)
+        return int(targets), int(cut)
+    found, first = np.unique(keys, return_index=True)
+    targets = len(found)
+    # the (depth + 1)-th first appearance is the (depth + 1)-th smallest first index
+    return targets, int(np.partition(first, depth)[depth]) if targets > depth else len(keys)
 
 
 # --------------------------------------------------------------------------- numpy
@@ -184,6 +218,8 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
             from . import _numba_kernels as compiled  # optional: the ``fast`` extra
 
             _compiled.update(
+                code_sums=compiled.code_sums,
+                first_appearances=compiled.first_appearances,
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,

@@ -85,6 +85,7 @@ from .backends import (
     cut_ranking,
 )
 from .embedders import Embedder
+from .kernels import compiled_code_sums
 from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .text import Tokenizer, is_identifier
 
@@ -500,7 +501,7 @@ class Pipeline:
         if len(codes) != len(rows):  # rows are distinct: a write removed some
             raise _StaleRead
         held = list(map(codes.__getitem__, rows))
-        coverage = {code: query.coverage_of_code(code) for code in set(held)}
+        coverage = query.coverage_of_codes(list(set(held)))
         if kind == "lexical":
             return list(map(coverage.__getitem__, held))
         return [
@@ -928,6 +929,7 @@ class _Query:
         for _, w in self.idf_items:
             total_idf += w
         self.idf_total = total_idf
+        self._weights = [w for _, w in self.idf_items]
 
     @functools.cached_property
     def pairs(self) -> set[tuple[str, str]]:
@@ -958,6 +960,17 @@ class _Query:
         if total is None:
             total = self._sum_of_code(code)
         return total / self.idf_total if self.idf_total > 0 else 0.0
+
+    def coverage_of_codes(self, codes: list[int]) -> dict[int, float]:
+        """``coverage_of_code`` of each of ``codes``: the sums from the compiled kernel
+        when it is loaded (the same additions in the same order), else as it adds."""
+        sums = compiled_code_sums(codes, self._weights)
+        if sums is None:
+            return {code: self.coverage_of_code(code) for code in codes}
+        total = self.idf_total
+        if total <= 0:
+            return dict.fromkeys(codes, 0.0)
+        return {code: found / total for code, found in zip(codes, sums, strict=True)}
 
     def _sum_of_code(self, code: int) -> float:
         """The weights of ``code``'s terms added from its lowest set bit up, from 0.0.

@@ -310,3 +310,34 @@ def test_compiled_select_orders_by_ticks_then_rank_with_either_sort() -> None:
     empty = np.zeros(0, dtype=np.int64)
     got = select(empty, empty.astype(np.float64), empty, 0, ranks, 5)
     assert len(got[0]) == len(got[1]) == 0
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_first_appearances_count_targets_and_find_where_a_ranking_ends(kernel: str) -> None:
+    """How many distinct documents a ranking names, and where the (depth + 1)-th first
+    appears (the end of a ranking of ``depth`` documents): both kernels give what a
+    walk over the list gives, at depths below, at and past the count, and the scratch
+    the compiled one uses is clean for the next call."""
+    if kernel == "numba":
+        require_numba()
+    from ragsnap.kb.kernels import first_appearances
+
+    def reference(keys: list[int], depth: int) -> tuple[int, int]:
+        seen: list[int] = []
+        cut = len(keys)
+        for i, k in enumerate(keys):
+            if k not in seen:
+                if len(seen) == depth:
+                    cut = i
+                seen.append(k)
+        return len(seen), cut
+
+    rng = np.random.default_rng(43)
+    for trial in range(200):
+        size = int(rng.integers(1, 300))
+        keys = rng.integers(0, int(rng.integers(1, 120)), size).astype(np.int64)
+        for depth in (1, 2, 7, 50, 119, 500):
+            got = first_appearances(keys, depth, kernel)
+            assert got == reference(keys.tolist(), depth), (trial, depth)
+            assert all(isinstance(x, int) for x in got)
+    assert first_appearances(np.zeros(0, dtype=np.int64), 3, kernel) == (0, 0)

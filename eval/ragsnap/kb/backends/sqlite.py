@@ -50,7 +50,14 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ...errors import BackendError
-from ..kernels import CODE_BITS, Bm25Kernel, VectorKernel, chunk_id_ranks, resolve_kernel
+from ..kernels import (
+    CODE_BITS,
+    Bm25Kernel,
+    VectorKernel,
+    chunk_id_ranks,
+    first_appearances,
+    resolve_kernel,
+)
 from ..numeric import (
     VECTOR_ENCODING,
     encode_vectors,
@@ -252,6 +259,7 @@ class _Index:
     #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
     chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
     ref_list: list[ChunkRef] | None = None  # every position's identities, made once
+    ref_objects: NDArray[np.object_] | None = None  # the same as an array (``ranking``)
     ref_by_row: dict[int, ChunkRef] | None = None  # the same by row
     #: distinct metadata labels and each position's (``labels``), with and without
     #: breadcrumbs
@@ -323,21 +331,25 @@ class _Index:
             self.key_codes[distinct] = codes
         return codes
 
-    def ranking(self, positions: NDArray[np.int64], distinct: str, depth: int) -> Ranking:
+    def ranking(
+        self, positions: NDArray[np.int64], distinct: str, depth: int, kernel: str
+    ) -> Ranking:
         """``cut_ranking`` of the chunks at ``positions`` (a search's list), with the
-        targets counted on numbers (``keys``): a Python object only for what is kept."""
+        targets counted on numbers (``keys``; by ``kernel``, numba or numpy): a Python
+        object only for what is kept."""
         count = len(positions)
         if distinct == "chunk_id":  # a ranking's chunks are distinct
             cut, targets = min(depth, count), count
         elif distinct in ("doc_id", "source"):
-            found, first = np.unique(self.keys(distinct)[positions], return_index=True)
-            targets = len(found)
-            # the first chunk of target depth + 1 is the (depth + 1)-th first appearance
-            cut = int(np.partition(first, depth)[depth]) if targets > depth else count
+            # the first chunk of target depth + 1 ends the ranking
+            targets, cut = first_appearances(self.keys(distinct)[positions], depth, kernel)
         else:
             raise ValueError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
-        refs = self.positional_refs()
-        return Ranking(list(map(refs.__getitem__, positions[:cut].tolist())), targets, count)
+        if self.ref_objects is None:  # a thousand refs gathered in C, not one by one
+            self.ref_objects = np.empty(len(self.rows), dtype=np.object_)
+            self.ref_objects[:] = self.positional_refs()
+        kept: list[ChunkRef] = self.ref_objects[positions[:cut]].tolist()
+        return Ranking(kept, targets, count)
 
     def tie_ranks(self) -> NDArray[np.int64]:
         """Each position's place in chunk-id order (made once per generation)."""
@@ -705,7 +717,8 @@ class SqliteKnowledgeBase:
             index = self._index()
             got = self._lexical_top(index, tokens, flt, limit)
             positions = _NO_POSITIONS if got is None else got[1]
-            return index.ranking(positions, distinct, depth)
+            kernel = self._postings(index).kernel.kernel if len(index.rows) else "numpy"
+            return index.ranking(positions, distinct, depth, kernel)
 
     def _lexical_top(
         self, index: _Index, tokens: Sequence[str], flt: Filter, limit: int
@@ -766,7 +779,9 @@ class SqliteKnowledgeBase:
         with self._lock:
             index = self._index()
             got = self._vector_top(index, vector, flt, limit)
-            return index.ranking(_NO_POSITIONS if got is None else got[0], distinct, depth)
+            if got is None:
+                return index.ranking(_NO_POSITIONS, distinct, depth, "numpy")
+            return index.ranking(got[0], distinct, depth, self._vectors(index).kernel)
 
     def _vector_top(
         self, index: _Index, vector: NDArray[np.float32], flt: Filter, limit: int
