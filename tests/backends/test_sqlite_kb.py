@@ -812,3 +812,38 @@ def test_chunks_carry_their_document_fields_as_the_file_joins_them(
     assert len({e[7] for e in expected.values()}) > 2  # titles, read from the file
     for tokens in (False, True, False):
         assert chunk_fields(kb.chunks(rows, tokens=tokens)) == expected
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "compiled"])
+def test_a_retry_under_a_wider_filter_finds_what_a_fresh_search_finds(
+    tmp_path: Path, docs_dir: Path, kernel: str
+) -> None:
+    """A lookup searches its terms under the hinted category, then under the scope
+    alone: the second selection starts from the first's limit-th score. Whatever came
+    before, each search gives what a store that ran only it gives; filters are known
+    to widen others only when their masks say so."""
+    if kernel == "compiled":
+        require_numba()
+    kb = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+    seed_folder(kb, docs_dir)
+    fresh = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+    tokens = TOKENIZER.tokens("quartzshared settings errors retries pool")
+    narrow, scope, everything = (
+        Filter(kb_scope="eval", category="database"),
+        Filter(kb_scope="eval"),
+        Filter(),
+    )
+    other = Filter(kb_scope="eval", category="messaging")
+    for limit in (1, 2, 3, 5, 50):
+        for sequence in ((narrow, scope), (narrow, everything), (narrow, other), (scope, narrow)):
+            for flt in sequence:
+                got = kb.lexical_search(tokens, flt, limit)
+                assert got == fresh.lexical_search(tokens, flt, limit), (limit, sequence)
+                with SqliteKnowledgeBase(kb.path, kernel=kernel) as alone:
+                    assert got == alone.lexical_search(tokens, flt, limit)
+    index = kb._index()
+    assert index.covers(scope, narrow) and index.covers(everything, narrow)
+    assert index.covers(everything, scope) and index.covers(narrow, narrow)
+    assert not index.covers(other, narrow) and not index.covers(narrow, scope)
+    kb.close()
+    fresh.close()

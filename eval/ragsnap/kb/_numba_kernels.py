@@ -179,29 +179,39 @@ def _best(values: Any, ids: Any, count: int, ranks: Any, limit: int) -> tuple[An
 
 @_jit
 def select_touched(
-    scores: Any, touched: Any, m: int, allowed: Any, use_allowed: bool, ranks: Any, limit: int
+    scores: Any,
+    touched: Any,
+    m: int,
+    allowed: Any,
+    use_allowed: bool,
+    ranks: Any,
+    limit: int,
+    floor: float,
 ) -> tuple[Any, Any]:
-    """The best ``limit`` of the ``m`` touched positions that ``allowed`` admits.
+    """The best ``limit`` of the ``m`` touched positions that ``allowed`` admits, of
+    those scoring at least ``floor`` (the caller knows ``limit`` of them reach it).
 
     One pass over the scattered positions gathers them, then contiguous ones are
     ranked. Each is written and kept only when admitted (``count`` moves on by the
-    mask's value): a filter admits positions at random, and a branch on it was
-    mispredicted often enough to double the pass."""
+    mask's value and the floor's test): a filter admits positions at random, and a
+    branch on it was mispredicted often enough to double the pass."""
     positions = np.empty(m, dtype=np.int64)
     values = np.empty(m, dtype=np.float64)
     count = 0
     if use_allowed:
         for i in range(m):
             d = touched[i]
+            v = scores[d]
             positions[count] = d  # count <= i: always inside
-            values[count] = scores[d]
-            count += allowed[d]
+            values[count] = v
+            count += allowed[d] & (v >= floor)
     else:
         for i in range(m):
             d = touched[i]
-            positions[i] = d
-            values[i] = scores[d]
-        count = m
+            v = scores[d]
+            positions[count] = d
+            values[count] = v
+            count += v >= floor
     if count == 0 or limit <= 0:
         return positions[:0], values[:0]
     return _best(values, positions, count, ranks, limit)

@@ -286,17 +286,27 @@ class Bm25Kernel:
         self._last = key
 
     def top(
-        self, terms: NDArray[np.int64], allowed: NDArray[np.bool_] | None, limit: int
+        self,
+        terms: NDArray[np.int64],
+        allowed: NDArray[np.bool_] | None,
+        limit: int,
+        at_least: int | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Positions and exact BM25 of the best ``limit`` chunks holding any of
         ``terms`` (distinct term ids, in the query's order) that ``allowed``
-        admits (None: all), best grid score first, ties by chunk id."""
+        admits (None: all), best grid score first, ties by chunk id.
+
+        ``at_least``: grid ticks that ``limit`` of them are known to reach (the
+        ``limit``-th of a search of the same terms under a filter this one admits
+        more than); the compiled selection skips the rest. The result is the same."""
         self._scored(terms)
         if self.kernel == "numpy":
             positions = self._touched
             if allowed is not None:
                 positions = positions[allowed[positions]]
             return _order(positions, self._scores[positions], self.ranks, limit)
+        # a value more than a tick below ``at_least`` cannot reach it on the grid
+        floor = -np.inf if at_least is None else (at_least - 1) / TICKS_PER_UNIT
         out: tuple[NDArray[np.int64], NDArray[np.float64]] = self._select(
             self._scores,
             self._buffer,
@@ -305,6 +315,7 @@ class Bm25Kernel:
             allowed is not None,
             self.ranks,
             limit,
+            floor,
         )
         return out
 

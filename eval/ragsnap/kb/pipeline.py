@@ -450,8 +450,7 @@ class Pipeline:
                     )
                 return made
 
-        exact = self._exact_confidences(spec, query, order, cosines)
-        confidences = [round(x * per_unit) / per_unit for x in exact]
+        exact, confidences = self._exact_confidences(spec, query, order, cosines)
         floor = self._min_score(spec)
         hits = len(confidences) - sum(map(floor.__gt__, confidences))
         top = max(confidences, default=None)
@@ -490,24 +489,28 @@ class Pipeline:
 
     def _exact_confidences(
         self, spec: Method, query: _Query, rows: list[int], cosines: dict[int, float]
-    ) -> list[float]:
+    ) -> tuple[list[float], list[float]]:
         """Each row's confidence before the grid (see the module docstring): the query
         terms its index tokens hold (bit codes the store answers from its postings,
-        without reading the chunks), its cosine, or the mean of both."""
+        without reading the chunks), its cosine, or the mean of both; and on the grid."""
         kind = spec.kind
+        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         if kind == "vector":
-            return [max(cosines.get(r) or 0.0, 0.0) for r in rows]
+            exact = [max(cosines.get(r) or 0.0, 0.0) for r in rows]
+            return exact, [round(x * per_unit) / per_unit for x in exact]
         codes = self.kb.matched_terms(query.distinct, rows)
         if len(codes) != len(rows):  # rows are distinct: a write removed some
             raise _StaleRead
         held = list(map(codes.__getitem__, rows))
         coverage = query.coverage_of_codes(list(set(held)))
-        if kind == "lexical":
-            return list(map(coverage.__getitem__, held))
-        return [
+        if kind == "lexical":  # a function of the code: each code put on the grid once
+            grid = {code: round(x * per_unit) / per_unit for code, x in coverage.items()}
+            return list(map(coverage.__getitem__, held)), list(map(grid.__getitem__, held))
+        exact = [
             (coverage[code] + max(cosines.get(r) or 0.0, 0.0)) / 2
             for r, code in zip(rows, held, strict=True)
         ]
+        return exact, [round(x * per_unit) / per_unit for x in exact]
 
     def _confidences(self, spec: Method, query: _Query, cands: dict[int, _Candidate]) -> None:
         """Set every candidate's confidence (as an attempt sets them); a hybrid
@@ -518,11 +521,11 @@ class Pipeline:
                 cands[r].cosine = sim
         rows = list(cands)
         cosines = {r: c.cosine for r, c in cands.items() if c.cosine is not None}
-        per_unit = TICKS_PER_UNIT
-        for r, exact in zip(rows, self._exact_confidences(spec, query, rows, cosines), strict=True):
+        exact, grid = self._exact_confidences(spec, query, rows, cosines)
+        for r, x, g in zip(rows, exact, grid, strict=True):
             c = cands[r]
-            c.exact_confidence = exact
-            c.confidence = round(exact * per_unit) / per_unit
+            c.exact_confidence = x
+            c.confidence = g
 
     # -- the deep ranking -----------------------------------------------------
 

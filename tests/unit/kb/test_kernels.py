@@ -341,3 +341,43 @@ def test_first_appearances_count_targets_and_find_where_a_ranking_ends(kernel: s
             assert got == reference(keys.tolist(), depth), (trial, depth)
             assert all(isinstance(x, int) for x in got)
     assert first_appearances(np.zeros(0, dtype=np.int64), 3, kernel) == (0, 0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_selection_from_a_narrower_one_s_limit_gives_the_same_top(seed: int) -> None:
+    """A lookup retries the same terms under a filter that admits more: the compiled
+    selection then skips what scores more than a tick below the narrower selection's
+    limit-th (``at_least``). Its top equals the full selection's and numpy's, for
+    limits up to the narrower one's, with scores a hair either side of grid ticks."""
+    require_numba()
+    rng = np.random.default_rng(200 + seed)
+    lengths = rng.integers(1, 60, VOCAB)
+    lengths[:5] = N // 2
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    docs = np.concatenate([np.sort(rng.choice(N, n, replace=False)) for n in lengths])
+    # coarse weights, many nudged to just below or above a grid tick
+    jitter = rng.choice([0.0, 3e-7, -3e-7, 6e-7, -6e-7], len(docs))
+    weights = rng.integers(1, 40, len(docs)) / 8.0 + jitter
+    ranks = chunk_id_ranks(chunk_ids(seed))
+    compiled = Bm25Kernel(indptr, docs.astype(np.int32), weights, ranks, "numba")
+    plain = Bm25Kernel(indptr, docs.astype(np.int32), weights, ranks, "numpy")
+    wide = rng.random(N) < 0.8
+    narrow = wide & (rng.random(N) < 0.3)
+    pruned = 0
+    for trial in range(40):
+        terms = rng.choice(VOCAB, int(rng.integers(1, 6)), replace=False).astype(np.int64)
+        terms[0] = trial % 5  # a common term: thousands of candidates
+        limit = int(rng.choice([1, 5, 50, 300]))
+        first = compiled.top(terms, narrow, limit)
+        if len(first[0]) < limit:
+            continue
+        kth = int(ticks_array(first[1][-1:])[0])
+        for mask in (wide, None):
+            for smaller in (limit, max(1, limit // 2)):
+                got = compiled.top(terms, mask, smaller, at_least=kth)
+                want = compiled.top(terms, mask, smaller)
+                assert got[0].tobytes() == want[0].tobytes(), (seed, trial, smaller)
+                assert got[1].tobytes() == want[1].tobytes()
+                assert plain.top(terms, mask, smaller, at_least=kth)[0].tolist() == got[0].tolist()
+                pruned += 1
+    assert pruned > 20

@@ -59,6 +59,7 @@ from ..kernels import (
     resolve_kernel,
 )
 from ..numeric import (
+    TICKS_PER_UNIT,
     VECTOR_ENCODING,
     encode_vectors,
     inverse_norms,
@@ -254,6 +255,11 @@ class _Index:
         default_factory=dict
     )
     all_positions: NDArray[np.int64] | None = None
+    #: the last lexical selection that filled its limit: (term ids, filter, limit, the
+    #: ticks of its last), which a search of the same terms under a wider filter starts
+    #: from (``Bm25Kernel.top``'s ``at_least``)
+    last_top: tuple[bytes, Filter, int, int] | None = None
+    widens: dict[tuple[Filter, Filter], bool] = field(default_factory=dict)  # ``covers``
     last_query: bytes = b""
     last_scores: NDArray[np.float64] | None = None
     #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
@@ -297,6 +303,19 @@ class _Index:
                 mask = admits[codes]
                 self.masks[flt] = (np.flatnonzero(mask).astype(np.int64), mask)
         return self.masks[flt]
+
+    def covers(self, wide: Filter, narrow: Filter) -> bool:
+        """Whether ``wide`` admits every chunk ``narrow`` admits (once per pair)."""
+        key = (wide, narrow)
+        if key not in self.widens:
+            w, n = self.admitted(wide), self.admitted(narrow)
+            if w is None:
+                self.widens[key] = True
+            elif n is None:
+                self.widens[key] = bool(w[1].all())
+            else:
+                self.widens[key] = not bool((n[1] & ~w[1]).any())
+        return self.widens[key]
 
     def labels(self, with_breadcrumb: bool) -> tuple[list[_Label], NDArray[np.int64]]:
         """The distinct (scope, category, breadcrumb or None) labels and each position's
@@ -733,7 +752,15 @@ class SqliteKnowledgeBase:
         if len(terms) == 0:
             return None
         admitted = index.admitted(flt)
-        positions, scores = bm25.kernel.top(terms, None if admitted is None else admitted[1], limit)
+        key, at_least, last = terms.tobytes(), None, index.last_top
+        # the same terms under a filter that admits more (a lookup's unfiltered retry):
+        # the limit-th of the narrower selection bounds this one's from below
+        if last is not None and last[0] == key and limit <= last[2] and index.covers(flt, last[1]):
+            at_least = last[3]
+        mask = None if admitted is None else admitted[1]
+        positions, scores = bm25.kernel.top(terms, mask, limit, at_least)
+        if len(scores) == limit:
+            index.last_top = (key, flt, limit, int(np.rint(scores[-1] * TICKS_PER_UNIT)))
         return terms, positions, scores
 
     def lexical_search_fts5(
