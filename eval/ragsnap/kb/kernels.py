@@ -67,6 +67,8 @@ KERNELS: tuple[str, ...] = ("auto", "compiled", "numba", "numpy")
 COMPILED_MIN_ROWS = 20_000
 #: a search records which of its first this many terms each chunk holds (int64 bits)
 CODE_BITS = 63
+#: ``compiled_code_sums`` sums at least this many codes (fewer: Python is faster)
+_COMPILED_SUMS = 8
 
 
 def numba_available() -> bool:
@@ -103,9 +105,12 @@ def compiled_code_sums(codes: list[int], weights: list[float]) -> list[float] | 
     """For each code, the ``weights`` of the bits it sets added from its lowest set bit
     up, from 0.0 (a lookup's term coverage), by the compiled kernel; None when the
     compiled kernels are not loaded (no store of this process searches with them:
-    this never imports numba) or a code does not fit 63 bits. The caller then adds
-    them in Python, the same additions in the same order."""
-    if not _compiled or not codes or max(codes) >= 1 << CODE_BITS or min(codes) < 0:
+    this never imports numba), a code does not fit 63 bits, or the codes are fewer
+    than ``_COMPILED_SUMS`` (Python adds a few faster than arrays are made). The
+    caller then adds them in Python, the same additions in the same order."""
+    if not _compiled or len(codes) < _COMPILED_SUMS:
+        return None
+    if max(codes) >= 1 << CODE_BITS or min(codes) < 0:
         return None
     out = np.empty(len(codes), dtype=np.float64)
     found = np.array(codes, dtype=np.int64)
