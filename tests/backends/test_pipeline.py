@@ -670,6 +670,8 @@ def test_coverages_asked_together_equal_each_code_s(
         assert query.coverage_of_codes(codes) == {c: alone.coverage_of_code(c) for c in codes}
         ran = kernels.compiled_code_sums(codes, [w for _, w in query.idf_items]) is not None
         assert ran == (compiled and size <= 63 and len(codes) >= 8)
+        beyond = [1 << size, *codes[:8]]  # a bit without a weight: never read by numba
+        assert kernels.compiled_code_sums(beyond, [w for _, w in query.idf_items]) is None
         few = codes[:7]  # fewer than the compiled kernel takes: Python's
         assert kernels.compiled_code_sums(few, [w for _, w in query.idf_items]) is None
         assert query.coverage_of_codes(few) == {c: alone.coverage_of_code(c) for c in few}

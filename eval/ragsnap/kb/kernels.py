@@ -110,8 +110,8 @@ def compiled_code_sums(codes: list[int], weights: list[float]) -> list[float] | 
     caller then adds them in Python, the same additions in the same order."""
     if not _compiled or len(codes) < _COMPILED_SUMS:
         return None
-    if max(codes) >= 1 << CODE_BITS or min(codes) < 0:
-        return None
+    if min(codes) < 0 or max(codes) >= 1 << min(CODE_BITS, len(weights)):
+        return None  # (a bit without a weight: Python's sum raises the IndexError)
     out = np.empty(len(codes), dtype=np.float64)
     found = np.array(codes, dtype=np.int64)
     _compiled["code_sums"](found, np.array(weights, dtype=np.float64), out)

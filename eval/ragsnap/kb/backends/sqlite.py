@@ -45,7 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
@@ -236,6 +236,15 @@ def _remap(code: int, bits: Sequence[int]) -> int:
 _Label = tuple[str | None, str | None, str | None]
 
 
+class _FullTop(NamedTuple):
+    """A lexical selection that found its ``limit`` (``_Index.last_top``)."""
+
+    terms: bytes  # the term ids searched
+    flt: Filter
+    limit: int
+    ticks: int  # the grid ticks of the limit-th
+
+
 @dataclass
 class _Index:
     """What searches keep in memory for one generation of the file."""
@@ -255,10 +264,9 @@ class _Index:
         default_factory=dict
     )
     all_positions: NDArray[np.int64] | None = None
-    #: the last lexical selection that filled its limit: (term ids, filter, limit, the
-    #: ticks of its last), which a search of the same terms under a wider filter starts
-    #: from (``Bm25Kernel.top``'s ``at_least``)
-    last_top: tuple[bytes, Filter, int, int] | None = None
+    #: the last lexical selection that filled its limit, which a search of the same
+    #: terms under a wider filter starts from (``Bm25Kernel.top``'s ``at_least``)
+    last_top: _FullTop | None = None
     widens: dict[tuple[Filter, Filter], bool] = field(default_factory=dict)  # ``covers``
     last_query: bytes = b""
     last_scores: NDArray[np.float64] | None = None
@@ -755,12 +763,18 @@ class SqliteKnowledgeBase:
         key, at_least, last = terms.tobytes(), None, index.last_top
         # the same terms under a filter that admits more (a lookup's unfiltered retry):
         # the limit-th of the narrower selection bounds this one's from below
-        if last is not None and last[0] == key and limit <= last[2] and index.covers(flt, last[1]):
-            at_least = last[3]
+        if (
+            last is not None
+            and last.terms == key
+            and limit <= last.limit
+            and index.covers(flt, last.flt)
+        ):
+            at_least = last.ticks
         mask = None if admitted is None else admitted[1]
         positions, scores = bm25.kernel.top(terms, mask, limit, at_least)
         if len(scores) == limit:
-            index.last_top = (key, flt, limit, int(np.rint(scores[-1] * TICKS_PER_UNIT)))
+            ticks = int(np.rint(scores[-1] * TICKS_PER_UNIT))
+            index.last_top = _FullTop(key, flt, limit, ticks)
         return terms, positions, scores
 
     def lexical_search_fts5(
