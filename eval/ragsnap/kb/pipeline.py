@@ -162,13 +162,7 @@ class _Ranked(Sequence[_Candidate]):
             return self.at(range(*i.indices(len(self._rows))))
         if i < 0:
             i += len(self._rows)
-        if i < len(self._head):
-            return self._head[i]
-        row = self._rows[i]  # IndexError past the end, as a list's
-        c = self._made.get(row)
-        if c is None:
-            c = self._made[row] = self._make([i])[0]
-        return c
+        return self.at([i])[0]  # IndexError past the end, as a list's
 
     def at(self, places: Iterable[int]) -> list[_Candidate]:
         """The candidates at ``places`` (each in ``range(len(self))``); those not made

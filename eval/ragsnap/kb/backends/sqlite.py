@@ -257,6 +257,7 @@ class _Index:
     breadcrumb: list[str | None]
     sources: list[str]
     doc_ids: list[str | None]
+    kernel: str  # the store's kernel for this many rows (``resolve_kernel``): numba or numpy
     vectors: VectorKernel | None = None  # encoded vectors, 1 / their norms, the kernel
     bm25: _Bm25 | None = None
     ranks: NDArray[np.int64] | None = None  # each position's place in chunk-id order
@@ -358,18 +359,17 @@ class _Index:
             self.key_codes[distinct] = codes
         return codes
 
-    def ranking(
-        self, positions: NDArray[np.int64], distinct: str, depth: int, kernel: str
-    ) -> Ranking:
+    def ranking(self, positions: NDArray[np.int64], distinct: str, depth: int) -> Ranking:
         """``cut_ranking`` of the chunks at ``positions`` (a search's list), with the
-        targets counted on numbers (``keys``; by ``kernel``, numba or numpy): a Python
-        object only for what is kept."""
+        targets counted on numbers (``keys``, by the index's kernel): a Python object
+        only for what is kept."""
         count = len(positions)
         if distinct == "chunk_id":  # a ranking's chunks are distinct
             cut, targets = min(depth, count), count
         elif distinct in ("doc_id", "source"):
             # the first chunk of target depth + 1 ends the ranking
-            targets, cut = first_appearances(self.keys(distinct)[positions], depth, kernel)
+            keys = self.keys(distinct)[positions]
+            targets, cut = first_appearances(keys, depth, self.kernel)
         else:
             raise ValueError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
         if self.ref_objects is None:  # a thousand refs gathered in C, not one by one
@@ -681,6 +681,7 @@ class SqliteKnowledgeBase:
                 breadcrumb=[r[4] for r in rows],
                 sources=[r[5] for r in rows],
                 doc_ids=[r[6] for r in rows],
+                kernel=resolve_kernel(self.kernel, len(rows)),
             )
         return self._memory
 
@@ -743,9 +744,7 @@ class SqliteKnowledgeBase:
         with self._lock:
             index = self._index()
             got = self._lexical_top(index, tokens, flt, limit)
-            positions = _NO_POSITIONS if got is None else got[1]
-            kernel = self._postings(index).kernel.kernel if len(index.rows) else "numpy"
-            return index.ranking(positions, distinct, depth, kernel)
+            return index.ranking(_NO_POSITIONS if got is None else got[1], distinct, depth)
 
     def _lexical_top(
         self, index: _Index, tokens: Sequence[str], flt: Filter, limit: int
@@ -820,9 +819,7 @@ class SqliteKnowledgeBase:
         with self._lock:
             index = self._index()
             got = self._vector_top(index, vector, flt, limit)
-            if got is None:
-                return index.ranking(_NO_POSITIONS, distinct, depth, "numpy")
-            return index.ranking(got[0], distinct, depth, self._vectors(index).kernel)
+            return index.ranking(_NO_POSITIONS if got is None else got[0], distinct, depth)
 
     def _vector_top(
         self, index: _Index, vector: NDArray[np.float32], flt: Filter, limit: int
