@@ -20,6 +20,7 @@ import pytest
 from conftest import require_numba
 from ragsnap.errors import BackendError
 from ragsnap.kb.backends import Filter, Upload, WriteBatch, cut_ranking
+from ragsnap.kb.backends import sqlite as sqlite_backend
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
 from ragsnap.kb.embedders import Fingerprint, HashingEmbedder
@@ -801,17 +802,44 @@ def chunk_fields(chunks: dict[int, Any]) -> dict[int, tuple[Any, ...]]:
     return {row: tuple(getattr(c, n) for n in names) for row, c in chunks.items()}
 
 
+@pytest.mark.parametrize("batch", [None, 4])
 def test_chunks_carry_their_document_fields_as_the_file_joins_them(
-    kb: SqliteKnowledgeBase,
+    kb: SqliteKnowledgeBase, monkeypatch: pytest.MonkeyPatch, batch: int | None
 ) -> None:
     """Every chunk's fields are those a join of the file gives, with and without
-    tokens, read cold and from the cache."""
+    tokens, read cold and from the cache, in one statement or in several (``batch``
+    rows each, the last one shorter)."""
+    if batch is not None:
+        monkeypatch.setattr(sqlite_backend, "_READ_BATCH", batch)
     rows = [r for (r,) in raw_rows(kb.path, "SELECT id FROM chunks ORDER BY id DESC")]
     expected = join_read(kb.path, rows)
     assert len(expected) == len(rows) > 10
+    assert len(rows) % 4 != 0
     assert len({e[7] for e in expected.values()}) > 2  # titles, read from the file
     for tokens in (False, True, False):
-        assert chunk_fields(kb.chunks(rows, tokens=tokens)) == expected
+        assert chunk_fields(kb.chunks(rows + rows[:2], tokens=tokens)) == expected
+
+
+def test_a_chunk_of_a_document_written_since_the_index_is_left_out(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    """A document's fields come from the index the store reads under: when a write
+    gave a row to a document the index does not know, the row is left out as gone
+    (the lookup then reads again), never shown with another document's fields."""
+    ((last,),) = raw_rows(kb.path, "SELECT source FROM chunks ORDER BY id DESC LIMIT 1")
+    rows = [r for (r,) in raw_rows(kb.path, f"SELECT id FROM chunks WHERE source = '{last}'")]
+    with kb.pinned():
+        kb.lexical_search(["quartzshared"], Filter(), 5)  # the index of this generation
+        (docs_dir / f"{last}.md").unlink()
+        write_doc(docs_dir, "zz-newcomer", body_of("zz-newcomer"), category="ops")
+        with SqliteKnowledgeBase(kb.path) as other:  # another writer of the same file
+            seed_folder(other, docs_dir)
+        now = dict(raw_rows(kb.path, "SELECT id, source FROM chunks"))
+        reused = [r for r in rows if now.get(r) == "zz-newcomer"]
+        assert reused  # the new document's chunks took the rows of the removed one
+        assert set(kb.chunks(rows)).isdisjoint(reused)
+    fresh = kb.chunks(rows)  # the index of the new generation knows the newcomer
+    assert {fresh[r].source for r in reused} == {"zz-newcomer"}
 
 
 @pytest.mark.parametrize("kernel", ["numpy", "compiled"])
