@@ -650,6 +650,7 @@ def test_coverages_asked_together_equal_each_code_s(
     import random
 
     from ragsnap.kb import kernels
+    from ragsnap.kb.numeric import quantize, quantize_array
     from ragsnap.kb.pipeline import _Query
 
     if compiled:
@@ -670,6 +671,14 @@ def test_coverages_asked_together_equal_each_code_s(
         assert query.coverage_of_codes(codes) == {c: alone.coverage_of_code(c) for c in codes}
         ran = kernels.compiled_code_sums(codes, [w for _, w in query.idf_items]) is not None
         assert ran == (compiled and size <= 63 and len(codes) >= 8)
+        # a lexical attempt's confidences: each row's code (repeats too), on the grid
+        rows_codes = codes + codes[:5]
+        found = query.compiled_coverages(rows_codes)
+        assert (found is not None) == ran
+        if found is not None:
+            exact = [alone.coverage_of_code(c) for c in rows_codes]
+            assert found.tolist() == exact
+            assert quantize_array(found).tolist() == [quantize(x) for x in exact]
         beyond = [1 << size, *codes[:8]]  # a bit without a weight: never read by numba
         assert kernels.compiled_code_sums(beyond, [w for _, w in query.idf_items]) is None
         few = codes[:7]  # fewer than the compiled kernel takes: Python's
@@ -704,3 +713,51 @@ def test_common_prefix_of_breadcrumbs_is_every_one_s_prefix() -> None:
     assert _common_prefix([]) is None
     assert _common_prefix([("A", "B"), ("A", "B", "C")]) == "A > B"
     assert _common_prefix([("A", "B", "C")]) == "A > B > C"
+
+
+def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When an attempt's rows hold many distinct term codes (a long query, a corpus
+    that mixes its words), the compiled kernels put each row's coverage on the grid
+    in one step: the lookup equals, byte for byte, the one a store searching with
+    the numpy kernels gives, whose confidences are computed once per code in Python."""
+    import random
+
+    from conftest import require_numba
+    from ragsnap.kb import kernels
+    from ragsnap.kb import pipeline as pipeline_module
+
+    require_numba()
+    words = [f"term{chr(97 + i)}word" for i in range(14)]
+    rng = random.Random(5)
+    docs = tmp_path / "docs"
+    for d in range(60):
+        held = rng.sample(words, rng.randint(1, len(words)))
+        write_doc(docs, f"doc-{d:02d}", f"Runbook {d}: {' '.join(held)} steps.", category="ops")
+    row_paths: list[int] = []
+    compiled_coverages = pipeline_module._Query.compiled_coverages
+
+    def spy(self: Any, codes: list[int]) -> Any:
+        found = compiled_coverages(self, codes)
+        if found is not None and len(codes) > len(set(codes)):  # each row's
+            row_paths.append(len(set(codes)))
+        return found
+
+    monkeypatch.setattr(pipeline_module._Query, "compiled_coverages", spy)
+    results = []
+    for kernel in ("numba", "numpy"):
+        if kernel == "numpy":  # as in a process where no store loaded the compiled ones
+            monkeypatch.setattr(kernels, "_compiled", {})
+        store = SqliteKnowledgeBase(tmp_path / f"{kernel}.sqlite", kernel=kernel)
+        seed(store, load_seed_docs(docs), HashingEmbedder(), get_tokenizer(), ChunkSettings())
+        pipe = Pipeline(store, HashingEmbedder(), get_tokenizer(), SETTINGS)
+        results.append(
+            pipe.lookup(" ".join(words), method="lexical", top_k=10, record_latency=False)
+        )
+        store.close()
+        if kernel == "numba":
+            assert row_paths and min(row_paths) >= pipeline_module._ROW_COVERAGES
+    assert len(row_paths) == 1  # in Python the second time
+    assert json.dumps(results[0]) == json.dumps(results[1])
+    assert len(results[0]["evidenceBlocks"]) == 10

@@ -51,11 +51,20 @@ def _sift_down(heap: Any, at: int, size: int) -> None:
     heap[at] = value
 
 
+#: a selection of more candidates than this leaves its sort to numpy (``select``)
+NUMPY_SORT = 256
+
+
 @_jit
 def select(
     cand: Any, values: Any, ticks: Any, count: int, ranks: Any, limit: int
-) -> tuple[Any, Any]:
-    """The best ``limit`` of the first ``count`` candidates by ticks, ties by rank."""
+) -> tuple[Any, Any, Any]:
+    """The best ``limit`` of the first ``count`` candidates by ticks, ties by rank:
+    ``(positions, values, no keys)``; or, when more than ``NUMPY_SORT`` remain to be
+    sorted, ``(none, none, keys)``: their sort keys (ticks below the highest times the
+    rank count, plus the rank; each distinct), which the caller sorts with numpy's
+    sort (several times faster than this one's) and decodes
+    (``kernels.finish_selection``)."""
     if count > limit:  # keep everything tied with the limit-th, then sort exactly
         kth = kth_largest(ticks, count, limit)
         kept = 0
@@ -66,19 +75,22 @@ def select(
         count = kept
     cand, values, ticks = cand[:count], values[:count], ticks[:count]
     if count == 0:
-        return cand, values
+        return cand, values, cand
     # one sort of the key (ticks, highest first; then rank), each key distinct (ranks
     # are): ticks below the highest times the rank count, plus the rank, when that
     # cannot overflow; else by rank, then stably by ticks
     n = np.int64(ranks.shape[0])
     high = ticks.max()
     if high - ticks.min() < (np.int64(1) << 62) // max(n, 1):
-        order = np.argsort((high - ticks) * n + ranks[cand])[:limit]
-        return cand[order], values[order]
+        keys = (high - ticks) * n + ranks[cand]
+        if count > NUMPY_SORT:
+            return cand[:0], values[:0], keys
+        order = np.argsort(keys)[:limit]
+        return cand[order], values[order], cand[:0]
     by_rank = np.argsort(ranks[cand], kind="mergesort")
     cand, values, ticks = cand[by_rank], values[by_rank], ticks[by_rank]
     by_tick = np.argsort(-ticks, kind="mergesort")[:limit]
-    return cand[by_tick], values[by_tick]
+    return cand[by_tick], values[by_tick], cand[:0]
 
 
 @_jit
@@ -148,7 +160,7 @@ def accumulate(
 
 
 @_jit
-def _best(values: Any, ids: Any, count: int, ranks: Any, limit: int) -> tuple[Any, Any]:
+def _best(values: Any, ids: Any, count: int, ranks: Any, limit: int) -> tuple[Any, Any, Any]:
     """The best ``limit`` of the first ``count`` (``ids[i]``, ``values[i]``) pairs by grid
     ticks of the values, ties by ``ranks[id]``.
 
@@ -187,9 +199,10 @@ def select_touched(
     ranks: Any,
     limit: int,
     floor: float,
-) -> tuple[Any, Any]:
+) -> tuple[Any, Any, Any]:
     """The best ``limit`` of the ``m`` touched positions that ``allowed`` admits, of
-    those scoring at least ``floor`` (the caller knows ``limit`` of them reach it).
+    those scoring at least ``floor`` (the caller knows ``limit`` of them reach it),
+    as ``select`` gives them.
 
     One pass over the scattered positions gathers them, then contiguous ones are
     ranked. Each is written and kept only when admitted (``count`` moves on by the
@@ -213,7 +226,7 @@ def select_touched(
             values[count] = v
             count += v >= floor
     if count == 0 or limit <= 0:
-        return positions[:0], values[:0]
+        return positions[:0], values[:0], positions[:0]
     return _best(values, positions, count, ranks, limit)
 
 
@@ -269,11 +282,12 @@ def dots(matrix: Any, query: Any, out: Any) -> None:
 
 
 @_jit
-def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, Any]:
-    """The best ``limit`` of ``positions`` by ticks of ``values_all[positions]``."""
+def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, Any, Any]:
+    """The best ``limit`` of ``positions`` by ticks of ``values_all[positions]``, as
+    ``select`` gives them."""
     m = positions.shape[0]
     if m == 0 or limit <= 0:
-        return positions[:0], values_all[:0]
+        return positions[:0], values_all[:0], positions[:0]
     values = np.empty(m, dtype=np.float64)
     for i in range(m):
         values[i] = values_all[positions[i]]

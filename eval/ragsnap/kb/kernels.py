@@ -101,7 +101,7 @@ def chunk_id_ranks(chunk_ids: NDArray[np.str_]) -> NDArray[np.int64]:
     return ranks
 
 
-def compiled_code_sums(codes: list[int], weights: list[float]) -> list[float] | None:
+def compiled_code_sums(codes: list[int], weights: list[float]) -> NDArray[np.float64] | None:
     """For each code, the ``weights`` of the bits it sets added from its lowest set bit
     up, from 0.0 (a lookup's term coverage), by the compiled kernel; None when the
     compiled kernels are not loaded (no store of this process searches with them:
@@ -115,8 +115,34 @@ def compiled_code_sums(codes: list[int], weights: list[float]) -> list[float] | 
     out = np.empty(len(codes), dtype=np.float64)
     found = np.array(codes, dtype=np.int64)
     _compiled["code_sums"](found, np.array(weights, dtype=np.float64), out)
-    sums: list[float] = out.tolist()
-    return sums
+    return out
+
+
+def finish_selection(
+    selected: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]],
+    values: NDArray[np.float64],
+    by_rank: NDArray[np.int64],
+    limit: int,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The positions and values of a compiled selection (``_numba_kernels.select``):
+    as it gave them, or, when it left the sort to numpy, from its keys (``(ticks
+    below the highest) * n + rank``, distinct): sorted, cut at ``limit``, and each
+    read back as its rank's position (``by_rank``: ``positions_by_rank``) and that
+    position's value in ``values``.
+    Integers sort the same on every machine, whatever instructions numpy uses."""
+    positions, found, keys = selected
+    if len(keys) == 0:
+        return positions, found
+    keys.sort()
+    positions = by_rank[keys[:limit] % len(by_rank)]  # by rank, best first
+    return positions, values[positions]
+
+
+def positions_by_rank(ranks: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The position of each rank (``ranks``: a permutation of ``0..n-1``)."""
+    inverse = np.empty(len(ranks), dtype=np.int64)
+    inverse[ranks] = np.arange(len(ranks), dtype=np.int64)
+    return inverse
 
 
 def first_appearances(keys: NDArray[np.int64], depth: int, kernel: str) -> tuple[int, int]:
@@ -264,6 +290,7 @@ class Bm25Kernel:
         if self.kernel == "numba":
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
+            self._by_rank = positions_by_rank(ranks)  # a long selection's sort keys, read back
             self._no_filter = np.zeros(1, dtype=np.bool_)  # ``allowed`` when none is given
             # one spare entry: accumulate writes touched[m] before it knows m moves on
             self._buffer = np.zeros(n + 1, dtype=np.int64)
@@ -312,7 +339,7 @@ class Bm25Kernel:
             return _order(positions, self._scores[positions], self.ranks, limit)
         # a value more than a tick below ``at_least`` cannot reach it on the grid
         floor = -np.inf if at_least is None else (at_least - 1) / TICKS_PER_UNIT
-        out: tuple[NDArray[np.int64], NDArray[np.float64]] = self._select(
+        out = self._select(
             self._scores,
             self._buffer,
             self._count,
@@ -322,7 +349,7 @@ class Bm25Kernel:
             limit,
             floor,
         )
-        return out
+        return finish_selection(out, self._scores, self._by_rank, limit)
 
     def kept_codes(
         self, terms: NDArray[np.int64], positions: NDArray[np.int64]
@@ -374,6 +401,7 @@ class VectorKernel:
         if self.kernel == "numba":
             fns = _numba_kernels()
             self._dots, self._top = fns["dots"], fns["top"]
+            self._by_rank = positions_by_rank(ranks)
 
     def cosines(self, query: NDArray[np.float32], query_inverse: float) -> NDArray[np.float64]:
         """Cosine of the encoded ``query`` with every stored vector."""
@@ -410,7 +438,6 @@ class VectorKernel:
         """The best ``limit`` of ``positions`` by grid ticks of ``values[positions]``."""
         if self.kernel == "numpy":
             return _order(positions, values[positions], self.ranks, limit)
-        out: tuple[NDArray[np.int64], NDArray[np.float64]] = self._top(
-            values, positions, self.ranks, limit
+        return finish_selection(
+            self._top(values, positions, self.ranks, limit), values, self._by_rank, limit
         )
-        return out

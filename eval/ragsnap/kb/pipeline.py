@@ -86,7 +86,15 @@ from .backends import (
 )
 from .embedders import Embedder
 from .kernels import compiled_code_sums
-from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
+from .numeric import (
+    GRID,
+    TICKS_PER_UNIT,
+    VECTOR_ENCODING,
+    quantize,
+    quantize_array,
+    ticks,
+    ticks_array,
+)
 from .text import Tokenizer, is_identifier
 
 if TYPE_CHECKING:
@@ -496,7 +504,12 @@ class Pipeline:
         if len(codes) != len(rows):  # rows are distinct: a write removed some
             raise _StaleRead
         held = list(map(codes.__getitem__, rows))
-        coverage = query.coverage_of_codes(list(set(held)))
+        distinct = set(held)
+        if kind == "lexical" and len(distinct) >= _ROW_COVERAGES:
+            found = query.compiled_coverages(held)  # each row's, a repeated code again
+            if found is not None:
+                return found.tolist(), quantize_array(found).tolist()
+        coverage = query.coverage_of_codes(list(distinct))
         if kind == "lexical":  # a function of the code: each code put on the grid once
             grid = {code: round(x * per_unit) / per_unit for code, x in coverage.items()}
             return list(map(coverage.__getitem__, held)), list(map(grid.__getitem__, held))
@@ -900,6 +913,10 @@ _META_TERMS = 20_000
 #: how often a lookup is tried while the store keeps changing under it
 _READS = 5
 
+#: a lexical attempt whose rows hold this many distinct codes has each row's coverage
+#: computed compiled, on the grid in one step (fewer: once per code, in Python)
+_ROW_COVERAGES = 12
+
 
 class _Query:
     """A query's tokens, vector and term weights, with the overlap features."""
@@ -961,13 +978,19 @@ class _Query:
     def coverage_of_codes(self, codes: list[int]) -> dict[int, float]:
         """``coverage_of_code`` of each of ``codes``: the sums from the compiled kernel
         when it is loaded (the same additions in the same order), else as it adds."""
+        found = self.compiled_coverages(codes)
+        if found is None:
+            return {code: self.coverage_of_code(code) for code in codes}
+        return dict(zip(codes, found.tolist(), strict=True))
+
+    def compiled_coverages(self, codes: list[int]) -> NDArray[np.float64] | None:
+        """``coverage_of_code`` of each of ``codes`` as an array, from the compiled
+        kernel's sums (divided as Python divides one); None when it does not run."""
         sums = compiled_code_sums(codes, self._weights)
         if sums is None:
-            return {code: self.coverage_of_code(code) for code in codes}
+            return None
         total = self.idf_total
-        if total <= 0:
-            return dict.fromkeys(codes, 0.0)
-        return {code: found / total for code, found in zip(codes, sums, strict=True)}
+        return sums / total if total > 0 else np.zeros(len(codes), dtype=np.float64)
 
     def _sum_of_code(self, code: int) -> float:
         """The weights of ``code``'s terms added from its lowest set bit up, from 0.0.
@@ -1023,7 +1046,9 @@ class _HintIndex:
     documents when none shares any).
     """
 
-    term_categories: dict[str, dict[str, int]]  # term -> category -> documents
+    #: term -> (category, the share of the term's documents in it), in the order the
+    #: categories were first met
+    term_shares: dict[str, tuple[tuple[str, float], ...]]
     postings: dict[tuple[str, str], list[int]]  # (category, term) -> documents
     breadcrumbs: list[tuple[str, ...]]  # each document's breadcrumb, as its segments
     by_category: dict[str, list[int]]  # documents with a breadcrumb
@@ -1055,22 +1080,29 @@ class _HintIndex:
                 categories[info.category] = categories.get(info.category, 0) + 1
                 if doc >= 0:
                     postings.setdefault((info.category, term), []).append(doc)
-        return cls(term_categories, postings, breadcrumbs, by_category)
+        shares = {
+            term: tuple((c, n / documents) for c, n in categories.items())
+            for term, categories in term_categories.items()
+            for documents in (sum(categories.values()),)
+        }
+        return cls(shares, postings, breadcrumbs, by_category)
 
     def hints(self, tokens: Sequence[str]) -> dict[str, str]:
         """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
         when nothing matches or two categories tie."""
         distinct = sorted(set(tokens))  # a fixed order: float sums must not vary by run
         scores: dict[str, float] = {}
+        shares = self.term_shares
         for term in distinct:
-            categories = self.term_categories.get(term, {})
-            documents = sum(categories.values())
-            for category, count in categories.items():
-                scores[category] = scores.get(category, 0.0) + count / documents
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        if not ranked or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+            for category, share in shares.get(term, ()):
+                scores[category] = scores.get(category, 0.0) + share
+        if not scores:
             return {}
-        category = ranked[0][0]
+        best = max(scores.values())
+        top = [category for category, score in scores.items() if score == best]
+        if len(top) > 1:  # a tie names no category
+            return {}
+        category = top[0]
         tally: dict[int, int] = {}
         for term in distinct:
             for d in self.postings.get((category, term), ()):

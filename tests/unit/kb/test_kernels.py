@@ -288,28 +288,40 @@ def test_compiled_select_orders_by_ticks_then_rank_with_either_sort() -> None:
     """The compiled selection sorts one key (ticks below the highest times the rank
     count, plus the rank) when that fits in 63 bits, and by rank then stably by ticks
     when the ticks span too far: both give the order a plain sort of (-ticks, rank)
-    gives, ties in ticks and all, for counts below and above the limit."""
+    gives, ties in ticks and all, for counts below and above the limit. Over
+    ``NUMPY_SORT`` candidates the keys are sorted by numpy and read back as
+    positions and values (``finish_selection``): the same lists."""
     require_numba()
-    from ragsnap.kb._numba_kernels import select
+    from ragsnap.kb._numba_kernels import NUMPY_SORT, select
+    from ragsnap.kb.kernels import finish_selection, positions_by_rank
 
     rng = np.random.default_rng(41)
     n = 5_000
     ranks = rng.permutation(n).astype(np.int64)
+    by_rank = positions_by_rank(ranks)
+    assert by_rank[ranks].tolist() == list(range(n))
+    paths = set()
     for span in (50, 10**6, 2**62 // n + 1, 2**61):  # the last two overflow the key
         for count, limit in ((1, 1), (40, 50), (2_000, 2_000), (3_000, 1_000), (3_000, 7)):
             cand = rng.choice(n, count, replace=False).astype(np.int64)
             ticks = rng.integers(-span // 2, span // 2 + 1, count).astype(np.int64)
             ticks[: count // 3] = ticks[0]  # a third tied
             values = ticks / 1e6
-            got_cand, got_values = select(
-                cand.copy(), values.copy(), ticks.copy(), count, ranks, limit
-            )
+            dense = np.full(n, np.nan)  # each candidate's value at its position
+            dense[cand] = values
+            selected = select(cand.copy(), values.copy(), ticks.copy(), count, ranks, limit)
+            paths.add((span < 2**62 // n, len(selected[2]) > 0))
+            got_cand, got_values = finish_selection(selected, dense, by_rank, limit)
             want = sorted(range(count), key=lambda i: (-ticks[i], ranks[cand[i]]))[:limit]
             assert got_cand.tolist() == cand[want].tolist(), (span, count, limit)
             assert got_values.tobytes() == values[want].tobytes()
+    # numpy sorted long ones whose keys fit, numba short ones and those that did not fit
+    # (a wide span can still fit once the limit-th has cut the list)
+    assert {(True, True), (True, False), (False, False)} <= paths
+    assert NUMPY_SORT < 1_000
     empty = np.zeros(0, dtype=np.int64)
     got = select(empty, empty.astype(np.float64), empty, 0, ranks, 5)
-    assert len(got[0]) == len(got[1]) == 0
+    assert len(got[0]) == len(got[1]) == len(got[2]) == 0
 
 
 @pytest.mark.parametrize("kernel", ["numba", "numpy"])
