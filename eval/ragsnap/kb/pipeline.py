@@ -935,15 +935,15 @@ class _Query:
         self.distinct = list(dict.fromkeys(tokens))
         self._sums: dict[int, float] = {0: 0.0}  # a code's weights added in order
         n = max(total, 1)
-        self.idf_items = tuple(
-            (t, math.log(1.0 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
-            for t in self.distinct
-        )
+        log = math.log
+        counts = list(map(df.get, self.distinct, itertools.repeat(0)))
+        weights = [log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in counts]
+        self.idf_items = tuple(zip(self.distinct, weights, strict=True))
         total_idf = 0.0  # added in order, as coverage adds (sum() compensates on 3.12+)
-        for _, w in self.idf_items:
+        for w in weights:
             total_idf += w
         self.idf_total = total_idf
-        self._weights = [w for _, w in self.idf_items]
+        self._weights = weights
 
     @functools.cached_property
     def pairs(self) -> set[tuple[str, str]]:

@@ -239,12 +239,25 @@ class _Bm25:
         return np.array(ids, dtype=np.int64)
 
 
-def _remap(code: int, bits: Sequence[int]) -> int:
-    """``code`` with its bit i moved to ``bits[i]``."""
-    out = 0
+def _moves(bits: Sequence[int]) -> list[tuple[int, int]]:
+    """How ``_remap`` moves bit i to ``bits[i]`` (increasing): runs of bits that move
+    by the same shift, as (mask, shift); a query's tokens missing from the index
+    split its terms' bits into a run more each (a long query: two or three runs, not
+    a step per bit)."""
+    runs: list[tuple[int, int]] = []
     for i, bit in enumerate(bits):
-        if code >> i & 1:
-            out |= 1 << bit
+        if runs and runs[-1][1] == bit - i:
+            runs[-1] = (runs[-1][0] | 1 << i, bit - i)
+        else:
+            runs.append((1 << i, bit - i))
+    return runs
+
+
+def _remap(code: int, moves: Sequence[tuple[int, int]]) -> int:
+    """``code`` with its bit i moved to ``bits[i]`` (``moves``: ``_moves(bits)``)."""
+    out = 0
+    for mask, shift in moves:
+        out |= (code & mask) << shift
     return out
 
 
@@ -747,7 +760,8 @@ class SqliteKnowledgeBase:
                     kept = codes.tolist()
                     if len(terms) != len(distinct):  # a token the index lacks shifts the bits
                         where = [i for i, t in enumerate(distinct) if t in bm25.vocab]
-                        moved = {code: _remap(code, where) for code in set(kept)}  # a few
+                        moves = _moves(where)
+                        moved = {code: _remap(code, moves) for code in set(kept)}
                         kept = list(map(moved.__getitem__, kept))
                     pin.tokens, pin.rows, pin.codes = distinct, [r for r, _ in found], kept
                     pin.by_row = None
