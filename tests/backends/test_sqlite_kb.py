@@ -895,3 +895,25 @@ def test_term_bits_move_to_their_token_s_bits_run_by_run() -> None:
         for code in [0, (1 << len(bits)) - 1, *(rng.getrandbits(len(bits)) for _ in range(20))]:
             slow = sum(1 << bit for i, bit in enumerate(bits) if code >> i & 1)
             assert _remap(code, moves) == slow, (bits, code)
+
+
+def test_the_generation_follows_every_write_by_this_store_or_another(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    """``generation()`` asks the file again only when it changed (another connection
+    committed, or this store wrote): each answer is the generation the file holds."""
+    first = kb.generation()
+    assert first == kb.read_meta()["generation"] == kb.generation()
+    rewrite_kafka_lag(docs_dir)
+    seed_folder(kb, docs_dir)  # this store writes: its own connection's data_version stays
+    second = kb.generation()
+    assert second != first
+    assert second == kb.read_meta()["generation"]
+    kb.write_receipts({"receipt:x": "1"})  # receipts alone: no new generation
+    assert kb.generation() == second
+    write_doc(docs_dir, "zz-late", body_of("zz-late"), category="ops")
+    with SqliteKnowledgeBase(kb.path) as other:  # another connection writes
+        seed_folder(other, docs_dir)
+        third = other.generation()
+    assert third not in (first, second)
+    assert kb.generation() == third == kb.read_meta()["generation"]
