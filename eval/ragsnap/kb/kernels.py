@@ -145,15 +145,21 @@ def positions_by_rank(ranks: NDArray[np.int64]) -> NDArray[np.int64]:
     return inverse
 
 
-def first_appearances(keys: NDArray[np.int64], depth: int, kernel: str) -> tuple[int, int]:
+def first_appearances(
+    keys: NDArray[np.int64], depth: int, kernel: str, seen: NDArray[np.bool_] | None = None
+) -> tuple[int, int]:
     """How many distinct values ``keys`` (small non-negative integers) holds, and the
     index where the ``depth + 1``-th of them first appears (``len(keys)`` when there
     are not that many): where a ranking of ``depth`` distinct documents ends. One pass
-    compiled; numpy sorts (``np.unique``). Both give the same two integers."""
+    compiled; numpy sorts (``np.unique``). Both give the same two integers.
+
+    ``seen``: the compiled pass's scratch, one False per possible value, False again
+    on return (a caller keeps one for many calls); made here when not given."""
     if len(keys) == 0:
         return 0, 0
     if kernel == "numba":
-        seen = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
+        if seen is None:
+            seen = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
         targets, cut = _numba_kernels()["first_appearances"](keys, depth, seen)
         return int(targets), int(cut)
     found, first = np.unique(keys, return_index=True)

@@ -345,6 +345,7 @@ def test_first_appearances_count_targets_and_find_where_a_ranking_ends(kernel: s
         return len(seen), cut
 
     rng = np.random.default_rng(43)
+    scratch = np.zeros(120, dtype=np.bool_)  # a caller's, kept for every call
     for trial in range(200):
         size = int(rng.integers(1, 300))
         keys = rng.integers(0, int(rng.integers(1, 120)), size).astype(np.int64)
@@ -352,6 +353,8 @@ def test_first_appearances_count_targets_and_find_where_a_ranking_ends(kernel: s
             got = first_appearances(keys, depth, kernel)
             assert got == reference(keys.tolist(), depth), (trial, depth)
             assert all(isinstance(x, int) for x in got)
+            assert first_appearances(keys, depth, kernel, scratch) == got
+            assert not scratch.any()
     assert first_appearances(np.zeros(0, dtype=np.int64), 3, kernel) == (0, 0)
 
 

@@ -314,6 +314,8 @@ class _Index:
     label_codes: dict[bool, tuple[list[_Label], NDArray[np.int64]]] = field(default_factory=dict)
     #: each position's source or doc_id as a number (``keys``)
     key_codes: dict[str, NDArray[np.int64]] = field(default_factory=dict)
+    #: ``first_appearances``'s scratch for those numbers (calls hold the store's lock)
+    key_seen: dict[str, NDArray[np.bool_]] = field(default_factory=dict)
 
     def positional_refs(self) -> list[ChunkRef]:
         """Every position's ``ChunkRef`` (built on first use in this generation)."""
@@ -390,6 +392,7 @@ class _Index:
                 count=len(values),
             )
             self.key_codes[distinct] = codes
+            self.key_seen[distinct] = np.zeros(len(numbers), dtype=np.bool_)
         return codes
 
     def ranking(self, positions: NDArray[np.int64], distinct: str, depth: int) -> Ranking:
@@ -402,7 +405,7 @@ class _Index:
         elif distinct in ("doc_id", "source"):
             # the first chunk of target depth + 1 ends the ranking
             keys = self.keys(distinct)[positions]
-            targets, cut = first_appearances(keys, depth, self.kernel)
+            targets, cut = first_appearances(keys, depth, self.kernel, self.key_seen[distinct])
         else:
             raise ValueError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
         if self.ref_objects is None:  # a thousand refs gathered in C, not one by one
