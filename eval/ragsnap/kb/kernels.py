@@ -301,6 +301,10 @@ class Bm25Kernel:
             # one spare entry: accumulate writes touched[m] before it knows m moves on
             self._buffer = np.zeros(n + 1, dtype=np.int64)
             self._count = 0
+        #: a compiled selection of the last terms that held every chunk its filter (the
+        #: mask object, or None) admits, sorted: any later one of them under that filter
+        #: is a cut of it (a lookup's list after its deep ranking)
+        self._ordered: tuple[NDArray[np.bool_] | None, NDArray[Any], NDArray[Any]] | None = None
 
     def _scored(self, terms: NDArray[np.int64]) -> None:
         key = terms.tobytes()
@@ -322,6 +326,7 @@ class Bm25Kernel:
                 self._count,
             )
         self._last = key
+        self._ordered = None
 
     def top(
         self,
@@ -336,13 +341,19 @@ class Bm25Kernel:
 
         ``at_least``: grid ticks that ``limit`` of them are known to reach (the
         ``limit``-th of a search of the same terms under a filter this one admits
-        more than); the compiled selection skips the rest. The result is the same."""
+        more than); the compiled selection skips the rest. The result is the same.
+
+        A compiled selection that held every admitted chunk is kept (read-only) until
+        other terms are searched; a later selection under the same filter cuts it."""
         self._scored(terms)
         if self.kernel == "numpy":
             positions = self._touched
             if allowed is not None:
                 positions = positions[allowed[positions]]
             return _order(positions, self._scores[positions], self.ranks, limit)
+        ordered = self._ordered
+        if ordered is not None and ordered[0] is allowed:  # all of this filter's, sorted
+            return ordered[1][:limit], ordered[2][:limit]
         # a value more than a tick below ``at_least`` cannot reach it on the grid
         floor = -np.inf if at_least is None else (at_least - 1) / TICKS_PER_UNIT
         out = self._select(
@@ -355,7 +366,11 @@ class Bm25Kernel:
             limit,
             floor,
         )
-        return finish_selection(out, self._scores, self._by_rank, limit)
+        positions, values = finish_selection(out, self._scores, self._by_rank, limit)
+        if at_least is None and len(positions) < limit:  # every one the filter admits
+            positions.flags.writeable = values.flags.writeable = False  # handed out in cuts
+            self._ordered = (allowed, positions, values)
+        return positions, values
 
     def kept_codes(
         self, terms: NDArray[np.int64], positions: NDArray[np.int64]

@@ -753,7 +753,12 @@ class Pipeline:
                 }
             )
             reasons.append("no-l0-hint")
+        deep = None
         if reasons:
+            if depth is not None:  # the selected attempt's filter: the deeper list first,
+                # so that when it holds every chunk the filter admits (a small corpus),
+                # the attempt's shorter list is a cut of it in the store
+                deep = self._deep_ranking(q, scope, spec, depth, distinct)
             selected = self._attempt("unfiltered", scope, spec, q)
             attempts.append(selected.to_json(record_latency))
 
@@ -796,7 +801,8 @@ class Pipeline:
             "retrievalTrace": trace,
             "rerankTrace": rerank_json,
         }
-        deep = None if depth is None else self._deep_ranking(q, selected.flt, spec, depth, distinct)
+        if depth is not None and deep is None:
+            deep = self._deep_ranking(q, selected.flt, spec, depth, distinct)
         return result, deep
 
     @staticmethod

@@ -396,3 +396,44 @@ def test_a_selection_from_a_narrower_one_s_limit_gives_the_same_top(seed: int) -
                 assert plain.top(terms, mask, smaller, at_least=kth)[0].tolist() == got[0].tolist()
                 pruned += 1
     assert pruned > 20
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_selection_that_held_every_admitted_chunk_gives_every_later_cut(seed: int) -> None:
+    """A compiled selection that found fewer than its limit held every chunk its
+    filter admits: it is kept, and the next selection of the same terms under the
+    same filter (a lookup's list after its deep ranking) is a cut of it. Every
+    selection equals a fresh kernel's and numpy's; another filter (even an equal mask
+    in another array) or other terms select again; the kept arrays are read-only."""
+    require_numba()
+    rng = np.random.default_rng(300 + seed)
+    lengths = rng.integers(1, 40, VOCAB)
+    lengths[:3] = 600  # common terms: hundreds of candidates
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    docs = np.concatenate([np.sort(rng.choice(N, n, replace=False)) for n in lengths])
+    weights = rng.integers(1, 40, len(docs)) / 8.0  # coarse: many ties, by chunk id
+    ranks = chunk_id_ranks(chunk_ids(seed))
+    args = (indptr, docs.astype(np.int32), weights, ranks)
+    kept = Bm25Kernel(*args, "numba")
+    plain = Bm25Kernel(*args, "numpy")
+    mask = rng.random(N) < 0.6
+    cuts = 0
+    for trial in range(30):
+        terms = rng.choice(VOCAB, int(rng.integers(1, 5)), replace=False).astype(np.int64)
+        terms[0] = trial % 3
+        new_terms = True
+        for flt in (mask, None, mask.copy(), mask):  # new terms under the last filter
+            for limit in (50, N, 1, 7, N, 50):
+                before = None if new_terms else kept._ordered
+                new_terms = False
+                got = kept.top(terms, flt, limit)
+                fresh = Bm25Kernel(*args, "numba").top(terms, flt, limit)
+                assert got[0].tobytes() == fresh[0].tobytes(), (seed, trial, limit)
+                assert got[1].tobytes() == fresh[1].tobytes()
+                assert plain.top(terms, flt, limit)[0].tolist() == got[0].tolist()
+                if before is not None and before[0] is flt:
+                    cuts += 1
+                    assert kept._ordered is before  # a cut of what was kept
+        with pytest.raises(ValueError, match="read-only"):
+            kept.top(terms, mask, 5)[0][0] = 1
+    assert cuts > 150
