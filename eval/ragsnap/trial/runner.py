@@ -93,12 +93,18 @@ def run_pass(
         )
         out.latencies[name].append((time.perf_counter() - start) * 1000.0)
         out.lookups[name][case_id] = result
-        ids = None if ranking is None else [r.chunk_id for r in ranking]
         if out.rankings is not None and ranking is not None:
             out.rankings[name][case_id] = ranking
-        out.hashes[(name, case_id)] = canonical_sha256({"lookup": result, "ranking": ids})
         if on_item is not None:
             on_item()
+    # digested after the pass, not between lookups: the canonical JSON of a result and
+    # a deep ranking is a few times a lookup's work, and it would leave the next
+    # lookup's caches cold
+    for name, case_id in order:
+        ranked = None if out.rankings is None else out.rankings[name].get(case_id)
+        ids = None if ranked is None else [r.chunk_id for r in ranked]
+        lookup = out.lookups[name][case_id]
+        out.hashes[(name, case_id)] = canonical_sha256({"lookup": lookup, "ranking": ids})
     return out
 
 
