@@ -650,7 +650,7 @@ def test_coverages_asked_together_equal_each_code_s(
     import random
 
     from ragsnap.kb import kernels
-    from ragsnap.kb.numeric import quantize, quantize_array
+    from ragsnap.kb.numeric import quantize
     from ragsnap.kb.pipeline import _Query
 
     if compiled:
@@ -673,12 +673,12 @@ def test_coverages_asked_together_equal_each_code_s(
         assert ran == (compiled and size <= 63 and len(codes) >= 8)
         # a lexical attempt's confidences: each row's code (repeats too), on the grid
         rows_codes = codes + codes[:5]
-        found = query.compiled_coverages(rows_codes)
-        assert (found is not None) == ran
-        if found is not None:
+        both = kernels.compiled_coverage_grid(rows_codes, query.weights, query.idf_total)
+        assert (both is not None) == ran
+        if both is not None:
             exact = [alone.coverage_of_code(c) for c in rows_codes]
-            assert found.tolist() == exact
-            assert quantize_array(found).tolist() == [quantize(x) for x in exact]
+            assert both == (exact, [quantize(x) for x in exact])
+            assert all(type(x) is float for x in both[0] + both[1])
         beyond = [1 << size, *codes[:8]]  # a bit without a weight: never read by numba
         assert kernels.compiled_code_sums(beyond, [w for _, w in query.idf_items]) is None
         few = codes[:7]  # fewer than the compiled kernel takes: Python's
@@ -736,15 +736,15 @@ def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
         held = rng.sample(words, rng.randint(1, len(words)))
         write_doc(docs, f"doc-{d:02d}", f"Runbook {d}: {' '.join(held)} steps.", category="ops")
     row_paths: list[int] = []
-    compiled_coverages = pipeline_module._Query.compiled_coverages
+    compiled_coverage_grid = pipeline_module.compiled_coverage_grid
 
-    def spy(self: Any, codes: list[int]) -> Any:
-        found = compiled_coverages(self, codes)
-        if found is not None and len(codes) > len(set(codes)):  # each row's
+    def spy(codes: list[int], weights: list[float], total: float) -> Any:
+        both = compiled_coverage_grid(codes, weights, total)
+        if both is not None:
             row_paths.append(len(set(codes)))
-        return found
+        return both
 
-    monkeypatch.setattr(pipeline_module._Query, "compiled_coverages", spy)
+    monkeypatch.setattr(pipeline_module, "compiled_coverage_grid", spy)
     results = []
     for kernel in ("numba", "numpy"):
         if kernel == "numpy":  # as in a process where no store loaded the compiled ones

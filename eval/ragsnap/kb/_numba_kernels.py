@@ -247,6 +247,26 @@ def code_sums(codes: Any, weights: Any, out: Any) -> None:
 
 
 @_jit
+def coverage_grid(codes: Any, weights: Any, total: float, exact: Any, grid: Any) -> None:
+    """``exact[j]``: ``code_sums``'s sum for ``codes[j]`` divided by ``total`` (0.0 when
+    ``total`` is not above 0), a lookup's coverage; ``grid[j]``: that on the score
+    grid, ``rint(x * TICKS_PER_UNIT) / TICKS_PER_UNIT``: the operations Python's
+    ``round`` and numpy's perform, in the same order."""
+    for j in range(codes.shape[0]):
+        code = codes[j]
+        found = 0.0
+        bit = 0
+        while code != 0:
+            if code & 1:
+                found += weights[bit]
+            code >>= 1
+            bit += 1
+        x = found / total if total > 0 else 0.0
+        exact[j] = x
+        grid[j] = np.rint(x * TICKS_PER_UNIT) / TICKS_PER_UNIT + 0.0
+
+
+@_jit
 def first_appearances(keys: Any, depth: int, seen: Any) -> tuple[int, int]:
     """How many distinct values ``keys`` holds, and the index where the
     ``depth + 1``-th of them first appears (``len(keys)`` when there are not that

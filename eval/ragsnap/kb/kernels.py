@@ -56,6 +56,7 @@ __all__ = [
     "VectorKernel",
     "chunk_id_ranks",
     "compiled_code_sums",
+    "compiled_coverage_grid",
     "first_appearances",
     "numba_available",
     "resolve_kernel",
@@ -101,6 +102,32 @@ def chunk_id_ranks(chunk_ids: NDArray[np.str_]) -> NDArray[np.int64]:
     return ranks
 
 
+def _compiled_codes(codes: list[int], weights: list[float]) -> NDArray[np.int64] | None:
+    """``codes`` as an array for a compiled kernel, or None when it does not run (see
+    ``compiled_code_sums``)."""
+    if not _compiled or len(codes) < _COMPILED_SUMS:
+        return None
+    if min(codes) < 0 or max(codes) >= 1 << min(CODE_BITS, len(weights)):
+        return None  # (a bit without a weight: Python's sum raises the IndexError)
+    return np.array(codes, dtype=np.int64)
+
+
+def compiled_coverage_grid(
+    codes: list[int], weights: list[float], total: float
+) -> tuple[list[float], list[float]] | None:
+    """For each code, its coverage (``compiled_code_sums``'s sum over ``total``, 0.0
+    when ``total`` is not above 0) and that on the grid, in one compiled pass; None
+    when ``compiled_code_sums`` would not run. The same floats as Python's
+    ``found / total`` and ``round(x * TICKS_PER_UNIT) / TICKS_PER_UNIT``."""
+    found = _compiled_codes(codes, weights)
+    if found is None:
+        return None
+    exact = np.empty(len(codes), dtype=np.float64)
+    grid = np.empty(len(codes), dtype=np.float64)
+    _compiled["coverage_grid"](found, np.array(weights, dtype=np.float64), total, exact, grid)
+    return exact.tolist(), grid.tolist()
+
+
 def compiled_code_sums(codes: list[int], weights: list[float]) -> NDArray[np.float64] | None:
     """For each code, the ``weights`` of the bits it sets added from its lowest set bit
     up, from 0.0 (a lookup's term coverage), by the compiled kernel; None when the
@@ -108,12 +135,10 @@ def compiled_code_sums(codes: list[int], weights: list[float]) -> NDArray[np.flo
     this never imports numba), a code does not fit 63 bits, or the codes are fewer
     than ``_COMPILED_SUMS`` (Python adds a few faster than arrays are made). The
     caller then adds them in Python, the same additions in the same order."""
-    if not _compiled or len(codes) < _COMPILED_SUMS:
+    found = _compiled_codes(codes, weights)
+    if found is None:
         return None
-    if min(codes) < 0 or max(codes) >= 1 << min(CODE_BITS, len(weights)):
-        return None  # (a bit without a weight: Python's sum raises the IndexError)
     out = np.empty(len(codes), dtype=np.float64)
-    found = np.array(codes, dtype=np.int64)
     _compiled["code_sums"](found, np.array(weights, dtype=np.float64), out)
     return out
 
@@ -256,6 +281,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
 
             _compiled.update(
                 code_sums=compiled.code_sums,
+                coverage_grid=compiled.coverage_grid,
                 first_appearances=compiled.first_appearances,
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,

@@ -85,13 +85,12 @@ from .backends import (
     cut_ranking,
 )
 from .embedders import Embedder
-from .kernels import compiled_code_sums
+from .kernels import compiled_code_sums, compiled_coverage_grid
 from .numeric import (
     GRID,
     TICKS_PER_UNIT,
     VECTOR_ENCODING,
     quantize,
-    quantize_array,
     ticks,
     ticks_array,
 )
@@ -506,9 +505,10 @@ class Pipeline:
         held = list(map(codes.__getitem__, rows))
         distinct = set(held)
         if kind == "lexical" and len(distinct) >= _ROW_COVERAGES:
-            found = query.compiled_coverages(held)  # each row's, a repeated code again
-            if found is not None:
-                return found.tolist(), quantize_array(found).tolist()
+            # each row's, a repeated code again: cheaper than per code with many codes
+            both = compiled_coverage_grid(held, query.weights, query.idf_total)
+            if both is not None:
+                return both
         coverage = query.coverage_of_codes(list(distinct))
         if kind == "lexical":  # a function of the code: each code put on the grid once
             grid = {code: round(x * per_unit) / per_unit for code, x in coverage.items()}
@@ -842,18 +842,21 @@ class Pipeline:
         chunks = self._chunks(shown, tokens=False)
         blocks: list[dict[str, Any]] = []
         ceiling = math.inf  # the score above: a block never shows more
-        for c in shown:
-            ceiling = min(c.score, ceiling)
+        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
+        for rank, c in enumerate(shown, 1):
+            score = c.score
+            ceiling = min(score, ceiling)
             ch = chunks[c.row]
+            confidence = c.confidence
             meta: dict[str, Any] = {
-                "confidence": c.confidence,  # grid values, as in ``_ranked_item``
-                "fused": quantize(c.fused),
+                "confidence": confidence,  # grid values, as in ``_ranked_item``
+                "fused": round(c.fused * per_unit) / per_unit,
             }
             if c.lexical is not None:
-                meta["bm25"] = quantize(c.lexical)
+                meta["bm25"] = round(c.lexical * per_unit) / per_unit
                 meta["lexicalRank"] = c.lexical_rank
             if c.cosine is not None:
-                meta["cosine"] = quantize(c.cosine)
+                meta["cosine"] = round(c.cosine * per_unit) / per_unit
             if c.vector_rank is not None:
                 meta["vectorRank"] = c.vector_rank
             if ch.category is not None:
@@ -862,15 +865,15 @@ class Pipeline:
                 meta["kbScope"] = ch.kb_scope
             blocks.append(
                 {
-                    "rank": len(blocks) + 1,
+                    "rank": rank,
                     "chunkId": ch.chunk_id,
                     "docId": ch.doc_id,
                     "source": ch.source,
                     "title": ch.title,
                     "breadcrumb": ch.breadcrumb,
                     "text": ch.text,
-                    "score": min(c.score, ceiling),
-                    "scoreLabel": score_label(c.confidence),
+                    "score": min(score, ceiling),
+                    "scoreLabel": score_label(confidence),
                     "metadata": meta,
                 }
             )
@@ -949,7 +952,7 @@ class _Query:
         for w in weights:
             total_idf += w
         self.idf_total = total_idf
-        self._weights = weights
+        self.weights = weights  # each distinct token's idf, in order
 
     @functools.cached_property
     def pairs(self) -> set[tuple[str, str]]:
@@ -984,19 +987,13 @@ class _Query:
     def coverage_of_codes(self, codes: list[int]) -> dict[int, float]:
         """``coverage_of_code`` of each of ``codes``: the sums from the compiled kernel
         when it is loaded (the same additions in the same order), else as it adds."""
-        found = self.compiled_coverages(codes)
-        if found is None:
-            return {code: self.coverage_of_code(code) for code in codes}
-        return dict(zip(codes, found.tolist(), strict=True))
-
-    def compiled_coverages(self, codes: list[int]) -> NDArray[np.float64] | None:
-        """``coverage_of_code`` of each of ``codes`` as an array, from the compiled
-        kernel's sums (divided as Python divides one); None when it does not run."""
-        sums = compiled_code_sums(codes, self._weights)
+        sums = compiled_code_sums(codes, self.weights)
         if sums is None:
-            return None
+            return {code: self.coverage_of_code(code) for code in codes}
         total = self.idf_total
-        return sums / total if total > 0 else np.zeros(len(codes), dtype=np.float64)
+        if total <= 0:
+            return dict.fromkeys(codes, 0.0)
+        return dict(zip(codes, (sums / total).tolist(), strict=True))
 
     def _sum_of_code(self, code: int) -> float:
         """The weights of ``code``'s terms added from its lowest set bit up, from 0.0.

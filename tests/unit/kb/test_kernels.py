@@ -437,3 +437,25 @@ def test_a_selection_that_held_every_admitted_chunk_gives_every_later_cut(seed: 
         with pytest.raises(ValueError, match="read-only"):
             kept.top(terms, mask, 5)[0][0] = 1
     assert cuts > 150
+
+
+def test_compiled_coverages_on_the_grid_round_halves_to_even_as_python_does() -> None:
+    """The compiled coverage kernel puts each coverage on the grid as Python's
+    ``round`` does: sums landing on exactly half a tick go to the even tick (a kernel
+    that rounds halves up would differ), and every float equals Python's."""
+    require_numba()
+    from ragsnap.kb import kernels
+    from ragsnap.kb.numeric import TICKS_PER_UNIT, quantize
+
+    kernels._numba_kernels()
+    halves = [(k + 0.5) / TICKS_PER_UNIT for k in range(2000)]
+    halves = [x for x in halves if x * TICKS_PER_UNIT == int(x * TICKS_PER_UNIT) + 0.5]
+    assert len(halves) > 100
+    weights = halves[:40]  # one bit each: the coverage is the weight itself (total 1.0)
+    codes = [1 << i for i in range(len(weights))]
+    exact, grid = kernels.compiled_coverage_grid(codes, weights, 1.0) or ([], [])
+    assert exact == [w / 1.0 for w in weights]
+    assert grid == [quantize(w) for w in weights]
+    # among them halves whose even tick is the one below (rounding halves up would not)
+    assert any(int(w * TICKS_PER_UNIT) % 2 == 0 for w in weights)
+    assert kernels.compiled_coverage_grid(codes[:7], weights, 1.0) is None  # too few
