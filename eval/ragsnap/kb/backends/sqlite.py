@@ -811,7 +811,7 @@ class SqliteKnowledgeBase:
         mask = None if admitted is None else admitted[1]
         positions, scores = bm25.kernel.top(terms, mask, limit, at_least)
         if len(scores) == limit:
-            ticks = int(np.rint(scores[-1] * TICKS_PER_UNIT))
+            ticks = round(float(scores[-1]) * TICKS_PER_UNIT)  # np.rint, half to even
             index.last_top = _FullTop(key, flt, limit, ticks)
         return terms, positions, scores
 
