@@ -47,6 +47,11 @@ __all__ = [
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _RUNS = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 _ANY_CJK = re.compile(rf"[{_CJK}]")
+#: ASCII text's word runs (``_RUNS``'s second group: letters and digits) by one
+#: translation and a split, about half the time of the regular expression
+_ASCII_SPACES = str.maketrans(
+    {c: " " for c in map(chr, range(128)) if not (c.isascii() and c.isalnum())}
+)
 
 
 def has_cjk(text: str) -> bool:
@@ -151,8 +156,13 @@ class Tokenizer:
 
     def tokens(self, text: str) -> list[str]:
         """Index/query tokens of ``text`` in order, stop words removed, stemmed."""
-        out: list[str] = []
         stops, stem = self._stops, self._stem()
+        if text.isascii():  # no CJK run: the words alone
+            words = text.lower().translate(_ASCII_SPACES).split()
+            if stem is None:
+                return [word for word in words if word not in stops]
+            return [stem(word) for word in words if word not in stops]
+        out: list[str] = []
         for cjk, word in _RUNS.findall(normalize(text)):
             if cjk:
                 out.extend(self._segment(cjk))

@@ -130,3 +130,37 @@ def test_every_thread_stems_with_its_own_stemmer() -> None:
     assert all(r == expected * 5 for r in results)
     assert len(stemmers) == 4  # one a thread, none shared
     assert Tokenizer("bigram")._stem() is None
+
+
+@pytest.mark.parametrize("stemmer", [None, "english"])
+def test_ascii_text_splits_into_the_words_the_unicode_pattern_finds(stemmer: str | None) -> None:
+    """ASCII text takes a shorter path (one translation and a split, no regular
+    expression): its tokens are those the general path gives, for every printable and
+    control character, underscores, digits and joiners; non-ASCII text keeps the
+    general path."""
+    import random
+    import string
+
+    from ragsnap.kb import text
+
+    tokenizer = text.Tokenizer("bigram", stemmer)
+
+    def general(value: str) -> list[str]:
+        stem, out = tokenizer._stem(), []
+        for cjk, word in text._RUNS.findall(text.normalize(value)):
+            if cjk:
+                out.extend(text._bigrams(cjk))
+            elif word not in text.STOP_WORDS:
+                out.append(word if stem is None else stem(word))
+        return out
+
+    rng = random.Random(9)
+    alphabet = string.printable + "\x00\x1f\x7f_"
+    words = ["The", "RUNNING", "pool_size", "maxPoolSize", "ERR-4031", "a", "x9", "über", "缓存"]
+    for _ in range(3000):
+        noise = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        phrase = " ".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
+        for value in (noise, phrase):
+            assert tokenizer.tokens(value) == general(value), value
+    assert tokenizer.tokens("Pool_size, the MAX-pool!") == general("Pool_size, the MAX-pool!")
+    assert tokenizer.tokens("Pool_size, the MAX-pool!")[0] == "pool"
