@@ -761,3 +761,28 @@ def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
     assert len(row_paths) == 1  # in Python the second time
     assert json.dumps(results[0]) == json.dumps(results[1])
     assert len(results[0]["evidenceBlocks"]) == 10
+
+
+@pytest.mark.parametrize("kind", ["convex", "rrf"])
+def test_a_list_s_fusion_shares_equal_each_entry_s_share(kind: str) -> None:
+    """A list's shares of the fused value are computed on arrays (a deep ranking's
+    lists are thousands long): each equals, sign of zero included, the share of its
+    entry alone, for lists with negative, zero and tiny values and no positive one."""
+    import random
+
+    from ragsnap.kb.pipeline import _share, _shares
+
+    rng = random.Random(17)
+    for _ in range(2000):
+        f = FusionProfile(
+            kind=kind,
+            k=rng.choice([1, 7, 60]),
+            lexical_weight=rng.random(),
+            vector_weight=rng.random(),
+        )
+        pool = [rng.uniform(-1, 1), 0.0, -0.0, rng.uniform(0, 40), 1e-300]
+        values = sorted((rng.choice(pool) for _ in range(rng.randint(0, 60))), reverse=True)
+        weight = rng.random()
+        top = max(values, default=0.0)
+        alone = [_share(f, weight, top, rank, v) for rank, v in enumerate(values, 1)]
+        assert [repr(x) for x in _shares(f, values, weight)] == [repr(x) for x in alone]

@@ -235,9 +235,21 @@ class _Attempt:
 
 
 def _shares(f: FusionProfile, values: Sequence[float], weight: float) -> list[float]:
-    """Each entry's share of the fused value, for a list (best first) with ``weight``."""
-    top = max(values, default=0.0)
-    return [_share(f, weight, top, rank, v) for rank, v in enumerate(values, 1)]
+    """Each entry's share of the fused value, for a list (best first) with ``weight``:
+    ``_share`` of each, computed on arrays (the same operations; a deep ranking's
+    lists are thousands long)."""
+    if not values:
+        return []
+    if f.kind == "rrf":
+        ranks = np.arange(1, len(values) + 1, dtype=np.float64)
+        shares: list[float] = (weight / (f.k + ranks)).tolist()
+        return shares
+    top = max(values)
+    if top <= 0.0:  # nothing similar: the list adds nothing
+        return [0.0] * len(values)
+    scale = weight / (f.lexical_weight + f.vector_weight)
+    shares = (scale * (np.asarray(values, dtype=np.float64) / top)).tolist()
+    return shares
 
 
 def _share(f: FusionProfile, weight: float, top: float, rank: int, value: float) -> float:
