@@ -231,37 +231,34 @@ def select_touched(
 
 
 @_jit
+def _code_sum(code: int, weights: Any) -> float:
+    """The weights of the bits ``code`` sets, added from its lowest set bit up,
+    starting from 0.0 (the order ``pipeline._Query`` adds them in)."""
+    total = 0.0
+    bit = 0
+    while code != 0:
+        if code & 1:
+            total += weights[bit]
+        code >>= 1
+        bit += 1
+    return total
+
+
+@_jit
 def code_sums(codes: Any, weights: Any, out: Any) -> None:
-    """``out[j]``: the weights of the bits ``codes[j]`` sets, added from its lowest set
-    bit up, starting from 0.0 (the order ``pipeline._Query`` adds them in)."""
+    """``out[j]``: ``_code_sum`` of ``codes[j]``."""
     for j in range(codes.shape[0]):
-        code = codes[j]
-        total = 0.0
-        bit = 0
-        while code != 0:
-            if code & 1:
-                total += weights[bit]
-            code >>= 1
-            bit += 1
-        out[j] = total
+        out[j] = _code_sum(codes[j], weights)
 
 
 @_jit
 def coverage_grid(codes: Any, weights: Any, total: float, exact: Any, grid: Any) -> None:
-    """``exact[j]``: ``code_sums``'s sum for ``codes[j]`` divided by ``total`` (0.0 when
+    """``exact[j]``: ``_code_sum`` of ``codes[j]`` divided by ``total`` (0.0 when
     ``total`` is not above 0), a lookup's coverage; ``grid[j]``: that on the score
     grid, ``rint(x * TICKS_PER_UNIT) / TICKS_PER_UNIT``: the operations Python's
     ``round`` and numpy's perform, in the same order."""
     for j in range(codes.shape[0]):
-        code = codes[j]
-        found = 0.0
-        bit = 0
-        while code != 0:
-            if code & 1:
-                found += weights[bit]
-            code >>= 1
-            bit += 1
-        x = found / total if total > 0 else 0.0
+        x = _code_sum(codes[j], weights) / total if total > 0 else 0.0
         exact[j] = x
         grid[j] = np.rint(x * TICKS_PER_UNIT) / TICKS_PER_UNIT + 0.0
 
