@@ -86,14 +86,7 @@ from .backends import (
 )
 from .embedders import Embedder
 from .kernels import compiled_code_sums, compiled_coverage_grid
-from .numeric import (
-    GRID,
-    TICKS_PER_UNIT,
-    VECTOR_ENCODING,
-    quantize,
-    ticks,
-    ticks_array,
-)
+from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .text import Tokenizer, is_identifier
 
 if TYPE_CHECKING:
