@@ -56,15 +56,25 @@ NUMPY_SORT = 256
 
 
 @_jit
+def rank_bits(n: int) -> int:
+    """How many low bits a sort key gives the rank (of ``n``): a key is the ticks below
+    the highest shifted up by this many, or'ed with the rank, so a mask reads the rank
+    back (a modulo would be an integer division per candidate)."""
+    bits = 0
+    while (1 << bits) < n:
+        bits += 1
+    return bits
+
+
+@_jit
 def select(
     cand: Any, values: Any, ticks: Any, count: int, ranks: Any, limit: int
 ) -> tuple[Any, Any, Any]:
     """The best ``limit`` of the first ``count`` candidates by ticks, ties by rank:
     ``(positions, values, no keys)``; or, when more than ``NUMPY_SORT`` remain to be
-    sorted, ``(none, none, keys)``: their sort keys (ticks below the highest times the
-    rank count, plus the rank; each distinct), which the caller sorts with numpy's
-    sort (several times faster than this one's) and decodes
-    (``kernels.finish_selection``)."""
+    sorted, ``(none, none, keys)``: their sort keys (``rank_key``; each distinct),
+    which the caller sorts with numpy's sort (several times faster than this one's)
+    and decodes (``kernels.finish_selection``)."""
     if count > limit:  # keep everything tied with the limit-th, then sort exactly
         kth = kth_largest(ticks, count, limit)
         kept = 0
@@ -77,12 +87,11 @@ def select(
     if count == 0:
         return cand, values, cand
     # one sort of the key (ticks, highest first; then rank), each key distinct (ranks
-    # are): ticks below the highest times the rank count, plus the rank, when that
-    # cannot overflow; else by rank, then stably by ticks
-    n = np.int64(ranks.shape[0])
+    # are), when it fits in 63 bits; else by rank, then stably by ticks
+    shift = rank_bits(ranks.shape[0])
     high = ticks.max()
-    if high - ticks.min() < (np.int64(1) << 62) // max(n, 1):
-        keys = (high - ticks) * n + ranks[cand]
+    if high - ticks.min() < np.int64(1) << (62 - shift):
+        keys = ((high - ticks) << shift) | ranks[cand]
         if count > NUMPY_SORT:
             return cand[:0], values[:0], keys
         order = np.argsort(keys)[:limit]

@@ -150,16 +150,17 @@ def finish_selection(
     limit: int,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The positions and values of a compiled selection (``_numba_kernels.select``):
-    as it gave them, or, when it left the sort to numpy, from its keys (``(ticks
-    below the highest) * n + rank``, distinct): sorted, cut at ``limit``, and each
-    read back as its rank's position (``by_rank``: ``positions_by_rank``) and that
-    position's value in ``values``.
+    as it gave them, or, when it left the sort to numpy, from its keys (the ticks
+    below the highest, shifted up past the rank's bits, or'ed with the rank; distinct):
+    sorted, cut at ``limit``, and each read back as its rank's position (``by_rank``:
+    ``positions_by_rank``) and that position's value in ``values``.
     Integers sort the same on every machine, whatever instructions numpy uses."""
     positions, found, keys = selected
     if len(keys) == 0:
         return positions, found
     keys.sort()
-    positions = by_rank[keys[:limit] % len(by_rank)]  # by rank, best first
+    mask = (1 << (len(by_rank) - 1).bit_length()) - 1  # the rank's bits (``rank_bits``)
+    positions = by_rank[keys[:limit] & mask]  # by rank, best first
     return positions, values[positions]
 
 

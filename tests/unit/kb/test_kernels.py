@@ -285,8 +285,8 @@ def test_bm25_terms_in_every_position(kernel: str) -> None:
 
 
 def test_compiled_select_orders_by_ticks_then_rank_with_either_sort() -> None:
-    """The compiled selection sorts one key (ticks below the highest times the rank
-    count, plus the rank) when that fits in 63 bits, and by rank then stably by ticks
+    """The compiled selection sorts one key (ticks below the highest, shifted past the
+    rank's bits, or'ed with the rank) when that fits in 63 bits, and by rank then stably by ticks
     when the ticks span too far: both give the order a plain sort of (-ticks, rank)
     gives, ties in ticks and all, for counts below and above the limit. Over
     ``NUMPY_SORT`` candidates the keys are sorted by numpy and read back as
