@@ -72,7 +72,7 @@ def select(
 ) -> tuple[Any, Any, Any]:
     """The best ``limit`` of the first ``count`` candidates by ticks, ties by rank:
     ``(positions, values, no keys)``; or, when more than ``NUMPY_SORT`` remain to be
-    sorted, ``(none, none, keys)``: their sort keys (``rank_key``; each distinct),
+    sorted, ``(none, none, keys)``: their sort keys (see ``rank_bits``; each distinct),
     which the caller sorts with numpy's sort (several times faster than this one's)
     and decodes (``kernels.finish_selection``)."""
     if count > limit:  # keep everything tied with the limit-th, then sort exactly

@@ -847,7 +847,6 @@ class Pipeline:
         chunks = self._chunks(shown, tokens=False)
         blocks: list[dict[str, Any]] = []
         ceiling = math.inf  # the score above: a block never shows more
-        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         for rank, c in enumerate(shown, 1):
             score = c.score
             ceiling = min(score, ceiling)
@@ -855,13 +854,13 @@ class Pipeline:
             confidence = c.confidence
             meta: dict[str, Any] = {
                 "confidence": confidence,  # grid values, as in ``_ranked_item``
-                "fused": round(c.fused * per_unit) / per_unit,
+                "fused": quantize(c.fused),
             }
             if c.lexical is not None:
-                meta["bm25"] = round(c.lexical * per_unit) / per_unit
+                meta["bm25"] = quantize(c.lexical)
                 meta["lexicalRank"] = c.lexical_rank
             if c.cosine is not None:
-                meta["cosine"] = round(c.cosine * per_unit) / per_unit
+                meta["cosine"] = quantize(c.cosine)
             if c.vector_rank is not None:
                 meta["vectorRank"] = c.vector_rank
             if ch.category is not None:

@@ -49,9 +49,7 @@ _RUNS = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 _ANY_CJK = re.compile(rf"[{_CJK}]")
 #: ASCII text's word runs (``_RUNS``'s second group: letters and digits) by one
 #: translation and a split, about half the time of the regular expression
-_ASCII_SPACES = str.maketrans(
-    {c: " " for c in map(chr, range(128)) if not (c.isascii() and c.isalnum())}
-)
+_ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
 
 
 def has_cjk(text: str) -> bool:

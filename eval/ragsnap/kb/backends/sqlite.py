@@ -263,6 +263,7 @@ def _remap(code: int, moves: Sequence[tuple[int, int]]) -> int:
 
 #: a chunk's (kb_scope, category, breadcrumb): what filters read
 _Label = tuple[str | None, str | None, str | None]
+#: a document's (doc_id, title, breadcrumb, category, kb_scope): what a chunk read shows
 _Document = tuple[str | None, str | None, str | None, str | None, str | None]
 
 
