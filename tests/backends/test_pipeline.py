@@ -715,6 +715,98 @@ def test_common_prefix_of_breadcrumbs_is_every_one_s_prefix() -> None:
     assert _common_prefix([("A", "B", "C")]) == "A > B > C"
 
 
+def test_hints_name_the_common_prefix_of_the_best_documents(tmp_path: Path) -> None:
+    """The hints' breadcrumb prefix, read from the least and the greatest document
+    number (documents are numbered in breadcrumb order), equals the prefix of every
+    best-tallied document's breadcrumb computed from the documents themselves, for
+    breadcrumbs written in no particular order."""
+    import random
+
+    from ragsnap.kb.backends import breadcrumb_segments
+    from ragsnap.kb.pipeline import _HintIndex
+
+    rng = random.Random(5)
+    segments = ["Ops", "DB", "Pool", "Cache", "Zeta", "Alpha"]
+    words = ["hikari", "pool", "leak", "redis", "evict", "replica", "kafka", "lag"]
+    folder = tmp_path / "docs"
+    for n in range(60):
+        category = rng.choice(["database", "cache", "messaging"])
+        # a category's documents share their first segment, some their second too
+        crumb = " > ".join(
+            [category.title()] + [rng.choice(segments) for _ in range(rng.randint(0, 3))]
+        )
+        write_doc(
+            folder,
+            f"doc-{n}",
+            f"Body of document {n}.",
+            title=f"Doc {n}",
+            breadcrumb=crumb if n % 7 else None,  # some without a breadcrumb
+            category=category,
+            kb_scope="eval",
+            # "orphan" only where there is no breadcrumb: a category it names has no
+            # document that holds it, so its hint's prefix is all of its documents'
+            keywords="["
+            + ", ".join(rng.sample(words, rng.randint(1, 3)) + ([] if n % 7 else ["orphan"]))
+            + "]",
+        )
+    tokenizer = get_tokenizer()
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as store:
+        seed(store, load_seed_docs(folder), HashingEmbedder(), tokenizer, ChunkSettings())
+        index = _HintIndex.build(store, tokenizer, "eval")
+        infos = [i for i in store.documents().values() if i.category is not None]
+
+        def reference(query: str) -> dict[str, str]:
+            terms = set(tokenizer.tokens(query))
+            vocab = {
+                i.source: set(
+                    tokenizer.tokens(
+                        " ".join(
+                            [i.category or "", i.breadcrumb or "", i.title or ""]
+                            + [str(k) for k in i.metadata.get("keywords", [])]
+                        )
+                    )
+                )
+                for i in infos
+            }
+            scores: dict[str, float] = {}
+            for term in sorted(terms):
+                holders = [i for i in infos if term in vocab[i.source]]
+                for i in holders:
+                    scores[i.category or ""] = scores.get(i.category or "", 0.0)
+                for category in dict.fromkeys(i.category or "" for i in holders):
+                    share = sum(i.category == category for i in holders) / len(holders)
+                    scores[category] += share
+            if not scores:
+                return {}
+            best = max(scores.values())
+            if sum(v == best for v in scores.values()) > 1:
+                return {}
+            category = next(c for c, v in scores.items() if v == best)
+            docs = [i for i in infos if i.category == category and i.breadcrumb]
+            tally = {i.source: len(terms & vocab[i.source]) for i in docs}
+            if any(tally.values()):
+                most = max(tally.values())
+                docs = [i for i in docs if tally[i.source] == most]
+            split = [breadcrumb_segments(i.breadcrumb or "") for i in docs]
+            prefix: list[str] = []
+            for parts in zip(*split, strict=False):
+                if len(set(parts)) > 1:
+                    break
+                prefix.append(parts[0])
+            hint = {"category": category}
+            if prefix:
+                hint["breadcrumbPrefix"] = " > ".join(prefix)
+            return hint
+
+        named = 0
+        for _ in range(300):
+            query = " ".join(rng.sample([*words, "nothing", "orphan"], rng.randint(1, 4)))
+            got = index.hints(tokenizer.tokens(query))
+            assert got == reference(query), query
+            named += "breadcrumbPrefix" in got
+        assert named > 50  # the prefixes were exercised, not just the empty hints
+
+
 def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import require_numba
 from ragsnap.errors import BackendError
-from ragsnap.kb.backends import Filter, Upload, WriteBatch, cut_ranking
+from ragsnap.kb.backends import Filter, GatheredRefs, Upload, WriteBatch, cut_ranking
 from ragsnap.kb.backends import sqlite as sqlite_backend
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
@@ -562,6 +562,30 @@ def test_rankings_are_the_search_lists_cut_at_a_depth_of_targets(
     with pytest.raises(ValueError, match="distinct must be"):
         kb.lexical_ranking(tokens, Filter(), 10, "title", 5)
     kb.close()
+
+
+def test_a_ranking_s_refs_are_gathered_when_read_and_keep_their_state(
+    kb: SqliteKnowledgeBase,
+) -> None:
+    """A deep ranking's refs are positions until read (``GatheredRefs``); read after a
+    write that removed some of them, they are still the ranking's state (a generation's
+    table is never changed), and they compare as the list of the same refs."""
+    tokens = TOKENIZER.tokens("quartzshared")
+    ranking = kb.lexical_ranking(tokens, Filter(), 100, "source", 100)
+    assert isinstance(ranking.refs, GatheredRefs)
+    count = len(ranking.refs)  # no gathering needed
+    assert ranking.refs._refs is None
+    expected = [kb.refs([r])[r] for r, _ in kb.lexical_search(tokens, Filter(), 100)]
+    assert "kafka-lag" in {ref.source for ref in expected}
+    kb.write(WriteBatch(deletes=["kafka-lag"]))
+    assert "kafka-lag" not in {
+        ref.source for ref in kb.lexical_ranking(tokens, Filter(), 100, "source", 100).refs
+    }
+    assert ranking.refs == expected and expected == ranking.refs
+    assert list(ranking.refs) == expected and len(ranking.refs) == count
+    assert ranking.refs[0] == expected[0] and ranking.refs[-2:] == expected[-2:]
+    assert ranking.refs != tuple(expected) and ranking.refs != expected[1:]
+    assert repr(ranking.refs) == f"GatheredRefs({expected!r})"
 
 
 def test_chunks_without_tokens_leave_them_unread(kb: SqliteKnowledgeBase) -> None:

@@ -543,7 +543,7 @@ class Pipeline:
 
     def _deep_ranking(
         self, query: _Query, flt: Filter, spec: Method, depth: int, distinct: str
-    ) -> list[ChunkRef]:
+    ) -> Sequence[ChunkRef]:
         """The method's ranking under ``flt`` down to its ``depth``-th distinct
         ``distinct`` (``chunk_id``, ``doc_id`` or ``source``: what the judgments
         name), with no score floor and no top K. The lists are read ``depth`` deep,
@@ -681,7 +681,7 @@ class Pipeline:
         record_latency: bool = True,
         depth: int | None = None,
         distinct: str = "chunk_id",
-    ) -> tuple[dict[str, Any], list[ChunkRef] | None]:
+    ) -> tuple[dict[str, Any], Sequence[ChunkRef] | None]:
         """``lookup``, and with ``depth`` the method's deep ranking in the selected
         attempt's filter down to ``depth`` distinct ``distinct`` (``chunk_id``,
         ``doc_id`` or ``source``; ``_deep_ranking``), read from the same state of
@@ -721,7 +721,7 @@ class Pipeline:
         generation: str,
         depth: int | None,
         distinct: str,
-    ) -> tuple[dict[str, Any], list[ChunkRef] | None]:
+    ) -> tuple[dict[str, Any], Sequence[ChunkRef] | None]:
         s = self.settings
         base = spec.kind
         tokens = self.tokenizer.tokens(query)
@@ -1057,8 +1057,11 @@ class _HintIndex:
     #: categories were first met
     term_shares: dict[str, tuple[tuple[str, float], ...]]
     postings: dict[tuple[str, str], list[int]]  # (category, term) -> documents
-    breadcrumbs: list[tuple[str, ...]]  # each document's breadcrumb, as its segments
-    by_category: dict[str, list[int]]  # documents with a breadcrumb
+    #: each document's breadcrumb, as its segments, in sorted order: a document is
+    #: numbered by its place here, so the least and the greatest breadcrumb of some
+    #: documents (their common prefix's ends) are those of the least and greatest number
+    breadcrumbs: list[tuple[str, ...]]
+    prefixes: dict[str, str | None]  # each category's documents' common prefix
 
     @classmethod
     def build(cls, kb: KnowledgeBase, tokenizer: Tokenizer, kb_scope: str | None) -> _HintIndex:
@@ -1092,7 +1095,17 @@ class _HintIndex:
             for term, categories in term_categories.items()
             for documents in (sum(categories.values()),)
         }
-        return cls(shares, postings, breadcrumbs, by_category)
+        # renumber the documents in breadcrumb order (see ``breadcrumbs``)
+        order = sorted(range(len(breadcrumbs)), key=breadcrumbs.__getitem__)
+        number = [0] * len(order)
+        for new, old in enumerate(order):
+            number[old] = new
+        postings = {key: [number[d] for d in docs] for key, docs in postings.items()}
+        prefixes = {
+            category: _common_prefix([breadcrumbs[d] for d in docs])
+            for category, docs in by_category.items()
+        }
+        return cls(shares, postings, [breadcrumbs[d] for d in order], prefixes)
 
     def hints(self, tokens: Sequence[str]) -> dict[str, str]:
         """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
@@ -1117,10 +1130,11 @@ class _HintIndex:
         if tally:
             best = max(tally.values())
             docs = [d for d, n in tally.items() if n == best]
+            # documents are numbered in breadcrumb order: the ends of their breadcrumbs
+            prefix = _common_prefix([self.breadcrumbs[min(docs)], self.breadcrumbs[max(docs)]])
         else:
-            docs = self.by_category.get(category, [])
+            prefix = self.prefixes.get(category)
         hint = {"category": category}
-        prefix = _common_prefix([self.breadcrumbs[d] for d in docs])
         if prefix:
             hint["breadcrumbPrefix"] = prefix
         return hint

@@ -42,7 +42,7 @@ class PassResult:
     """One pass: lookups, deep rankings, per-item hashes and latencies (ms)."""
 
     lookups: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    rankings: dict[str, dict[str, list[ChunkRef]]] | None = None
+    rankings: dict[str, dict[str, Sequence[ChunkRef]]] | None = None
     hashes: dict[tuple[str, str], str] = field(default_factory=dict)
     latencies: dict[str, list[float]] = field(default_factory=dict)
 

@@ -19,11 +19,11 @@ The lookup pipeline (``ragsnap.kb.pipeline``) runs on top of any store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +37,7 @@ __all__ = [
     "ChunkRef",
     "DocumentInfo",
     "Filter",
+    "GatheredRefs",
     "KnowledgeBase",
     "Ranking",
     "ReceiptStore",
@@ -161,10 +162,58 @@ class ChunkRef:
     source: str
 
 
+class GatheredRefs(Sequence[ChunkRef]):
+    """A ranking's identities as positions in a store's table of them (one ``ChunkRef``
+    per position, never changed), gathered into a list when first read: a lookup
+    that also returns a deep ranking touches none of the thousand objects it does not
+    read itself (a trial digests them after its pass). Equal to a list of the same
+    refs."""
+
+    __slots__ = ("_positions", "_refs", "_table")
+
+    def __init__(self, table: NDArray[np.object_], positions: NDArray[np.int64]):
+        self._table: NDArray[np.object_] | None = table
+        self._positions = positions
+        self._refs: list[ChunkRef] | None = None
+
+    def _list(self) -> list[ChunkRef]:
+        if self._refs is None:
+            assert self._table is not None
+            self._refs = self._table[self._positions].tolist()
+            self._table = None  # the table may be a generation's: let it go
+        return self._refs
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, i: int) -> ChunkRef: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[ChunkRef]: ...
+
+    def __getitem__(self, i: int | slice) -> ChunkRef | list[ChunkRef]:
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[ChunkRef]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GatheredRefs):
+            return self._list() == other._list()
+        return isinstance(other, list) and self._list() == other
+
+    __hash__ = None  # type: ignore[assignment]  # a list's equality, unhashable as one
+
+    def __repr__(self) -> str:
+        return f"GatheredRefs({self._list()!r})"
+
+
 class Ranking(NamedTuple):
     """A search's list as identities, cut for a deep ranking (``cut_ranking``)."""
 
-    refs: list[ChunkRef]  # in rank order, cut before the depth + 1-th distinct target
+    #: in rank order, cut before the depth + 1-th distinct target
+    refs: list[ChunkRef] | GatheredRefs
     targets: int  # distinct targets (chunk ids, doc ids or sources) in the whole list
     found: int  # chunks the search returned (fewer than its limit: the store has no more)
 

@@ -73,6 +73,7 @@ from . import (
     ChunkRef,
     DocumentInfo,
     Filter,
+    GatheredRefs,
     Ranking,
     StoredChunk,
     WriteBatch,
@@ -409,11 +410,11 @@ class _Index:
             targets, cut = first_appearances(keys, depth, self.kernel, self.key_seen[distinct])
         else:
             raise ValueError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
-        if self.ref_objects is None:  # a thousand refs gathered in C, not one by one
+        if self.ref_objects is None:  # a thousand refs gathered in C, when read
             self.ref_objects = np.empty(len(self.rows), dtype=np.object_)
             self.ref_objects[:] = self.positional_refs()
-        kept: list[ChunkRef] = self.ref_objects[positions[:cut]].tolist()
-        return Ranking(kept, targets, count)
+        # a copy: the kernel may hand out views of a selection it keeps
+        return Ranking(GatheredRefs(self.ref_objects, positions[:cut].copy()), targets, count)
 
     def tie_ranks(self) -> NDArray[np.int64]:
         """Each position's place in chunk-id order (made once per generation)."""
