@@ -82,6 +82,7 @@ exit status is 0 when the target is met and the fixtures agree, else 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -355,6 +356,7 @@ class Server:
             stderr=self.log,
             text=True,
             env=child_env(),
+            start_new_session=True,  # its own process group: ``stop`` can end the workers too
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # printed once the socket listens
@@ -391,13 +393,24 @@ class Server:
         return peaks
 
     def stop(self) -> str:
-        """SIGINT, as a user's Ctrl-C (uvicorn stops cleanly), then the rest of its stdout."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = self.proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:  # a hung server
-            self.proc.kill()
+        """SIGINT, as a user's Ctrl-C (uvicorn stops cleanly), then the rest of its stdout.
+
+        A process started with SIGINT ignored (the benchmark run as a background job of a
+        script: the shell makes such jobs ignore it, and so do their children) gets
+        SIGTERM after 10 s, which serve also stops on; after 60 s more, its whole process
+        group is killed, so that no worker outlives it holding its stdout open."""
+        out = ""
+        for sig, wait_s in ((signal.SIGINT, 10), (signal.SIGTERM, 60)):
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
+            try:
+                out, _ = self.proc.communicate(timeout=wait_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:  # a hung server
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             out, _ = self.proc.communicate()
         self.log.close()
         return out
