@@ -62,7 +62,6 @@ import cProfile
 import functools
 import gc
 import json
-import os
 import platform
 import pstats
 import shutil
@@ -78,7 +77,14 @@ from typing import Any
 import numpy as np
 
 import ragsnap
-from _common import add_folder_options, parse_sizes, peak_rss_mb, version, work_folder
+from _common import (
+    add_folder_options,
+    cpu_model,
+    parse_sizes,
+    peak_rss_mb,
+    version,
+    work_folder,
+)
 from kb_embedded import (
     DEFAULT_SEED,
     GENERATOR_VERSION,
@@ -892,7 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
             f"numpy {version('numpy')}, pymilvus {version('pymilvus')}, milvus-lite "
             f"{version('milvus-lite')} (pure Python, its gRPC server in this process), grpcio "
-            f"{version('grpcio')}, {platform.machine()}, {os.cpu_count()} CPUs; ragsnap from "
+            f"{version('grpcio')}, {platform.machine()}, {cpu_model()}; ragsnap from "
             f"{Path(ragsnap.__file__).parent}"
         )
         passed = True
