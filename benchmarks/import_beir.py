@@ -67,7 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import add_folder_options, add_sizes_option
+from _common import add_folder_options, add_sizes_option, cpu_model
 
 DEFAULT_SEED = 20261130
 ZIPF_EXPONENT = 1.07
@@ -470,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"Python {platform.python_version()} ({sys.executable}), ragsnap "
         f"{metadata.version('ragsnap')}, orjson {metadata.version('orjson')}, "
-        f"numpy {np.__version__}; {os.cpu_count()} CPUs; work folder {root}"
+        f"numpy {np.__version__}; {cpu_model()}; work folder {root}"
     )
     results: list[SizeResult] = []
     try:

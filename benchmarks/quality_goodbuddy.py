@@ -73,7 +73,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import add_data_option, cjk_share
+from _common import add_data_option, cjk_share, cpu_model
 from ragsnap import __version__ as ragsnap_version
 from ragsnap.cli import main as ragsnap_main
 from ragsnap.config import DEFAULT_CASE_MEASURES, Config, load_config
@@ -567,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ragsnap import goodbuddy: {import_out.splitlines()[0]} ({import_s:.2f} s)")
         print(
             f"ragsnap {ragsnap_version}, Python {platform.python_version()} "
-            f"({sys.executable}); embedders: {', '.join(embedders)}"
+            f"({sys.executable}); {cpu_model()}; embedders: {', '.join(embedders)}"
         )
         print_language_pairs(cases, corpus)
         print_ceiling(cases, corpus)
