@@ -60,12 +60,12 @@ from ..kernels import (
     resolve_kernel,
 )
 from ..numeric import (
-    TICKS_PER_UNIT,
     VECTOR_ENCODING,
     encode_vectors,
     inverse_norms,
     ranked,
     squared_norms,
+    ticks,
 )
 from . import (
     BM25_B,
@@ -813,8 +813,7 @@ class SqliteKnowledgeBase:
         mask = None if admitted is None else admitted[1]
         positions, scores = bm25.kernel.top(terms, mask, limit, at_least)
         if len(scores) == limit:
-            ticks = round(float(scores[-1]) * TICKS_PER_UNIT)  # np.rint, half to even
-            index.last_top = _FullTop(key, flt, limit, ticks)
+            index.last_top = _FullTop(key, flt, limit, ticks(float(scores[-1])))
         return terms, positions, scores
 
     def lexical_search_fts5(
