@@ -6,15 +6,23 @@ left out of the lookupResults so they are the same bytes on every pass. With
 a ranking depth each lookup also returns the method's deep ranking from the
 same state of the store.
 
-Pass 0 is the warm-up, in the canonical order (methods, then cases, as
-given); it is not timed. Passes 1..N are timed, each in its own order: the
-(method, case) pairs shuffled by ``random.Random("ragsnap-trial:<seed>:<pass>")``,
-the same order on every machine. The first measured pass is the one scored.
+Every pass's order comes from ``random.Random("ragsnap-trial:<seed>:<pass>")``,
+the same on every machine. Pass 0 is the warm-up, not timed: case by case in a
+shuffled order, each case's methods one after another in a shuffled order, so
+a lookup follows the same query by another method. Passes 1..N are timed: a
+block of lookups per method, the blocks and each block's cases shuffled, so a
+method is timed as a service running it would see it (one method, lookup after
+lookup), not charged with the caches the other methods' lookups evicted. The
+first measured pass is the one scored.
 
 Determinism: each pass is reduced to one SHA-256 per (method, case) over the
 lookupResult and the deep ranking (ids, scores, traces, rankings; not
 latency). Every pass must give the same hashes; the first pair that differs
-is named. Timing is a diagnostic and never part of this comparison.
+is named. The warm-up's interleaved order against the measured passes' blocks
+is what makes this a check across methods: a result that depended on what the
+lookup before it left behind (the same query's scores kept by a shared store,
+another method's) differs between them. Timing is a diagnostic and never part
+of this comparison.
 """
 
 from __future__ import annotations
@@ -54,12 +62,27 @@ class PassResult:
 def pass_order(
     methods: Sequence[str], case_ids: Sequence[str], seed: int, number: int
 ) -> list[tuple[str, str]]:
-    """The (method, case) order of pass ``number``: canonical for the warm-up (0),
-    shuffled by the seed for the measured passes."""
-    pairs = [(m, c) for m in methods for c in case_ids]
-    if number > 0:
-        random.Random(f"ragsnap-trial:{seed}:{number}").shuffle(pairs)
-    return pairs
+    """The (method, case) order of pass ``number``, by the seed: for the warm-up (0)
+    case by case, the cases and each case's methods shuffled; for a measured pass a
+    block per method, the blocks and each block's cases shuffled."""
+    rng = random.Random(f"ragsnap-trial:{seed}:{number}")
+    if number == 0:
+        cases = list(case_ids)
+        rng.shuffle(cases)
+        pairs = []
+        for case in cases:
+            names = list(methods)
+            rng.shuffle(names)
+            pairs += [(m, case) for m in names]
+        return pairs
+    blocks = list(methods)
+    rng.shuffle(blocks)
+    order: list[tuple[str, str]] = []
+    for method in blocks:
+        cases = list(case_ids)
+        rng.shuffle(cases)
+        order += [(method, c) for c in cases]
+    return order
 
 
 def run_pass(

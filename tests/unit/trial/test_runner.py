@@ -2,18 +2,44 @@
 
 from __future__ import annotations
 
-from ragsnap.trial.runner import PassResult, first_difference, latency_summary, pass_order
+import itertools
+from types import SimpleNamespace
+from typing import Any
+
+from ragsnap.trial.runner import (
+    PassResult,
+    first_difference,
+    latency_summary,
+    pass_order,
+    run_pass,
+)
 
 
-def test_the_warm_up_is_canonical_and_measured_passes_are_seeded_shuffles() -> None:
-    methods, cases = ["lexical", "hybrid"], [f"c{i}" for i in range(20)]
+def test_the_warm_up_goes_case_by_case_and_measured_passes_run_a_block_per_method() -> None:
+    methods, cases = ["lexical", "vector", "hybrid"], [f"c{i}" for i in range(20)]
+    every = sorted((m, c) for m in methods for c in cases)
     warm = pass_order(methods, cases, seed=1, number=0)
-    assert warm == [(m, c) for m in methods for c in cases]
+    assert sorted(warm) == every
+    # case by case: each case's three lookups together, in a shuffled order
+    groups = [warm[i : i + len(methods)] for i in range(0, len(warm), len(methods))]
+    assert all(len({c for _, c in group}) == 1 for group in groups)
+    assert all(sorted(m for m, _ in group) == sorted(methods) for group in groups)
+    assert len({tuple(m for m, _ in group) for group in groups}) > 1
+    assert [group[0][1] for group in groups] != cases
+    switches = sum(a[0] != b[0] for a, b in itertools.pairwise(warm))
+    assert switches >= len(cases) * (len(methods) - 1)  # inside each case's group
     first = pass_order(methods, cases, seed=1, number=1)
-    assert sorted(first) == sorted(warm) and first != warm
+    assert sorted(first) == every
+    blocks = [first[i : i + len(cases)] for i in range(0, len(first), len(cases))]
+    assert [len({m for m, _ in block}) for block in blocks] == [1, 1, 1]
+    assert sorted(block[0][0] for block in blocks) == sorted(methods)
+    assert all(sorted(c for _, c in block) == sorted(cases) for block in blocks)
+    assert any([c for _, c in block] != cases for block in blocks)  # shuffled within
     assert first == pass_order(methods, cases, seed=1, number=1)  # the same on every run
+    assert warm == pass_order(methods, cases, seed=1, number=0)
     assert first != pass_order(methods, cases, seed=1, number=2)
     assert first != pass_order(methods, cases, seed=2, number=1)
+    assert warm != pass_order(methods, cases, seed=2, number=0)
 
 
 def test_latency_summary() -> None:
@@ -49,3 +75,52 @@ def test_first_difference_names_the_method_case_and_field() -> None:
     assert moved == "method hybrid, case c1: /evidenceBlocks/1/score differs"
     deep = first_difference(_pass(0.25), _pass(0.25, ranking="y"))
     assert deep == "method hybrid, case c2: deep ranking differs"
+
+
+class _SharedStore:
+    """Two methods' pipelines over one store that keeps the last query's scores; with
+    ``leak`` a lookup reads them when the last query was the same one by the other
+    method (the bug a shared cache can have), else it scores anew."""
+
+    def __init__(self, leak: bool):
+        self.leak = leak
+        self.last: tuple[str, str] | None = None
+
+    def pipeline(self, method: str) -> Any:
+        store = self
+
+        class _Pipeline:
+            def lookup_ranked(self, query: str, **_: Any) -> tuple[dict[str, Any], None]:
+                reused = store.leak and store.last == (query, "other") and method == "lexical"
+                store.last = (query, "other" if method != "lexical" else "lexical")
+                score = 0.5 if not reused else 0.4999
+                return {"evidenceBlocks": [{"chunkId": query, "score": score}]}, None
+
+        return _Pipeline()
+
+
+def _passes(leak: bool) -> list[PassResult]:
+    store = _SharedStore(leak)
+    methods = ["lexical", "vector"]
+    cases = {
+        f"c{i}": SimpleNamespace(query=f"q{i}", kb_scope=None, top_k=5, judgment_kind=None)
+        for i in range(20)
+    }
+    pipelines = {m: store.pipeline(m) for m in methods}
+    specs = {m: m for m in methods}
+    return [
+        run_pass(pipelines, specs, cases, pass_order(methods, list(cases), 7, n), None)  # type: ignore[arg-type]
+        for n in range(3)
+    ]
+
+
+def test_the_interleaved_warm_up_against_the_blocks_catches_a_cache_shared_across_methods() -> None:
+    clean = _passes(leak=False)
+    assert first_difference(clean[0], clean[1]) is None
+    assert first_difference(clean[0], clean[2]) is None
+    leaky = _passes(leak=True)
+    found = first_difference(leaky[0], leaky[1]) or first_difference(leaky[0], leaky[2])
+    assert found is not None and found.startswith("method lexical, case ")
+    assert found.endswith(": /evidenceBlocks/0/score differs")
+    assert set(leaky[1].latencies) == {"lexical", "vector"}
+    assert [len(v) for v in leaky[1].latencies.values()] == [20, 20]
