@@ -8,6 +8,7 @@ exact score values. Settings are passed explicitly where a test depends on them.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 from ragsnap.errors import UsageError
 from ragsnap.io.schema import validate
+from ragsnap.kb.backends import WriteBatch
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, load_seed_docs
 from ragsnap.kb.embedders import HashingEmbedder
@@ -878,3 +880,68 @@ def test_a_list_s_fusion_shares_equal_each_entry_s_share(kind: str) -> None:
         top = max(values, default=0.0)
         alone = [_share(f, weight, top, rank, v) for rank, v in enumerate(values, 1)]
         assert [repr(x) for x in _shares(f, values, weight)] == [repr(x) for x in alone]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_lookup_leaves_no_reference_cycles(kb: SqliteKnowledgeBase, method: str) -> None:
+    """``ragsnap trial`` pauses the cyclic collector through its passes: that holds
+    memory only while lookups make no garbage that reference counting cannot free."""
+    p = pipeline(kb)
+    queries = [POOL_QUERY, f"{POOL_QUERY} quokka", "quokka", "zzz nothing matches", "连接池"]
+    for query in queries:  # first lookups build what the pipeline and the store keep
+        p.lookup_ranked(query, kb_scope="eval", method=method, depth=50)
+    gc.collect()
+    gc.disable()
+    try:
+        for query in queries:
+            for scope in ("eval", None):
+                for distinct in ("chunk_id", "source"):
+                    result, ranking = p.lookup_ranked(
+                        query, kb_scope=scope, method=method, depth=50, distinct=distinct
+                    )
+                    assert ranking is not None
+                    list(ranking)  # a deep ranking's refs, gathered as a trial reads them
+                    del result, ranking
+        assert gc.collect() == 0
+        cycle: list[Any] = []
+        cycle.append(cycle)  # the check sees a cycle when there is one
+        del cycle
+        assert gc.collect() == 1
+    finally:
+        gc.enable()
+
+
+def test_a_lookup_ends_while_another_process_writes_during_every_read(
+    kb: SqliteKnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reindex under a live service: another connection to the file commits during
+    every read. The first reads see the generation move and read again; the third
+    holds one state of the file (``SnapshotStore``), so a write that deletes the
+    very chunks it is about to fetch is not seen, and the lookup ends with the
+    answer of the state it started from."""
+    p = pipeline(kb)
+    expected = p.lookup(POOL_QUERY, kb_scope="eval", method="lexical", record_latency=False)
+    top = expected["evidenceBlocks"][0]["source"]
+    with SqliteKnowledgeBase(kb.path, create=False) as writer:
+        writes: list[str] = []
+        generation, chunks = kb.generation, kb.chunks
+
+        def moved() -> str:  # a write lands between each read and its check
+            writer.write(WriteBatch(meta={"touched": str(len(writes))}))
+            writes.append("meta")
+            return generation()
+
+        def fetched(rows: Any, *, tokens: bool = True) -> Any:
+            if writes == ["meta", "meta"]:  # the third read, which holds one state
+                writer.write(WriteBatch(deletes=[top]))
+                writes.append("delete")
+            return chunks(rows, tokens=tokens)
+
+        monkeypatch.setattr(kb, "generation", moved)
+        monkeypatch.setattr(kb, "chunks", fetched)
+        got = p.lookup(POOL_QUERY, kb_scope="eval", method="lexical", record_latency=False)
+        assert writes == ["meta", "meta", "delete"]  # two reads checked, then one held
+        assert got == expected
+        monkeypatch.undo()
+        after = p.lookup(POOL_QUERY, kb_scope="eval", method="lexical", record_latency=False)
+        assert top not in evidence_sources(after)  # the delete landed, and is seen now

@@ -80,6 +80,7 @@ from .backends import (
     Filter,
     KnowledgeBase,
     Ranking,
+    SnapshotStore,
     StoredChunk,
     breadcrumb_segments,
     cut_ranking,
@@ -664,7 +665,9 @@ class Pipeline:
         The whole lookup reads one state of the store: it runs again when the
         store's generation changed while it ran (a write by another thread or
         process), or when a write removed a chunk between a search and the
-        chunk fetch, up to ``_READS`` times.
+        chunk fetch, up to ``_READS`` times; from the third time on, a store that
+        can (``SnapshotStore``) holds one state for the whole lookup, so it ends
+        however busy the writers are.
         """
         result, _ = self.lookup_ranked(
             query, kb_scope=kb_scope, top_k=top_k, method=method, record_latency=record_latency
@@ -696,15 +699,18 @@ class Pipeline:
         top_k = s.top_k if top_k is None else top_k
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, not {top_k}")
-        for _ in range(_READS):
+        kb = self.kb
+        for read in range(_READS):
+            # after the first reads met writes, a store that can holds one state
+            held = kb if read >= _OPTIMISTIC_READS and isinstance(kb, SnapshotStore) else None
             try:
-                with self.kb.pinned() as generation:
+                with kb.pinned() if held is None else held.snapshot() as generation:
                     result = self._lookup(
                         query, kb_scope, top_k, spec, record_latency, generation, depth, distinct
                     )
             except _StaleRead:
                 continue
-            if self.kb.generation() == generation:
+            if held is not None or kb.generation() == generation:
                 return result
         raise BackendError(
             f"the knowledge base changed under {_READS} lookups in a row (it is being "
@@ -925,6 +931,11 @@ _META_TERMS = 20_000
 
 #: how often a lookup is tried while the store keeps changing under it
 _READS = 5
+
+#: how many of those read as they go, checking the store's generation afterwards; the
+#: others read a snapshot when the store can (``SnapshotStore``: the embedded one),
+#: so that a lookup during continuous writes (a reindex under a live service) ends
+_OPTIMISTIC_READS = 2
 
 #: a lexical attempt whose rows hold this many distinct codes has each row's coverage
 #: computed compiled, on the grid in one step (fewer: once per code, in Python)

@@ -41,6 +41,7 @@ __all__ = [
     "KnowledgeBase",
     "Ranking",
     "ReceiptStore",
+    "SnapshotStore",
     "StoredChunk",
     "Upload",
     "WriteBatch",
@@ -273,6 +274,19 @@ class ReceiptStore(Protocol):
 
     def write_receipts(self, entries: Mapping[str, str]) -> None:
         """Store ``entries`` alone (no document, no new generation)."""
+        ...
+
+
+@runtime_checkable
+class SnapshotStore(Protocol):
+    """A store that can read one state of itself for as long as a lookup takes."""
+
+    def snapshot(self) -> AbstractContextManager[str]:
+        """Like ``pinned``, but every read of this thread inside sees the state of the
+        store at its start (the generation it yields), whatever is written meanwhile:
+        a reader needs no ``generation()`` check afterwards. It may make other
+        threads' reads of the same store object wait: a reader's fallback when its
+        ``pinned`` reads keep meeting writes."""
         ...
 
 

@@ -28,7 +28,9 @@ reference the scorer is tested against, takes them as SQL conditions. A lookup
 pins one generation of the in-memory side (``pinned``): its searches and
 fetches skip the per-call generation query, and the term codes of its last
 lexical search (which query terms each row holds, recorded by the kernel) are kept
-for the attempt that reads them next.
+for the attempt that reads them next. A lookup whose pinned reads keep meeting
+writes reads a ``snapshot``: one read transaction, the store's lock held, so
+everything it reads is of one state of the file however busy the writers.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
 ``synchronous=FULL``: a process killed in the middle of an import leaves the
@@ -535,6 +537,31 @@ class SqliteKnowledgeBase:
             yield index.generation
         finally:
             self._pins.pin = outer
+
+    @contextmanager
+    def snapshot(self) -> Iterator[str]:
+        """``pinned`` inside one read transaction, this store's lock held throughout
+        (``SnapshotStore``): the generation, the in-memory side (rebuilt from the same
+        transaction when it is of another generation) and every row read inside are
+        of one state of the file, as WAL keeps it for a reader while other processes
+        write. Other threads' calls on this store wait until it ends."""
+        with self._lock:
+            if self._db.in_transaction:  # a snapshot inside a snapshot: the same read
+                with self.pinned() as generation:
+                    yield generation
+                return
+            self._db.execute("BEGIN")
+            try:
+                outer = getattr(self._pins, "pin", None)
+                self._pins.pin = None  # ``_index`` asks the file, inside the transaction
+                try:
+                    index = self._index()
+                    self._pins.pin = _Pin(index)
+                    yield index.generation
+                finally:
+                    self._pins.pin = outer
+            finally:
+                self._db.execute("COMMIT")
 
     def _pin(self) -> _Pin | None:
         pin: _Pin | None = getattr(self._pins, "pin", None)
