@@ -707,7 +707,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         metavar="N",
-        help="seed of the shuffled method/query order of each measured pass (default: 20260920)",
+        help="seed of each pass's shuffled order: the warm-up's queries and their methods, "
+        "a measured pass's method blocks and their queries (default: 20260920)",
     )
     trial.add_argument(
         "--write-plan",
