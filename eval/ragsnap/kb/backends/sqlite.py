@@ -555,6 +555,9 @@ class SqliteKnowledgeBase:
                 outer = getattr(self._pins, "pin", None)
                 self._pins.pin = None  # ``_index`` asks the file, inside the transaction
                 try:
+                    # kept memory of the generation read here is of this state: memory
+                    # read outside a transaction can hold rows newer than its generation,
+                    # but generations only grow, so the file never gives that one again
                     index = self._index()
                     self._pins.pin = _Pin(index)
                     yield index.generation
