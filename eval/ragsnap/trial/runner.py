@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,22 +67,20 @@ def pass_order(
     block per method, the blocks and each block's cases shuffled."""
     rng = random.Random(f"ragsnap-trial:{seed}:{number}")
     if number == 0:
-        cases = list(case_ids)
-        rng.shuffle(cases)
-        pairs = []
-        for case in cases:
-            names = list(methods)
-            rng.shuffle(names)
-            pairs += [(m, case) for m in names]
-        return pairs
-    blocks = list(methods)
-    rng.shuffle(blocks)
-    order: list[tuple[str, str]] = []
-    for method in blocks:
-        cases = list(case_ids)
-        rng.shuffle(cases)
-        order += [(method, c) for c in cases]
-    return order
+        return [(m, c) for c, names in _shuffled(rng, case_ids, methods) for m in names]
+    return [(m, c) for m, cases in _shuffled(rng, methods, case_ids) for c in cases]
+
+
+def _shuffled(
+    rng: random.Random, outer: Sequence[str], inner: Sequence[str]
+) -> Iterator[tuple[str, list[str]]]:
+    """``outer`` shuffled, each with its own shuffle of ``inner`` (drawn in turn)."""
+    order = list(outer)
+    rng.shuffle(order)
+    for item in order:
+        each = list(inner)
+        rng.shuffle(each)
+        yield item, each
 
 
 def run_pass(

@@ -546,23 +546,15 @@ class SqliteKnowledgeBase:
         of one state of the file, as WAL keeps it for a reader while other processes
         write. Other threads' calls on this store wait until it ends."""
         with self._lock:
-            if self._db.in_transaction:  # a snapshot inside a snapshot: the same read
-                with self.pinned() as generation:
-                    yield generation
-                return
             self._db.execute("BEGIN")
             try:
-                outer = getattr(self._pins, "pin", None)
-                self._pins.pin = None  # ``_index`` asks the file, inside the transaction
-                try:
-                    # kept memory of the generation read here is of this state: memory
-                    # read outside a transaction can hold rows newer than its generation,
-                    # but generations only grow, so the file never gives that one again
-                    index = self._index()
-                    self._pins.pin = _Pin(index)
-                    yield index.generation
-                finally:
-                    self._pins.pin = outer
+                # the transaction's first read fixes its state, and ``pinned`` reuses the
+                # memory of the generation read here (or rebuilds it inside): memory read
+                # outside a transaction can hold rows newer than its generation, but
+                # generations only grow, so the file never gives that one again
+                self._generation()
+                with self.pinned() as generation:
+                    yield generation
             finally:
                 self._db.execute("COMMIT")
 
