@@ -105,22 +105,38 @@ def select(
 @_jit
 def term_codes(indptr: Any, docs: Any, terms: Any, bits: Any, positions: Any, out: Any) -> None:
     """``out[j]``: bit ``bits[i]`` set for every term ``terms[i]`` whose postings (in
-    position order) hold ``positions[j]``: a binary search per term and position."""
+    position order) hold ``positions[j]``: each term's postings walked once, forward,
+    through the positions in sorted order, galloping (an exponential, then a binary
+    search) from where the last one was found (the few a lookup asks for land in
+    far-apart stretches of a common term's postings; a walk forward reads them in the
+    order the memory is laid out)."""
+    order = np.argsort(positions)
     for j in range(positions.shape[0]):
         out[j] = 0
     for i in range(terms.shape[0]):
-        start, end = indptr[terms[i]], indptr[terms[i] + 1]
+        lo, end = indptr[terms[i]], indptr[terms[i] + 1]
         flag = np.int64(1) << bits[i]
-        for j in range(positions.shape[0]):
-            p = positions[j]
-            lo, hi = start, end
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if docs[mid] < p:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            if lo < end and docs[lo] == p:
+        for k in range(order.shape[0]):
+            if lo >= end:
+                break
+            j = order[k]
+            target = positions[j]
+            if docs[lo] < target:  # docs[lo] < target <= docs[hi], or hi is the end
+                step = 1
+                hi = lo + 1
+                while hi < end and docs[hi] < target:
+                    lo = hi
+                    step *= 2
+                    hi = lo + step
+                hi = min(hi, end)
+                lo += 1
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if docs[mid] < target:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+            if lo < end and docs[lo] == target:
                 out[j] |= flag
 
 
@@ -131,16 +147,17 @@ def accumulate(
     weights: Any,
     terms: Any,
     scores: Any,
-    codes: Any,
     touched: Any,
     previous: int,
 ) -> int:
-    """BM25 of the chunks holding ``terms``, summed term by term into ``scores``,
-    and which terms each holds (bit i of ``codes``: ``terms[i]``, for the first 63;
-    bit 63 for any later one), so that a position is new while its code is 0; the
-    positions found go to ``touched`` (their count is returned). The previous
-    query's ``previous`` entries are cleared first (all of them at once when they are
-    many: a sequential fill beats scattered stores).
+    """BM25 of the chunks holding ``terms``, summed term by term into ``scores``; the
+    positions found go to ``touched`` (their count is returned). Every weight is
+    positive (``Bm25Kernel`` checks), so a position is new while its score is 0.0:
+    the one array each posting reads and writes (a second one of which terms each
+    holds, read and written at random too, took 40% of a common query's time; the
+    few selected positions' terms are found by binary search, ``term_codes``). The
+    previous query's ``previous`` entries are cleared first (all of them at once when
+    they are many: a sequential fill beats scattered stores).
 
     Every posting writes ``touched[m]`` and moves ``m`` on only when its position is
     new: no branch to mispredict, where a common term's postings are new or not at
@@ -148,23 +165,18 @@ def accumulate(
     than there are positions."""
     if previous > scores.shape[0] // 8:
         scores[:] = 0.0
-        codes[:] = 0
     else:
         for i in range(previous):
-            d = touched[i]
-            scores[d] = 0.0
-            codes[d] = 0
+            scores[touched[i]] = 0.0
     m = 0
     for i in range(terms.shape[0]):
         t = terms[i]
-        flag = np.int64(1) << min(i, 63)
         for p in range(indptr[t], indptr[t + 1]):
             d = docs[p]
-            code = codes[d]
+            score = scores[d]
             touched[m] = d  # kept only when m moves on
-            m += code == 0
-            codes[d] = code | flag
-            scores[d] += weights[p]
+            m += score == 0.0
+            scores[d] = score + weights[p]
     return m
 
 

@@ -302,6 +302,8 @@ class Bm25Kernel:
     The scores of the last query are kept: a lookup asks for the same terms under
     two filters (the hinted category, then the scope) and, in a trial, once more
     deeper; only the selection runs again. Callers serialise calls (the store's lock).
+    Every weight is positive (BM25's are, with either idf): the compiled sum knows a
+    chunk it has not met by its score of 0.0.
     """
 
     def __init__(
@@ -312,13 +314,15 @@ class Bm25Kernel:
         ranks: NDArray[np.int64],
         kernel: str = "auto",
     ):
+        if len(weights) and not float(weights.min()) > 0.0:  # NaN fails too
+            raise ValueError("every BM25 posting weight must be positive")
         self.indptr, self.docs, self.weights, self.ranks = indptr, docs, weights, ranks
         self.kernel = resolve_kernel(kernel, len(ranks))
         n = len(ranks)
         self._last: bytes | None = None  # the terms the kept scores are for
         # the kept scores: numba adds into a zeroed buffer, numpy makes a new array
         self._scores = np.zeros(n if self.kernel == "numba" else 0, dtype=np.float64)
-        self._codes = np.zeros(n if self.kernel == "numba" else 0, dtype=np.int64)
+        self._codes = np.zeros(0, dtype=np.int64)  # numpy's: which terms each holds
         self._touched = np.zeros(0, dtype=np.int64)  # positions holding a term, as found
         if self.kernel == "numba":
             fns = _numba_kernels()
@@ -348,7 +352,6 @@ class Bm25Kernel:
                 self.weights,
                 terms,
                 self._scores,
-                self._codes,
                 self._buffer,
                 self._count,
             )
@@ -403,10 +406,13 @@ class Bm25Kernel:
         self, terms: NDArray[np.int64], positions: NDArray[np.int64]
     ) -> NDArray[np.int64] | None:
         """Which of ``terms`` each of ``positions`` holds (bit i: ``terms[i]``), as the
-        last search recorded it; None unless that search was of ``terms`` (at most
-        ``CODE_BITS`` of them)."""
+        last search recorded it (numpy) or found again in the postings (compiled:
+        ``term_codes``, a few binary searches for a lookup's list); None unless that
+        search was of ``terms`` (at most ``CODE_BITS`` of them)."""
         if len(terms) > CODE_BITS or terms.tobytes() != self._last:
             return None
+        if self.kernel == "numba":
+            return self.term_codes(terms, np.arange(len(terms), dtype=np.int64), positions)
         kept: NDArray[np.int64] = self._codes[positions]
         return kept
 

@@ -459,3 +459,16 @@ def test_compiled_coverages_on_the_grid_round_halves_to_even_as_python_does() ->
     # among them halves whose even tick is the one below (rounding halves up would not)
     assert any(int(w * TICKS_PER_UNIT) % 2 == 0 for w in weights)
     assert kernels.compiled_coverage_grid(codes[:7], weights, 1.0) is None  # too few
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.5, math.nan])
+def test_a_posting_weight_that_is_not_positive_is_refused(bad: float) -> None:
+    """The compiled sum knows a chunk it has not met by its score of 0.0: a weight of
+    0 (or below, or NaN) would break that, so no kernel takes one."""
+    indptr, docs, weights = postings(0)
+    weights = weights.copy()
+    weights[17] = bad
+    ranks = chunk_id_ranks(chunk_ids(0))
+    for kernel in ("numpy", "numba") if numba_available() else ("numpy",):
+        with pytest.raises(ValueError, match="positive"):
+            Bm25Kernel(indptr, docs, weights, ranks, kernel)
