@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import json
 import sqlite3
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -941,3 +942,77 @@ def test_the_generation_follows_every_write_by_this_store_or_another(
         third = other.generation()
     assert third not in (first, second)
     assert kb.generation() == third == kb.read_meta()["generation"]
+
+
+def count_queries(kb: SqliteKnowledgeBase) -> list[str]:
+    """Every statement ``kb``'s connection runs from now on."""
+    ran: list[str] = []
+    kb._db.set_trace_callback(ran.append)
+    return ran
+
+
+def test_a_generation_check_asks_the_file_only_after_a_commit(
+    kb: SqliteKnowledgeBase, docs_dir: Path
+) -> None:
+    """While the wal-index header is the one taken before the last query, nothing was
+    committed, and ``generation()`` answers without a query; every commit (by another
+    connection, by this store, receipts alone) rewrites the header, and the next check
+    asks the file: it never answers a generation the file no longer holds."""
+    first = kb.generation()
+    kb.generation()  # the header now stands beside the answer
+    ran = count_queries(kb)
+    for _ in range(5):
+        assert kb.generation() == first
+    assert ran == []
+    write_doc(docs_dir, "zz-late", body_of("zz-late"), category="ops")
+    with SqliteKnowledgeBase(kb.path) as other:
+        seed_folder(other, docs_dir)
+        second = other.generation()
+    assert second != first
+    assert kb.generation() == second  # asked: another connection committed
+    assert len(ran) == 1
+    assert kb.generation() == second and len(ran) == 1
+    with sqlite3.connect(kb.path) as raw:  # a bare connection's commit, no ragsnap code
+        raw.execute("UPDATE meta SET value = '999' WHERE key = 'generation'")
+    assert kb.generation() == "999"
+    kb.write_receipts({"receipt:y": "1"})  # this store's own commit, the same generation
+    asked = len(ran)
+    assert kb.generation() == "999" and len(ran) > asked
+    asked = len(ran)
+    assert kb.generation() == "999" and len(ran) == asked
+
+
+def test_a_store_that_cannot_read_the_wal_index_asks_the_file_each_time(
+    kb: SqliteKnowledgeBase, tmp_path: Path, docs_dir: Path
+) -> None:
+    """Without a wal-index to look at (another VFS, an exclusive lock: here a watch of
+    a file that does not exist) every check is a query, and sees every commit."""
+    kb.generation()
+    kb._watch = sqlite_backend._WalWatch(tmp_path / "no-such-file.sqlite")
+    ran = count_queries(kb)
+    first = kb.generation()
+    assert kb.generation() == first and len(ran) == 2
+    with sqlite3.connect(kb.path) as raw:
+        raw.execute("UPDATE meta SET value = '777' WHERE key = 'generation'")
+    assert kb.generation() == "777"
+
+
+def test_the_wal_index_header_is_told_only_when_whole_and_known() -> None:
+    """Two equal, initialised copies of the known format give the header; a copy being
+    rewritten, an uninitialised index, another format or a short read give nothing."""
+    header = bytearray(48)
+    header[:4] = (3007000).to_bytes(4, sys.byteorder)
+    header[12] = 1
+    header[16:20] = (42).to_bytes(4, sys.byteorder)  # frames in the log
+    whole = bytes(header) * 2
+    assert sqlite_backend.wal_header(whole) == bytes(header)
+    moved = bytearray(header)
+    moved[16] = 43
+    assert sqlite_backend.wal_header(bytes(moved) + bytes(header)) is None
+    blank = bytearray(header)
+    blank[12] = 0
+    assert sqlite_backend.wal_header(bytes(blank) * 2) is None
+    other = bytearray(header)
+    other[:4] = (3007001).to_bytes(4, sys.byteorder)
+    assert sqlite_backend.wal_header(bytes(other) * 2) is None
+    assert sqlite_backend.wal_header(whole[:60]) is None

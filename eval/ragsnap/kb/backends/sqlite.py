@@ -27,7 +27,7 @@ tested once per distinct metadata label); FTS5's own search, kept as the
 reference the scorer is tested against, takes them as SQL conditions. A lookup
 pins one generation of the in-memory side (``pinned``): its searches and
 fetches skip the per-call generation query, and the term codes of its last
-lexical search (which query terms each row holds, recorded by the kernel) are kept
+lexical search (which query terms each row holds, found by the kernel) are kept
 for the attempt that reads them next. A lookup whose pinned reads keep meeting
 writes reads a ``snapshot``: one read transaction, the store's lock held, so
 everything it reads is of one state of the file however busy the writers.
@@ -42,7 +42,9 @@ from __future__ import annotations
 import functools
 import json
 import math
+import mmap
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -440,6 +442,53 @@ _NO_POSITIONS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 _PINNED_FOUND = 256
 
 
+#: SQLite's wal-index header (the ``-shm`` file every connection to a WAL-mode file maps;
+#: its format is fixed since 3.7.0, as connections of different versions share it):
+#: two copies of 48 bytes, the first field the format's version, the fourth whether it
+#: was initialised. Every commit rewrites both (the log's frame count, a counter of
+#: transactions, the salts when the log restarts), the second copy first.
+_WAL_HEADER = 48
+_WAL_VERSION = 3007000
+
+
+def wal_header(raw: bytes) -> bytes | None:
+    """The header of a wal-index's first ``2 * _WAL_HEADER`` bytes, or None when it
+    cannot be told: the copies differ (a commit is writing them), it is not
+    initialised, or its format is another."""
+    first = raw[:_WAL_HEADER]
+    if len(raw) < 2 * _WAL_HEADER or first != raw[_WAL_HEADER : 2 * _WAL_HEADER]:
+        return None
+    if not first[12] or int.from_bytes(first[:4], sys.byteorder) != _WAL_VERSION:
+        return None
+    return first
+
+
+class _WalWatch:
+    """Whether a transaction committed to the file since a header was taken, told by
+    the wal-index SQLite shares between connections, mapped read-only, without a query:
+    a query costs 10-20 µs after a lookup's search has pushed SQLite's pages out of the
+    caches (a tenth of a lookup), a look at 96 bytes well under 1. Where there is no
+    such file (another VFS, an exclusive lock) it tells nothing, and the query decides.
+    """
+
+    def __init__(self, path: Path):
+        self._map: mmap.mmap | None = None
+        try:
+            with Path(f"{path}-shm").open("rb") as f:
+                self._map = mmap.mmap(f.fileno(), 2 * _WAL_HEADER, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # none, or shorter than a header
+            pass
+
+    def header(self) -> bytes | None:
+        """The header now (``wal_header``); None when it cannot be told."""
+        return None if self._map is None else wal_header(self._map[: 2 * _WAL_HEADER])
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
 @dataclass(slots=True)
 class _Pin:
     """One thread's pinned read (``SqliteKnowledgeBase.pinned``): the index, and the
@@ -494,6 +543,10 @@ class SqliteKnowledgeBase:
         self._lock = threading.RLock()
         self._memory: _Index | None = None
         self._seen: str | None = None  # the generation the file gave last (``pinned``)
+        #: the wal-index header taken right before the query that gave ``_seen``
+        #: (``_current_generation``), and what reads it (made after the first query)
+        self._seen_header: bytes | None = None
+        self._watch: _WalWatch | None = None
         self._pins = threading.local()  # ``pinned``: this thread's ``_Pin``, if any
 
     def _check_is_knowledge_base(self) -> None:
@@ -514,7 +567,7 @@ class SqliteKnowledgeBase:
 
     def generation(self) -> str:
         with self._lock:
-            return self._generation()
+            return self._current_generation()
 
     @contextmanager
     def pinned(self) -> Iterator[str]:
@@ -716,9 +769,28 @@ class SqliteKnowledgeBase:
         return "".join(f" AND {s}" for s in sql), args
 
     def _generation(self) -> str:
+        """The file's generation, asked (in a transaction, its first read)."""
         row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         self._seen = row[0] if row else "0"
+        self._seen_header = None
         return self._seen
+
+    def _current_generation(self) -> str:
+        """``_generation``, not asked again while the wal-index header is the one taken
+        right before the query that gave ``_seen``: nothing committed since, so the
+        file's generation is that one (a commit by any connection, this one included,
+        rewrites the header before its rows can be read). Under the lock."""
+        watch = self._watch
+        if watch is None:
+            generation = self._generation()
+            self._watch = _WalWatch(self.path)  # the file exists once it was read
+            return generation
+        header = watch.header()
+        if header is not None and header == self._seen_header:
+            return cast("str", self._seen)
+        generation = self._generation()
+        self._seen_header = header
+        return generation
 
     def _index(self) -> _Index:
         """The in-memory side of the current generation (rebuilt after any write), or
@@ -726,7 +798,7 @@ class SqliteKnowledgeBase:
         pin: _Pin | None = getattr(self._pins, "pin", None)
         if pin is not None:
             return pin.index
-        generation = self._generation()
+        generation = self._current_generation()
         if self._memory is None or self._memory.generation != generation:
             rows = self._db.execute(
                 "SELECT c.id, c.chunk_id, d.kb_scope, d.category, d.breadcrumb, c.source, "
@@ -1004,6 +1076,8 @@ class SqliteKnowledgeBase:
 
     def close(self) -> None:
         with self._lock:
+            if self._watch is not None:
+                self._watch.close()
             self._db.close()
 
     def __enter__(self) -> SqliteKnowledgeBase:
