@@ -67,6 +67,7 @@ import functools
 import itertools
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
@@ -1134,13 +1135,16 @@ class _HintIndex:
         if len(top) > 1:  # a tie names no category
             return {}
         category = top[0]
-        tally: dict[int, int] = {}
-        for term in distinct:
-            for d in self.postings.get((category, term), ()):
-                tally[d] = tally.get(d, 0) + 1
-        if tally:
-            best = max(tally.values())
-            docs = [d for d, n in tally.items() if n == best]
+        postings = self.postings
+        held = [docs for term in distinct if (docs := postings.get((category, term)))]
+        if held:
+            # the documents sharing the most query terms: one term's are all of its own
+            # (a document is in a term's postings once); more are tallied (in C)
+            docs = held[0]
+            if len(held) > 1:
+                tally = Counter(itertools.chain.from_iterable(held))
+                most = max(tally.values())
+                docs = [d for d, n in tally.items() if n == most]
             # documents are numbered in breadcrumb order: the ends of their breadcrumbs
             prefix = _common_prefix([self.breadcrumbs[min(docs)], self.breadcrumbs[max(docs)]])
         else:
