@@ -1016,3 +1016,22 @@ def test_the_wal_index_header_is_told_only_when_whole_and_known() -> None:
     other[:4] = (3007001).to_bytes(4, sys.byteorder)
     assert sqlite_backend.wal_header(bytes(other) * 2) is None
     assert sqlite_backend.wal_header(whole[:60]) is None
+
+
+def test_a_store_opened_through_a_symbolic_link_watches_the_file_itself(
+    kb: SqliteKnowledgeBase, tmp_path: Path
+) -> None:
+    """SQLite keeps the wal-index beside the file a link points to: the watch reads that
+    one, so a commit through the file's own name is seen through the link."""
+    link = tmp_path / "linked.sqlite"
+    link.symlink_to(kb.path)
+    with SqliteKnowledgeBase(link, create=False) as linked:
+        first = linked.generation()
+        assert linked._watch is not None and linked._watch.header() is not None
+        ran = count_queries(linked)
+        linked.generation()
+        linked.generation()
+        assert len(ran) == 1  # the header stands beside the answer after one more query
+        with sqlite3.connect(kb.path) as raw:
+            raw.execute("UPDATE meta SET value = '555' WHERE key = 'generation'")
+        assert first != "555" and linked.generation() == "555" and len(ran) == 2

@@ -155,7 +155,7 @@ def accumulate(
     positive (``Bm25Kernel`` checks), so a position is new while its score is 0.0:
     the one array each posting reads and writes (a second one of which terms each
     holds, read and written at random too, took 40% of a common query's time; the
-    few selected positions' terms are found by binary search, ``term_codes``). The
+    few selected positions' terms are found in the postings afterwards, ``term_codes``). The
     previous query's ``previous`` entries are cleared first (all of them at once when
     they are many: a sequential fill beats scattered stores).
 

@@ -407,8 +407,8 @@ class Bm25Kernel:
     ) -> NDArray[np.int64] | None:
         """Which of ``terms`` each of ``positions`` holds (bit i: ``terms[i]``), as the
         last search recorded it (numpy) or found again in the postings (compiled:
-        ``term_codes``, a few binary searches for a lookup's list); None unless that
-        search was of ``terms`` (at most ``CODE_BITS`` of them)."""
+        ``term_codes``, one forward walk of each term's postings for a lookup's list);
+        None unless that search was of ``terms`` (at most ``CODE_BITS`` of them)."""
         if len(terms) > CODE_BITS or terms.tobytes() != self._last:
             return None
         if self.kernel == "numba":

@@ -43,6 +43,7 @@ import functools
 import json
 import math
 import mmap
+import os
 import sqlite3
 import sys
 import threading
@@ -547,6 +548,7 @@ class SqliteKnowledgeBase:
         #: (``_current_generation``), and what reads it (made after the first query)
         self._seen_header: bytes | None = None
         self._watch: _WalWatch | None = None
+        self._real_path = Path(os.path.realpath(path))  # as opened (the watch's file)
         self._pins = threading.local()  # ``pinned``: this thread's ``_Pin``, if any
 
     def _check_is_knowledge_base(self) -> None:
@@ -783,7 +785,9 @@ class SqliteKnowledgeBase:
         watch = self._watch
         if watch is None:
             generation = self._generation()
-            self._watch = _WalWatch(self.path)  # the file exists once it was read
+            # beside the file as opened (symbolic links resolved, as SQLite does), which
+            # exists once the file was read
+            self._watch = _WalWatch(self._real_path)
             return generation
         header = watch.header()
         if header is not None and header == self._seen_header:
