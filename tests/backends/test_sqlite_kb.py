@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import json
 import sqlite3
 import sys
@@ -901,25 +900,6 @@ def test_a_retry_under_a_wider_filter_finds_what_a_fresh_search_finds(
     assert not index.covers(other, narrow) and not index.covers(narrow, scope)
     kb.close()
     fresh.close()
-
-
-def test_term_bits_move_to_their_token_s_bits_run_by_run() -> None:
-    """A search's codes (bit i: its i-th term) become the query's (bit j: its j-th
-    distinct token) when tokens the index lacks sit between terms: each run of bits
-    that moves by the same shift moves at once, the same as moving bit by bit."""
-    import random
-
-    from ragsnap.kb.backends.sqlite import _moves, _remap
-
-    rng = random.Random(3)
-    for _ in range(300):
-        tokens = rng.randint(1, 40)
-        bits = sorted(rng.sample(range(tokens), rng.randint(1, tokens)))
-        moves = _moves(bits)
-        assert len(moves) == 1 + sum(1 for a, b in itertools.pairwise(bits) if b - a > 1)
-        for code in [0, (1 << len(bits)) - 1, *(rng.getrandbits(len(bits)) for _ in range(20))]:
-            slow = sum(1 << bit for i, bit in enumerate(bits) if code >> i & 1)
-            assert _remap(code, moves) == slow, (bits, code)
 
 
 def test_the_generation_follows_every_write_by_this_store_or_another(

@@ -403,17 +403,32 @@ class Bm25Kernel:
         return positions, values
 
     def kept_codes(
-        self, terms: NDArray[np.int64], positions: NDArray[np.int64]
+        self,
+        terms: NDArray[np.int64],
+        positions: NDArray[np.int64],
+        bits: NDArray[np.int64] | None = None,
     ) -> NDArray[np.int64] | None:
-        """Which of ``terms`` each of ``positions`` holds (bit i: ``terms[i]``), as the
-        last search recorded it (numpy) or found again in the postings (compiled:
-        ``term_codes``, one forward walk of each term's postings for a lookup's list);
-        None unless that search was of ``terms`` (at most ``CODE_BITS`` of them)."""
-        if len(terms) > CODE_BITS or terms.tobytes() != self._last:
+        """Which of ``terms`` each of ``positions`` holds (bit ``bits[i]``, by default
+        bit i, for ``terms[i]``; ``bits`` increasing), as the last search recorded it
+        (numpy) or found again in the postings (compiled: ``term_codes``, one forward
+        walk of each term's postings for a lookup's list); None unless that search was
+        of ``terms`` (and every bit is below ``CODE_BITS``)."""
+        if terms.tobytes() != self._last:
+            return None
+        if bits is None:
+            if len(terms) > CODE_BITS:
+                return None
+            bits = np.arange(len(terms), dtype=np.int64)
+        elif len(bits) and int(bits[-1]) >= CODE_BITS:
             return None
         if self.kernel == "numba":
-            return self.term_codes(terms, np.arange(len(terms), dtype=np.int64), positions)
+            return self.term_codes(terms, bits, positions)
         kept: NDArray[np.int64] = self._codes[positions]
+        if len(bits) and int(bits[-1]) != len(bits) - 1:  # bit i moves to bits[i]
+            moved = np.zeros(len(kept), dtype=np.int64)
+            for i, bit in enumerate(bits.tolist()):
+                moved |= ((kept >> i) & 1) << bit
+            kept = moved
         return kept
 
     def term_codes(

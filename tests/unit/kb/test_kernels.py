@@ -103,7 +103,7 @@ def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
     """Both paths give the bits of exactly the terms whose postings hold the position:
     first and last postings, absent positions, empty terms and every bit up to 62,
     whatever was searched before; and the codes a search records (``kept_codes``) are
-    the same bits for its own terms, never another query's."""
+    the same bits for its own terms (or at the bits asked for), never another query's."""
     require_numba()
     indptr, docs, weights = postings(seed)
     ranks = chunk_id_ranks(chunk_ids(seed))
@@ -135,6 +135,12 @@ def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
             assert bm25.term_codes(terms, same_bits, positions).tolist() == in_order.tolist()
             kept = bm25.kept_codes(terms, positions)
             assert kept is not None and kept.tolist() == in_order.tolist(), kernel
+            # with the query's bits (tokens the index lacks skipped): the same as asked
+            kept = bm25.kept_codes(terms, positions, bits)
+            assert kept is not None and kept.tolist() == expected.tolist(), kernel
+            beyond = bits.copy()
+            beyond[-1] = 63  # a bit the codes cannot hold: asked again later instead
+            assert bm25.kept_codes(terms, positions, beyond) is None
         bm25.top(others, None, 10)  # now the kept codes are another query's
         assert bm25.term_codes(terms, bits, positions).tolist() == expected.tolist(), kernel
         assert bm25.kept_codes(terms, positions) is None

@@ -245,28 +245,6 @@ class _Bm25:
         return np.array(ids, dtype=np.int64)
 
 
-def _moves(bits: Sequence[int]) -> list[tuple[int, int]]:
-    """How ``_remap`` moves bit i to ``bits[i]`` (increasing): runs of bits that move
-    by the same shift, as (mask, shift); a query's tokens missing from the index
-    split its terms' bits into a run more each (a long query: two or three runs, not
-    a step per bit)."""
-    runs: list[tuple[int, int]] = []
-    for i, bit in enumerate(bits):
-        if runs and runs[-1][1] == bit - i:
-            runs[-1] = (runs[-1][0] | 1 << i, bit - i)
-        else:
-            runs.append((1 << i, bit - i))
-    return runs
-
-
-def _remap(code: int, moves: Sequence[tuple[int, int]]) -> int:
-    """``code`` with its bit i moved to ``bits[i]`` (``moves``: ``_moves(bits)``)."""
-    out = 0
-    for mask, shift in moves:
-        out |= (code & mask) << shift
-    return out
-
-
 #: a chunk's (kb_scope, category, breadcrumb): what filters read
 _Label = tuple[str | None, str | None, str | None]
 #: a document's (doc_id, title, breadcrumb, category, kb_scope): what a chunk read shows
@@ -853,20 +831,20 @@ class SqliteKnowledgeBase:
             if got is None:
                 return []
             terms, positions, scores = got
-            found = index.found(positions, scores)
+            rows: list[int] = index.rows[positions].tolist()
+            found = list(zip(rows, scores.tolist(), strict=True))
             pin = self._pin()
             if pin is not None and len(found) <= _PINNED_FOUND:  # the terms each row holds
                 bm25 = self._postings(index)
-                codes = bm25.kernel.kept_codes(terms, positions)
-                if codes is not None:  # bit i for terms[i]: as ``matched_terms`` gives them
-                    distinct = list(dict.fromkeys(tokens))
-                    kept = codes.tolist()
-                    if len(terms) != len(distinct):  # a token the index lacks shifts the bits
-                        where = [i for i, t in enumerate(distinct) if t in bm25.vocab]
-                        moves = _moves(where)
-                        moved = {code: _remap(code, moves) for code in set(kept)}
-                        kept = list(map(moved.__getitem__, kept))
-                    pin.tokens, pin.rows, pin.codes = distinct, [r for r, _ in found], kept
+                distinct = list(dict.fromkeys(tokens))
+                bits = None  # bit i for distinct[i], as ``matched_terms`` gives them
+                if len(terms) != len(distinct):  # a token the index lacks: bits skip it
+                    vocab = bm25.vocab
+                    where = [i for i, t in enumerate(distinct) if t in vocab]
+                    bits = np.array(where, dtype=np.int64)
+                codes = bm25.kernel.kept_codes(terms, positions, bits)
+                if codes is not None:
+                    pin.tokens, pin.rows, pin.codes = distinct, rows, codes.tolist()
                     pin.by_row = None
             return found
 
