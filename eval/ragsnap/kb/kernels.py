@@ -422,6 +422,8 @@ class Bm25Kernel:
         elif len(bits) and int(bits[-1]) >= CODE_BITS:
             return None
         if self.kernel == "numba":
+            if not positions.flags.writeable:  # a kept selection's (``top``): numba would
+                positions = positions.copy()  # load a read-only variant, ms the first time
             return self.term_codes(terms, bits, positions)
         kept: NDArray[np.int64] = self._codes[positions]
         if len(bits) and int(bits[-1]) != len(bits) - 1:  # bit i moves to bits[i]

@@ -138,6 +138,10 @@ def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
             # with the query's bits (tokens the index lacks skipped): the same as asked
             kept = bm25.kept_codes(terms, positions, bits)
             assert kept is not None and kept.tolist() == expected.tolist(), kernel
+            frozen = positions.copy()  # a kept selection's positions are read-only
+            frozen.flags.writeable = False
+            kept = bm25.kept_codes(terms, frozen, bits)
+            assert kept is not None and kept.tolist() == expected.tolist(), kernel
             beyond = bits.copy()
             beyond[-1] = 63  # a bit the codes cannot hold: asked again later instead
             assert bm25.kept_codes(terms, positions, beyond) is None
