@@ -422,8 +422,6 @@ class Bm25Kernel:
         elif len(bits) and int(bits[-1]) >= CODE_BITS:
             return None
         if self.kernel == "numba":
-            if not positions.flags.writeable:  # a kept selection's (``top``): numba would
-                positions = positions.copy()  # load a read-only variant, ms the first time
             return self.term_codes(terms, bits, positions)
         kept: NDArray[np.int64] = self._codes[positions]
         if len(bits) and int(bits[-1]) != len(bits) - 1:  # bit i moves to bits[i]
@@ -437,12 +435,14 @@ class Bm25Kernel:
         self, terms: NDArray[np.int64], bits: NDArray[np.int64], positions: NDArray[np.int64]
     ) -> NDArray[np.int64]:
         """For each of ``positions``, the bits ``bits[i]`` of the terms ``terms[i]`` its
-        chunk holds: a binary search in each term's postings (which are in position
-        order), so a lookup learns which query terms a candidate holds without reading
-        it (``kept_codes`` has them for what the last search found). Both paths give
-        the same integers."""
+        chunk holds, found in each term's postings (in position order: numba walks them
+        forward, numpy searches them), so a lookup learns which query terms a candidate
+        holds without reading it (``kept_codes`` has them for what the last search
+        found). Both paths give the same integers."""
         out = np.zeros(len(positions), dtype=np.int64)
         if self.kernel == "numba":
+            if not positions.flags.writeable:  # a kept selection's (``top``): numba would
+                positions = positions.copy()  # load a read-only variant, ms the first time
             _numba_kernels()["term_codes"](self.indptr, self.docs, terms, bits, positions, out)
             return out
         for term, bit in zip(terms.tolist(), bits.tolist(), strict=True):

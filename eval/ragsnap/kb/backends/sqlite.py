@@ -407,10 +407,11 @@ class _Index:
 
     def found(
         self, positions: NDArray[np.int64], scores: NDArray[np.float64]
-    ) -> list[tuple[int, float]]:
-        """A kernel's ``(positions, exact scores)`` as ``(row, score)`` pairs."""
+    ) -> tuple[list[int], list[tuple[int, float]]]:
+        """A kernel's ``(positions, exact scores)`` as rows, and as ``(row, score)``
+        pairs."""
         rows: list[int] = self.rows[positions].tolist()
-        return list(zip(rows, scores.tolist(), strict=True))
+        return rows, list(zip(rows, scores.tolist(), strict=True))
 
 
 #: an empty list of positions (a search that found nothing)
@@ -831,8 +832,7 @@ class SqliteKnowledgeBase:
             if got is None:
                 return []
             terms, positions, scores = got
-            rows: list[int] = index.rows[positions].tolist()
-            found = list(zip(rows, scores.tolist(), strict=True))
+            rows, found = index.found(positions, scores)
             pin = self._pin()
             if pin is not None and len(found) <= _PINNED_FOUND:  # the terms each row holds
                 bm25 = self._postings(index)
@@ -927,7 +927,7 @@ class SqliteKnowledgeBase:
         with self._lock:
             index = self._index()
             got = self._vector_top(index, vector, flt, limit)
-            return [] if got is None else index.found(*got)
+            return [] if got is None else index.found(*got)[1]
 
     def vector_ranking(
         self, vector: NDArray[np.float32], flt: Filter, limit: int, distinct: str, depth: int
