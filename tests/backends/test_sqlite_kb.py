@@ -716,6 +716,8 @@ def test_a_pinned_read_answers_as_the_whole_index_does(
             others = [*rows, 1, 2, 3]
             expected = (kb.refs(rows), kb.matched_terms(tokens, rows))
             expected_others = kb.matched_terms(tokens, others)
+            backwards = list(reversed(tokens))
+            expected_backwards = kb.matched_terms(backwards, rows)
             distinct = list(dict.fromkeys(tokens))  # as a lookup asks
             assert kb.matched_terms(distinct, rows) == expected[1]
             with kb.pinned() as generation:
@@ -730,9 +732,7 @@ def test_a_pinned_read_answers_as_the_whole_index_does(
                 assert kb.matched_terms(tokens, rows[::-1][:3]) == {
                     r: expected[1][r] for r in rows[::-1][:3]
                 }  # a part of the list, in another order (a reranked head)
-                assert kb.matched_terms(list(reversed(tokens)), rows) == kb.matched_terms(
-                    list(reversed(tokens)), rows
-                )
+                assert kb.matched_terms(backwards, rows) == expected_backwards
     kb.close()
 
 

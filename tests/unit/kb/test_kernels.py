@@ -142,6 +142,10 @@ def test_term_codes_say_which_terms_each_position_holds(seed: int) -> None:
             frozen.flags.writeable = False
             kept = bm25.kept_codes(terms, frozen, bits)
             assert kept is not None and kept.tolist() == expected.tolist(), kernel
+            if kernel == "numba":  # copied: numba loads no read-only variant (ms)
+                from ragsnap.kb._numba_kernels import term_codes as walk
+
+                assert all(getattr(a, "mutable", True) for sig in walk.signatures for a in sig)
             beyond = bits.copy()
             beyond[-1] = 63  # a bit the codes cannot hold: asked again later instead
             assert bm25.kept_codes(terms, positions, beyond) is None
