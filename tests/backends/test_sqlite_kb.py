@@ -604,23 +604,43 @@ def test_chunks_without_tokens_leave_them_unread(kb: SqliteKnowledgeBase) -> Non
     assert kb.chunks(rows, tokens=False) == full
 
 
+@pytest.mark.parametrize("tokens", [True, False])
 def test_chunks_read_from_memory_follow_a_write(
-    kb: SqliteKnowledgeBase, docs_dir: Path, tmp_path: Path
+    kb: SqliteKnowledgeBase, docs_dir: Path, tokens: bool
 ) -> None:
-    """Chunks are kept in memory per generation: a write by this store or by another
-    process makes the next read see the new text, and a removed chunk is gone."""
+    """Chunks are kept in memory per generation: a write by another process makes the
+    next read see the new text, and a removed chunk is gone; a read pinned to the
+    generation before the write still shows that generation's chunks."""
     every = kb.vector_search(HashingEmbedder().embed_query("anything"), Filter(), 10_000)
     rows = [r for r, _ in every]
-    before = kb.chunks(rows)
+    before = kb.chunks(rows, tokens=tokens)
     assert len(before) == kb.count()
-    assert kb.chunks(rows) == before  # the second read comes from memory, the same
-    rewrite_kafka_lag(docs_dir)
-    with SqliteKnowledgeBase(kb.path) as other:  # another writer of the same file
-        seed_folder(other, docs_dir)
-    after = kb.chunks(rows)
+    assert kb.chunks(rows, tokens=tokens) == before  # the second read: from memory
+    with kb.pinned():
+        rewrite_kafka_lag(docs_dir)
+        with SqliteKnowledgeBase(kb.path) as other:  # another writer of the same file
+            seed_folder(other, docs_dir)
+        if not tokens:  # made from the pinned generation's memory, the file unread
+            assert kb.chunks(rows, tokens=False) == before
+    after = kb.chunks(rows, tokens=tokens)
     assert set(after) < set(rows)  # the old kafka-lag rows were deleted
     new_rows = [r for r, _ in kb.lexical_search(["brandnewword"], Filter(), 10)]
-    assert "brandnewword" in kb.chunks(new_rows)[new_rows[0]].text
+    assert "brandnewword" in kb.chunks(new_rows, tokens=tokens)[new_rows[0]].text
+
+
+def test_chunks_shown_are_made_without_reading_the_file(kb: SqliteKnowledgeBase) -> None:
+    """A chunk shown (no tokens) is made from the index's memory: once the index of
+    the generation is loaded, reading every chunk runs no statement on the file's
+    chunks, and gives what the file holds; asking for the tokens reads them."""
+    rows = [r for (r,) in raw_rows(kb.path, "SELECT id FROM chunks ORDER BY id DESC")]
+    expected = join_read(kb.path, rows)
+    kb.lexical_search(["quartzshared"], Filter(), 5)  # loads the index of this generation
+    ran = count_queries(kb)
+    with kb.pinned():
+        assert chunk_fields(kb.chunks(rows, tokens=False)) == expected
+    assert not [sql for sql in ran if "chunks" in sql]
+    assert chunk_fields(kb.chunks(rows[:3])) == {r: expected[r] for r in rows[:3]}
+    assert [sql for sql in ran if "chunks" in sql]
 
 
 def test_receipts_are_kept_beside_the_documents_not_in_meta(

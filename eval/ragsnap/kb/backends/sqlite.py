@@ -47,7 +47,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,21 +91,21 @@ if TYPE_CHECKING:
 __all__ = ["FTS5_K1", "SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
 
 SCHEMA_VERSION = "1"
-#: chunks kept in memory per generation (a few hundred MB at most for long chunks)
+#: chunks kept made per generation (a few hundred MB at most: long chunks read with
+#: their index tokens, for the reranker, keep them twice, as a tuple and a set)
 CHUNK_CACHE = 50_000
 #: chunks read by one statement (``_chunk_reads``)
 _READ_BATCH = 32
 
 
 @functools.cache
-def _chunk_reads(count: int, tokens: bool) -> str:
-    """One statement reading ``count`` chunks by row (and their index tokens): point
+def _chunk_reads(count: int) -> str:
+    """One statement reading ``count`` chunks by row with their index tokens: point
     reads joined by ``UNION ALL``, half the time of ``IN (...)``, which sorts the
     list into a temporary index first. A document's fields come from the index."""
-    body, join = (", f.body", " JOIN chunks_fts f ON f.rowid = c.id") if tokens else ("", "")
     one = (
-        f"SELECT c.id, c.chunk_id, c.source, c.ordinal, c.text, c.heading{body} "
-        f"FROM chunks c{join} WHERE c.id = ?"
+        "SELECT c.id, c.chunk_id, c.source, c.ordinal, c.text, c.heading, f.body "
+        "FROM chunks c JOIN chunks_fts f ON f.rowid = c.id WHERE c.id = ?"
     )
     return " UNION ALL ".join([one] * count)
 
@@ -275,6 +275,12 @@ class _Index:
     #: each document's (doc_id, title, breadcrumb, category, kb_scope) by source,
     #: read with the rows: a chunk read later takes them from here (``chunks``)
     documents: dict[str, _Document]
+    #: every position's ordinal, heading and text, read with the rows: a chunk shown
+    #: (``chunks(rows, tokens=False)``) is made from memory, never read from the file
+    #: (a cold read of a lookup's few chunks cost more than its search)
+    ordinals: list[int]
+    headings: list[str | None]
+    texts: list[str]
     kernel: str  # the store's kernel for this many rows (``resolve_kernel``): numba or numpy
     vectors: VectorKernel | None = None  # encoded vectors, 1 / their norms, the kernel
     bm25: _Bm25 | None = None
@@ -294,6 +300,7 @@ class _Index:
     ref_list: list[ChunkRef] | None = None  # every position's identities, made once
     ref_objects: NDArray[np.object_] | None = None  # the same as an array (``ranking``)
     ref_by_row: dict[int, ChunkRef] | None = None  # the same by row
+    position_by_row: dict[int, int] | None = None  # each row's position (``stored``)
     #: distinct metadata labels and each position's (``labels``), with and without
     #: breadcrumbs
     label_codes: dict[bool, tuple[list[_Label], NDArray[np.int64]]] = field(default_factory=dict)
@@ -318,6 +325,30 @@ class _Index:
         if self.ref_by_row is None:
             self.ref_by_row = dict(zip(self.rows.tolist(), self.positional_refs(), strict=True))
         return self.ref_by_row
+
+    def stored(self, rows: Iterable[int]) -> dict[int, StoredChunk]:
+        """The chunks at ``rows`` without their index tokens, made from memory; a row
+        this generation does not hold is left out."""
+        if self.position_by_row is None:
+            self.position_by_row = {row: i for i, row in enumerate(self.rows.tolist())}
+        at, refs, documents = self.position_by_row, self.positional_refs(), self.documents
+        ordinals, headings, texts = self.ordinals, self.headings, self.texts
+        out: dict[int, StoredChunk] = {}
+        for row in rows:
+            i = at.get(row)
+            if i is not None:
+                ref = refs[i]
+                out[row] = StoredChunk(
+                    row,
+                    ref.chunk_id,
+                    ref.source,
+                    ordinals[i],
+                    texts[i],
+                    headings[i],
+                    *documents[ref.source],
+                    None,
+                )
+        return out
 
     def admitted(self, flt: Filter) -> tuple[NDArray[np.int64], NDArray[np.bool_]] | None:
         """Positions admitted by ``flt`` and the same as a mask; None means all."""
@@ -785,8 +816,8 @@ class SqliteKnowledgeBase:
         if self._memory is None or self._memory.generation != generation:
             rows = self._db.execute(
                 "SELECT c.id, c.chunk_id, d.kb_scope, d.category, d.breadcrumb, c.source, "
-                "d.doc_id, d.title FROM chunks c JOIN documents d ON d.source = c.source "
-                "ORDER BY c.id"
+                "d.doc_id, d.title, c.ordinal, c.heading, c.text FROM chunks c "
+                "JOIN documents d ON d.source = c.source ORDER BY c.id"
             ).fetchall()
             self._memory = _Index(
                 generation=generation,
@@ -798,6 +829,9 @@ class SqliteKnowledgeBase:
                 sources=[r[5] for r in rows],
                 doc_ids=[r[6] for r in rows],
                 documents={r[5]: (r[6], r[7], r[4], r[3], r[2]) for r in rows},
+                ordinals=[r[8] for r in rows],
+                headings=[r[9] for r in rows],
+                texts=[r[10] for r in rows],
                 kernel=resolve_kernel(self.kernel, len(rows)),
             )
         return self._memory
@@ -1020,10 +1054,11 @@ class SqliteKnowledgeBase:
         return dict(zip(rows, codes, strict=True))
 
     def chunks(self, rows: Sequence[int], *, tokens: bool = True) -> dict[int, StoredChunk]:
-        """Stored chunks by row; chunks read before in this generation come from memory
-        (repeated lookups, a trial's passes), the others from the file. Without
-        ``tokens`` the FTS5 body is not read (half the cost of a chunk shown for the
-        first time); a chunk kept without them is read again when they are asked for."""
+        """Stored chunks by row, of the generation searched; chunks made before in
+        this generation are kept (repeated lookups, a trial's passes). Without
+        ``tokens`` a chunk is made from the index's memory (``_Index.stored``): showing
+        it reads nothing. With them (the reranker's few) it is read from the file with
+        its FTS5 body; a chunk kept with its tokens is returned with them either way."""
         out: dict[int, StoredChunk] = {}
         with self._lock:
             index = self._index()
@@ -1035,9 +1070,16 @@ class SqliteKnowledgeBase:
                     unique.append(row)
                 else:
                     out[row] = hit
+            if not tokens:
+                made = index.stored(unique)
+                for row, chunk in made.items():
+                    if len(cache) < CHUNK_CACHE:
+                        cache[row] = chunk
+                out.update(made)
+                return out
             for start in range(0, len(unique), _READ_BATCH):
                 part = unique[start : start + _READ_BATCH]
-                found = self._db.execute(_chunk_reads(len(part), tokens), part).fetchall()
+                found = self._db.execute(_chunk_reads(len(part)), part).fetchall()
                 for r in found:
                     doc = documents.get(r[2])
                     if doc is None:  # a document written since: left out, as gone
@@ -1050,7 +1092,7 @@ class SqliteKnowledgeBase:
                         r[4],
                         r[5],
                         *doc,
-                        tuple(r[6].split()) if tokens else None,
+                        tuple(r[6].split()),
                     )
                     if len(cache) < CHUNK_CACHE or r[0] in cache:
                         cache[r[0]] = chunk
