@@ -28,9 +28,11 @@ reference the scorer is tested against, takes them as SQL conditions. A lookup
 pins one generation of the in-memory side (``pinned``): its searches and
 fetches skip the per-call generation query, and the term codes of its last
 lexical search (which query terms each row holds, found by the kernel) are kept
-for the attempt that reads them next. A lookup whose pinned reads keep meeting
-writes reads a ``snapshot``: one read transaction, the store's lock held, so
-everything it reads is of one state of the file however busy the writers.
+for the attempt that reads them next. Every chunk's text is read with the
+in-memory side, so a chunk shown is never read from the file. A lookup whose
+pinned reads keep meeting writes reads a ``snapshot``: one read transaction, the
+store's lock held, so everything it reads is of one state of the file however
+busy the writers.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction in WAL mode with
 ``synchronous=FULL``: a process killed in the middle of an import leaves the
@@ -295,7 +297,7 @@ class _Index:
     widens: dict[tuple[Filter, Filter], bool] = field(default_factory=dict)  # ``covers``
     last_query: bytes = b""
     last_scores: NDArray[np.float64] | None = None
-    #: chunks already read in this generation (at most ``CHUNK_CACHE`` of them)
+    #: chunks already made in this generation (at most ``CHUNK_CACHE`` of them)
     chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
     ref_list: list[ChunkRef] | None = None  # every position's identities, made once
     ref_objects: NDArray[np.object_] | None = None  # the same as an array (``ranking``)
@@ -1025,7 +1027,7 @@ class SqliteKnowledgeBase:
 
     def matched_terms(self, tokens: Sequence[str], rows: Sequence[int]) -> dict[int, int]:
         """Which distinct ``tokens`` each row's index tokens hold, as bit codes, from the
-        postings (no chunk is read: a lookup reads only the chunks it shows)."""
+        postings (no chunk is read)."""
         with self._lock:
             pin = self._pin()
             if pin is not None and tokens == pin.tokens:  # this read's last search's terms
