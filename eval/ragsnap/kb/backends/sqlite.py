@@ -93,7 +93,7 @@ if TYPE_CHECKING:
 __all__ = ["FTS5_K1", "SCHEMA_VERSION", "SqliteKnowledgeBase", "normalize_breadcrumb"]
 
 SCHEMA_VERSION = "1"
-#: chunks kept made per generation (a few hundred MB at most: long chunks read with
+#: chunks kept once made, per generation (a few hundred MB at most: long chunks read with
 #: their index tokens, for the reranker, keep them twice, as a tuple and a set)
 CHUNK_CACHE = 50_000
 #: chunks read by one statement (``_chunk_reads``)
