@@ -303,30 +303,106 @@ def first_appearances(keys: Any, depth: int, seen: Any) -> tuple[int, int]:
     return targets, cut
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def dots(matrix: Any, query: Any, out: Any) -> None:
-    """``out[i] = matrix[i] . query`` for encoded int16 rows and an encoded float32
-    query, summed in float32 in whatever order the compiler vectorizes (the one kernel
-    that allows reassociation): every product is an integer below 2^22 and every
-    partial sum of any subset of the terms one below 2^24 (``ragsnap.kb.numeric``),
-    so each is exact and the sum is the exact integer whatever the order, with or
-    without FMA. Releases the GIL: callers split the rows over threads."""
-    n, dim = matrix.shape
+#: Encoded vectors are held split, ``e = SPLIT * high + low`` (``kernels.split_encoded``)
+SPLIT = 16
+#: how far (in cosine) under the ``limit``-th lower bound a row's upper bound may lie and
+#: still be scored exactly: three grid ticks (a cosine less than a tick below another
+#: may share its ticks), far above the bounds' float64 rounding (about 1e-15)
+SHORTLIST_MARGIN = 3.0 / TICKS_PER_UNIT
+
+
+@_jit
+def coarse_dots(high: Any, query: Any, out: Any) -> None:
+    """``out[i] = high[i] . query``: int8 rows, the int16 encoded query, int32 sums.
+    Integer arithmetic: exact in any order the compiler vectorizes it (every term is
+    below 2^19 in magnitude and so is every partial sum, by Cauchy-Schwarz:
+    ``|high| |query| <= 136 * 2048``). Releases the GIL: callers split the rows over
+    threads."""
+    n, dim = high.shape
     for i in range(n):
-        acc = np.float32(0.0)
+        acc = np.int32(0)
         for j in range(dim):
-            acc += np.float32(matrix[i, j]) * query[j]
+            acc += np.int32(high[i, j]) * np.int32(query[j])
         out[i] = acc
 
 
 @_jit
-def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, Any, Any]:
-    """The best ``limit`` of ``positions`` by ticks of ``values_all[positions]``, as
-    ``select`` gives them."""
+def exact_dots(coarse: Any, low: Any, query: Any, out: Any) -> None:
+    """``out[i] = SPLIT * coarse[i] + low[i] . query``: the exact integer dot products of
+    the encoded rows (``high``'s from ``coarse_dots``), as float64."""
+    n, dim = low.shape
+    for i in range(n):
+        acc = np.int32(SPLIT) * coarse[i]
+        for j in range(dim):
+            acc += np.int32(low[i, j]) * np.int32(query[j])
+        out[i] = np.float64(acc)
+
+
+@_jit
+def shortlist_top(
+    coarse: Any,
+    low: Any,
+    scaled_inverse: Any,
+    scaled_low_norms: Any,
+    query: Any,
+    query_norm: float,
+    inverse: Any,
+    query_inverse: float,
+    positions: Any,
+    ranks: Any,
+    limit: int,
+) -> tuple[Any, Any, Any, Any, Any]:
+    """The best ``limit`` of ``positions`` by ticks of their exact cosines, as ``select``
+    gives them, with the shortlist they were chosen from (positions, exact cosines).
+
+    A row's exact dot product is ``d = SPLIT * coarse + low . query``, and
+    ``|low . query| <= |low| |query|`` (Cauchy-Schwarz), so ``d / |row|`` lies within
+    ``est -/+ slack``, ``est = SPLIT / |row| * coarse`` and ``slack = |query| |low| /
+    |row|`` (``scaled_inverse`` and ``scaled_low_norms``), and the cosine is that times
+    ``1 / |query|``. At least ``limit`` rows reach the ``limit``-th largest lower bound,
+    so the ``limit``-th best cosine does; a row whose upper bound lies more than
+    ``SHORTLIST_MARGIN`` under it has ticks below the ``limit``-th best ticks and
+    cannot be kept. One pass keeps a min-heap of the largest lower bounds and every
+    row whose upper bound reaches the heap's least (which only grows) less the margin;
+    of those, the rows that still reach the final bound (a few hundred of 100,000 with
+    the hashing embedder) are scored exactly, each read once more (its ``low`` row),
+    and ``_best`` selects among them what it would among all."""
     m = positions.shape[0]
-    if m == 0 or limit <= 0:
-        return positions[:0], values_all[:0], positions[:0]
+    found = np.empty(m, dtype=np.int64)
     values = np.empty(m, dtype=np.float64)
+    if m == 0 or limit <= 0:
+        got = select(found[:0], values[:0], found[:0], 0, ranks, limit)
+        return got[0], got[1], got[2], found[:0], values[:0]
+    margin = SHORTLIST_MARGIN * query_norm  # in units of d / |row|: the cosine's |query| times
+    heap = np.full(limit, -np.inf)
+    uppers = np.empty(m, dtype=np.float64)
+    count = 0
     for i in range(m):
-        values[i] = values_all[positions[i]]
-    return _best(values, positions, m, ranks, limit)
+        p = positions[i]
+        est = scaled_inverse[p] * coarse[p]
+        slack = query_norm * scaled_low_norms[p]
+        if est - slack > heap[0]:
+            heap[0] = est - slack
+            _sift_down(heap, 0, limit)
+        if est + slack >= heap[0] - margin:
+            found[count] = p
+            uppers[count] = est + slack
+            count += 1
+    bound = heap[0] - margin  # -inf when there are no more than ``limit`` rows
+    dim = low.shape[1]
+    kept = 0
+    for i in range(count):
+        if uppers[i] < bound:
+            continue
+        p = found[i]
+        acc = np.int32(SPLIT) * coarse[p]
+        for j in range(dim):
+            acc += np.int32(low[p, j]) * np.int32(query[j])
+        found[kept] = p
+        # numpy's ``cosines``: the exact dot as float64 (+0.0 for 0), times 1/|row|,
+        # times 1/|query|, left to right
+        values[kept] = np.float64(acc) * inverse[p] * query_inverse
+        kept += 1
+    found, values = found[:kept], values[:kept]
+    got = _best(values, found, kept, ranks, limit)
+    return got[0], got[1], got[2], found, values

@@ -8,18 +8,23 @@ Two kernels do the per-query work over every chunk of a large knowledge base:
     weights summed term by term, in the query's term order), then the best
     ``limit`` of the admitted ones by grid ticks (``ragsnap.kb.numeric``), equal
     ticks by chunk id.
-``VectorKernel.cosines`` / ``VectorKernel.top``
+``VectorKernel.scores`` / ``VectorKernel.top``
     exact dot products of encoded vectors (integers, ``ragsnap.kb.numeric``),
     their cosines ``dot * (1/|a|) * (1/|b|)`` left to right, and the same top
-    selection.
+    selection. numpy computes every cosine; the compiled kernel reads each row's
+    int8 high part (half the bytes of the int16 rows: the scan is bound by memory
+    bandwidth), bounds every cosine from it, and computes exactly only the cosines
+    that can reach the top (``_numba_kernels.shortlist_top``).
 
 Why the results cannot differ between the two implementations: a chunk's BM25 is
 the float64 sum of its postings' weights taken in the same order (the query's
 distinct terms) by both; a dot product of encoded vectors is an integer below
-2^24 whatever the order or width of the arithmetic (numba's reassociated float32
-lanes, BLAS's float32); the cosine is the same two IEEE products; ticks are ``rint(x * 10^6)``
-(round half to even) in both; and the selection keeps every candidate tied with
-the ``limit``-th tick before sorting by (ticks, chunk-id rank), a total order.
+2^24 whatever the order or width of the arithmetic (BLAS's float32, numba's int32);
+a row the compiled kernel does not score exactly has a cosine more than a tick below
+the ``limit``-th best; the cosine is the same two IEEE products; ticks are
+``rint(x * 10^6)`` (round half to even) in both; and the selection keeps every
+candidate tied with the ``limit``-th tick before sorting by (ticks, chunk-id rank),
+a total order.
 ``tests/kb/test_kernels.py`` runs both on the same data and compares the bytes.
 
 numba is optional (the ``fast`` extra). With the store's default kernel, ``auto``,
@@ -27,7 +32,7 @@ it is imported on the first search of an index with at least ``COMPILED_MIN_ROWS
 chunks (below that, numpy is as fast and the import and compilation, about a
 second, would dominate a one-shot lookup); ``compiled``, which ``trial`` uses, takes
 it at any size. Compiled kernels are cached on disk, next to this module or in the
-user's cache folder, by numba. On large stores the compiled cosines split the rows
+user's cache folder, by numba. On large stores the compiled scan splits the rows
 over up to ``_MAX_THREADS`` threads (the kernel releases the GIL); every row is
 still one exact integer dot product, so the thread count changes no bit.
 """
@@ -36,15 +41,17 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .numeric import TICKS_PER_UNIT, cosines, dot_rows, exact_dots
+from .numeric import TICKS_PER_UNIT, cosines, dot_rows
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -52,14 +59,17 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPILED_MIN_ROWS",
     "KERNELS",
+    "SPLIT",
     "Bm25Kernel",
     "VectorKernel",
+    "VectorScores",
     "chunk_id_ranks",
     "compiled_code_sums",
     "compiled_coverage_grid",
     "first_appearances",
     "numba_available",
     "resolve_kernel",
+    "split_encoded",
 ]
 
 KernelName = Literal["auto", "numba", "numpy"]
@@ -249,7 +259,7 @@ def _cosines_numpy(
 
 # --------------------------------------------------------------------------- numba
 
-#: rows from which the compiled cosines are split over threads (each part an exact
+#: rows from which the compiled scan is split over threads (each part an exact
 #: integer dot product per row: the thread count changes no bit)
 PARALLEL_MIN_ROWS = 40_000
 _MAX_THREADS = 4
@@ -287,8 +297,9 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
-                dots=compiled.dots,
-                top=compiled.top,
+                coarse_dots=compiled.coarse_dots,
+                exact_dots=compiled.exact_dots,
+                shortlist_top=compiled.shortlist_top,
             )
     return _compiled
 
@@ -454,8 +465,44 @@ class Bm25Kernel:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class VectorScores:
+    """One query against every stored vector (``VectorKernel.scores``): numpy's exact
+    cosines, or the compiled kernel's coarse dot products with the rows' high parts
+    (``split_encoded``), from which ``VectorKernel.top`` scores a shortlist exactly."""
+
+    query: NDArray[np.float32]
+    query_inverse: float
+    cosines: NDArray[np.float64] | None = None
+    coarse: NDArray[np.int32] | None = None
+
+
+#: the compiled kernel holds an encoded row ``e`` as ``SPLIT * high + low``
+SPLIT = 16
+
+
+def split_encoded(
+    encoded: NDArray[Any],
+) -> tuple[NDArray[np.int8], NDArray[np.int8], NDArray[np.float64]]:
+    """Encoded rows as ``SPLIT * high + low``, both int8, and the Euclidean norm of each
+    ``low`` row: ``high = clip(rint(e / 16), -127, 127)`` and ``low = e - 16 * high``, in
+    [-8, 8] (16 for a component of 2048, the largest an encoded vector has). Together
+    they take the memory of int16 rows; a search reads every row's ``high`` only."""
+    values = np.asarray(encoded, dtype=np.float64)
+    high = np.clip(np.rint(values / SPLIT), -127, 127)
+    low = values - SPLIT * high
+    norms: NDArray[np.float64] = np.sqrt((low * low).sum(axis=1))
+    return high.astype(np.int8), low.astype(np.int8), norms
+
+
 class VectorKernel:
-    """Exact cosines of a query with every stored encoded vector, and their top k."""
+    """Exact cosines of a query with the stored encoded vectors, and their top k.
+
+    numpy scores every row exactly (float32 BLAS on exact integers, ``numeric``). The
+    compiled kernel holds each row split (``split_encoded``): a search reads the int8
+    high parts of every row, half the bytes of int16 rows (the scan is bound by memory
+    bandwidth), then scores exactly only the rows whose cosine can reach the top
+    (``_numba_kernels.shortlist_top``). Both give the same positions and bytes."""
 
     def __init__(
         self,
@@ -467,48 +514,92 @@ class VectorKernel:
         self.kernel = resolve_kernel(kernel, len(ranks))
         self.inverse, self.ranks = inverse, ranks
         self.dim = encoded.shape[1]
-        # numba reads int16 (half the memory traffic; encoded values are at most 2048)
-        self.matrix: NDArray[Any] = encoded.astype(np.int16) if self.kernel == "numba" else encoded
+        self.matrix: NDArray[Any] = encoded
         if self.kernel == "numba":
+            self.high, self.low, self.low_norms = split_encoded(encoded)
+            # a row's coarse cosine is ``SPLIT / |row| * coarse``, its slack ``|low| / |row|``
+            # times the query's norm (``_numba_kernels.shortlist_top``)
+            self._scaled_inverse = inverse * SPLIT
+            self._scaled_low_norms = self.low_norms * inverse
+            self.matrix = self.high  # the float32 rows are not kept
             fns = _numba_kernels()
-            self._dots, self._top = fns["dots"], fns["top"]
+            self._coarse_dots, self._exact_dots = fns["coarse_dots"], fns["exact_dots"]
+            self._shortlist_top = fns["shortlist_top"]
             self._by_rank = positions_by_rank(ranks)
 
-    def cosines(self, query: NDArray[np.float32], query_inverse: float) -> NDArray[np.float64]:
-        """Cosine of the encoded ``query`` with every stored vector."""
+    def scores(self, query: NDArray[np.float32], query_inverse: float) -> VectorScores:
+        """The encoded ``query`` against every stored vector, for ``top``."""
         if self.kernel == "numpy":
-            return _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
+            exact = _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
+            return VectorScores(query, query_inverse, cosines=exact)
+        return VectorScores(query, query_inverse, coarse=self._coarse(query))
+
+    def _coarse(self, query: NDArray[np.float32]) -> NDArray[np.int32]:
+        """``high . query`` of every row, split over threads on large stores."""
         n = len(self.inverse)
-        dots = np.empty(n, dtype=np.float32)  # exact integers (see ``_numba_kernels.dots``)
+        coarse = np.empty(n, dtype=np.int32)
+        q16 = query.astype(np.int16)
         parts = _threads(n)
         if parts == 1:
-            self._dots(self.matrix, query, dots)
+            self._coarse_dots(self.high, q16, coarse)
         else:
             bounds = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
-            pool = _pool(parts)
             list(
-                pool.map(
-                    lambda a_b: self._dots(
-                        self.matrix[a_b[0] : a_b[1]], query, dots[a_b[0] : a_b[1]]
+                _pool(parts).map(
+                    lambda a_b: self._coarse_dots(
+                        self.high[a_b[0] : a_b[1]], q16, coarse[a_b[0] : a_b[1]]
                     ),
                     itertools.pairwise(bounds),
                 )
             )
-        return cosines(exact_dots(dots), self.inverse, query_inverse)
+        return coarse
+
+    def cosines(self, query: NDArray[np.float32], query_inverse: float) -> NDArray[np.float64]:
+        """Exact cosine of the encoded ``query`` with every stored vector."""
+        if self.kernel == "numpy":
+            return _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
+        dots = np.empty(len(self.inverse), dtype=np.float64)
+        self._exact_dots(self._coarse(query), self.low, query.astype(np.int16), dots)
+        return cosines(dots, self.inverse, query_inverse)
 
     def rows_cosines(
         self, positions: NDArray[np.intp], query: NDArray[np.float32], query_inverse: float
     ) -> NDArray[np.float64]:
         """Cosines with the vectors at ``positions`` only."""
-        rows = self.matrix[positions].astype(np.float32, copy=False)
+        if self.kernel == "numpy":
+            rows = self.matrix[positions].astype(np.float32, copy=False)
+        else:  # e = 16 high + low: exact in float32 (integers below 2^12)
+            rows = self.high[positions].astype(np.float32) * np.float32(SPLIT)
+            rows += self.low[positions].astype(np.float32)
         return cosines(dot_rows(rows, query), self.inverse[positions], query_inverse)
 
     def top(
-        self, values: NDArray[np.float64], positions: NDArray[np.int64], limit: int
+        self, scores: VectorScores, positions: NDArray[np.int64], limit: int
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """The best ``limit`` of ``positions`` by grid ticks of ``values[positions]``."""
-        if self.kernel == "numpy":
-            return _order(positions, values[positions], self.ranks, limit)
-        return finish_selection(
-            self._top(values, positions, self.ranks, limit), values, self._by_rank, limit
+        """The best ``limit`` of ``positions`` by grid ticks of their exact cosines (equal
+        ticks by chunk id), and those cosines."""
+        if scores.cosines is not None:
+            return _order(positions, scores.cosines[positions], self.ranks, limit)
+        if scores.coarse is None:
+            raise TypeError("VectorScores holds neither cosines nor coarse dot products")
+        query = scores.query.astype(np.int16)
+        wide = query.astype(np.int64)
+        query_norm = math.sqrt(int(wide @ wide))
+        kept, values, keys, found, exact = self._shortlist_top(
+            scores.coarse,
+            self.low,
+            self._scaled_inverse,
+            self._scaled_low_norms,
+            query,
+            query_norm,
+            self.inverse,
+            scores.query_inverse,
+            positions,
+            self.ranks,
+            limit,
         )
+        if len(keys) == 0:  # selected as they stand: no sort left to numpy
+            return kept, values
+        by_position = np.zeros(len(self.inverse), dtype=np.float64)
+        by_position[found] = exact  # many tied with the limit-th: numpy sorts their keys
+        return finish_selection((kept, values, keys), by_position, self._by_rank, limit)

@@ -15,11 +15,13 @@ import pytest
 from conftest import require_numba
 from ragsnap.kb.kernels import (
     COMPILED_MIN_ROWS,
+    SPLIT,
     Bm25Kernel,
     VectorKernel,
     chunk_id_ranks,
     numba_available,
     resolve_kernel,
+    split_encoded,
 )
 from ragsnap.kb.numeric import (
     encode_vectors,
@@ -191,16 +193,18 @@ def test_vector_numba_equals_numpy(dim: int) -> None:
     ranks = chunk_id_ranks(ids)
     compiled = VectorKernel(matrix, inverse, ranks, "numba")
     plain = VectorKernel(matrix, inverse, ranks, "numpy")
-    assert compiled.matrix.dtype == np.int16
+    assert compiled.high.dtype == compiled.low.dtype == np.int8
     admitted = np.flatnonzero(rng.random(N) < 0.8).astype(np.int64)
     for trial in range(10):
         query = encode_vectors(rng.standard_normal(dim))
         q_inv = float(inverse_norms(squared_norms(query))[0])
-        got, want = compiled.cosines(query, q_inv), plain.cosines(query, q_inv)
-        assert got.tobytes() == want.tobytes()
+        want = plain.cosines(query, q_inv)
+        assert compiled.cosines(query, q_inv).tobytes() == want.tobytes()
+        got_scores, want_scores = compiled.scores(query, q_inv), plain.scores(query, q_inv)
         positions = admitted if trial % 2 else np.arange(N, dtype=np.int64)
         for limit in (1, 50, 5000):
-            a, b = compiled.top(got, positions, limit), plain.top(want, positions, limit)
+            a = compiled.top(got_scores, positions, limit)
+            b = plain.top(want_scores, positions, limit)
             assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
             assert a[0].tolist() == reference_top(want, positions, ids, limit)
         rows = rng.choice(N, 30, replace=False)
@@ -209,6 +213,71 @@ def test_vector_numba_equals_numpy(dim: int) -> None:
             == plain.rows_cosines(rows, query, q_inv).tobytes()
             == want[rows].tobytes()
         )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(seed: int) -> None:
+    """The compiled search reads only each row's high parts, then scores exactly the
+    rows whose cosine can reach the top. Half the rows here are near the query, built
+    so that their coarse dot products rank them differently from their exact ones and
+    sit close to the bound the shortlist is cut by; some are duplicates (chunk id
+    decides): every limit and filter gives numpy's positions and bytes, and each row's
+    exact dot product lies within the bound."""
+    require_numba()
+    from ragsnap.kb import _numba_kernels
+
+    rng = np.random.default_rng(seed)
+    dim, n = 64, 4_000
+    query = encode_vectors(rng.standard_normal(dim))
+    high, _, _ = split_encoded(query[None, :])
+    # low parts along the query or against it (exact dots above or below the coarse
+    # ones by 99 % of the bound), high parts lowered by 1 in some components (coarse
+    # dots that rank the rows the other way round): a bound 5 % tighter would drop
+    # rows that belong in the top
+    aligned = np.rint(7 * query / np.abs(query).max()).astype(np.int64)
+    side = rng.choice([-1, 1], (n // 2, 1))
+    lowered = rng.random((n // 2, dim)) < rng.random((n // 2, 1)) * 0.3
+    signs = np.sign(query).astype(np.int64)
+    twins = (high.astype(np.int64) - lowered * signs) * SPLIT + side * aligned
+    matrix = np.vstack([encode_vectors(rng.standard_normal((n // 2, dim))), twins])
+    matrix = matrix[rng.permutation(n)].astype(np.float32)
+    matrix[::97] = matrix[3]  # exact duplicates
+    inverse = inverse_norms(squared_norms(matrix))
+    ids = np.array([f"doc-{rng.integers(50):02d}#{i:05d}" for i in range(n)], dtype=np.str_)
+    ranks = chunk_id_ranks(ids)
+    compiled = VectorKernel(matrix, inverse, ranks, "numba")
+    plain = VectorKernel(matrix, inverse, ranks, "numpy")
+    q_inv = float(inverse_norms(squared_norms(query))[0])
+    want = plain.cosines(query, q_inv)
+    got_scores, want_scores = compiled.scores(query, q_inv), plain.scores(query, q_inv)
+    admitted = np.flatnonzero(rng.random(n) < 0.5).astype(np.int64)
+    for positions in (np.arange(n, dtype=np.int64), admitted, admitted[:3]):
+        for limit in (1, 10, 50, 300, 2_500):
+            a = compiled.top(got_scores, positions, limit)
+            b = plain.top(want_scores, positions, limit)
+            assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
+            assert a[0].tolist() == reference_top(want, positions, ids, limit)
+    # the bound the shortlist is cut by: |exact dot - 16 coarse| <= |low| |query|
+    exact = matrix.astype(np.int64) @ query.astype(np.int64)
+    coarse = np.asarray(got_scores.coarse, dtype=np.int64)
+    query_norm = math.sqrt(int(query.astype(np.int64) @ query.astype(np.int64)))
+    assert (np.abs(exact - SPLIT * coarse) <= query_norm * compiled.low_norms).all()
+    # fewer than all rows are scored exactly, and exactly
+    *_, found, values = _numba_kernels.shortlist_top(
+        got_scores.coarse,
+        compiled.low,
+        inverse * SPLIT,
+        compiled.low_norms * inverse,
+        query.astype(np.int16),
+        query_norm,
+        inverse,
+        q_inv,
+        np.arange(n, dtype=np.int64),
+        ranks,
+        10,
+    )
+    assert 10 <= len(found) < n
+    assert values.tobytes() == want[found].tobytes()
 
 
 def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
@@ -220,11 +289,11 @@ def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
-def test_compiled_cosines_split_over_threads_give_the_same_bytes(
+def test_compiled_scan_split_over_threads_gives_the_same_bytes(
     monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
-    """Large stores split the compiled cosines over threads; every split (uneven
-    parts included) gives numpy's bytes: each row is an exact integer dot product."""
+    """Large stores split the compiled scan over threads; every split (uneven parts
+    included) gives numpy's cosines and top: each row is an exact integer dot product."""
     require_numba()
     import ragsnap.kb.kernels as kernels
 
@@ -240,6 +309,10 @@ def test_compiled_cosines_split_over_threads_give_the_same_bytes(
         query = encode_vectors(rng.standard_normal(64))
         q_inv = float(inverse_norms(squared_norms(query))[0])
         assert compiled.cosines(query, q_inv).tobytes() == plain.cosines(query, q_inv).tobytes()
+        everything = np.arange(1001, dtype=np.int64)
+        a = compiled.top(compiled.scores(query, q_inv), everything, 20)
+        b = plain.top(plain.scores(query, q_inv), everything, 20)
+        assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes()
 
 
 @pytest.mark.parametrize("dim", [3, 64, 256, 384])
@@ -257,10 +330,18 @@ def test_compiled_dots_are_the_exact_integers_in_any_order(dim: int) -> None:
     matrix[11] = 0.0  # every term 0 * q: -0.0 where q < 0
     matrix[12][query != 0] = 0.0  # the same, where the query is not 0
     exact = [sum(int(a) * int(b) for a, b in zip(row, query, strict=True)) for row in matrix]
+    high, low, _ = split_encoded(matrix)
+    assert ((high.astype(np.int32) * SPLIT + low) == matrix).all()
+    assert np.abs(low).max() <= 16 and np.abs(high).max() <= 127
     for columns in (slice(None), slice(None, None, -1)):
-        dots = np.empty(len(matrix), dtype=np.float32)
-        _numba_kernels.dots(matrix.astype(np.int16)[:, columns], query[columns], dots)
-        got = exact_dots(dots)
+        q16 = query.astype(np.int16)[columns]
+        coarse = np.empty(len(matrix), dtype=np.int32)
+        _numba_kernels.coarse_dots(np.ascontiguousarray(high[:, columns]), q16, coarse)
+        assert coarse.tolist() == [
+            sum(int(a) * int(b) for a, b in zip(row, query, strict=True)) for row in high
+        ]
+        got = np.empty(len(matrix), dtype=np.float64)
+        _numba_kernels.exact_dots(coarse, np.ascontiguousarray(low[:, columns]), q16, got)
         assert got.tolist() == [float(x) for x in exact]
         assert all(math.copysign(1.0, x) == 1.0 for x in got[[11, 12]].tolist())
     assert max(exact) == exact[7] > 2048**2 * 0.99

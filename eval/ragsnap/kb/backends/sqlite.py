@@ -62,6 +62,7 @@ from ..kernels import (
     CODE_BITS,
     Bm25Kernel,
     VectorKernel,
+    VectorScores,
     chunk_id_ranks,
     first_appearances,
     resolve_kernel,
@@ -296,7 +297,7 @@ class _Index:
     last_top: _FullTop | None = None
     widens: dict[tuple[Filter, Filter], bool] = field(default_factory=dict)  # ``covers``
     last_query: bytes = b""
-    last_scores: NDArray[np.float64] | None = None
+    last_scores: VectorScores | None = None
     #: chunks already made in this generation (at most ``CHUNK_CACHE`` of them)
     chunk_cache: dict[int, StoredChunk] = field(default_factory=dict)
     ref_list: list[ChunkRef] | None = None  # every position's identities, made once
@@ -990,7 +991,7 @@ class SqliteKnowledgeBase:
         if index.last_query != key or index.last_scores is None:
             query = encode_vectors(vector)
             query_inverse = float(inverse_norms(squared_norms(query))[0])
-            index.last_scores = vectors.cosines(query, query_inverse)
+            index.last_scores = vectors.scores(query, query_inverse)
             index.last_query = key
         scores = index.last_scores
         admitted = index.admitted(flt)
