@@ -12,7 +12,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .numeric import TICKS_PER_UNIT
+from .numeric import TICKS_PER_UNIT, VECTOR_SPLIT
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
@@ -303,8 +303,7 @@ def first_appearances(keys: Any, depth: int, seen: Any) -> tuple[int, int]:
     return targets, cut
 
 
-#: Encoded vectors are held split, ``e = SPLIT * high + low`` (``kernels.split_encoded``)
-SPLIT = 16
+SPLIT = VECTOR_SPLIT
 #: how far (in cosine) under the ``limit``-th lower bound a row's upper bound may lie and
 #: still be scored exactly: three grid ticks (a cosine less than a tick below another
 #: may share its ticks), far above the bounds' float64 rounding (about 1e-15)
@@ -314,10 +313,10 @@ SHORTLIST_MARGIN = 3.0 / TICKS_PER_UNIT
 @_jit
 def coarse_dots(high: Any, query: Any, out: Any) -> None:
     """``out[i] = high[i] . query``: int8 rows, the int16 encoded query, int32 sums.
-    Integer arithmetic: exact in any order the compiler vectorizes it (every term is
-    below 2^19 in magnitude and so is every partial sum, by Cauchy-Schwarz:
-    ``|high| |query| <= 136 * 2048``). Releases the GIL: callers split the rows over
-    threads."""
+    Integer arithmetic, exact in any order the compiler vectorizes it: every partial
+    sum is at most ``|high| |query| <= (2048 + 8 sqrt(dim)) / 16 * 2048`` in magnitude
+    (Cauchy-Schwarz), below 2^31 for any dimension up to 10^9. Releases the GIL:
+    callers split the rows over threads."""
     n, dim = high.shape
     for i in range(n):
         acc = np.int32(0)
@@ -329,7 +328,8 @@ def coarse_dots(high: Any, query: Any, out: Any) -> None:
 @_jit
 def exact_dots(coarse: Any, low: Any, query: Any, out: Any) -> None:
     """``out[i] = SPLIT * coarse[i] + low[i] . query``: the exact integer dot products of
-    the encoded rows (``high``'s from ``coarse_dots``), as float64."""
+    the encoded rows (``high``'s from ``coarse_dots``), as float64. Every partial sum
+    is below ``2048^2 + 16 * 2048 * sqrt(dim)`` in magnitude, within int32."""
     n, dim = low.shape
     for i in range(n):
         acc = np.int32(SPLIT) * coarse[i]

@@ -63,6 +63,7 @@ __all__ = [
     "TICKS_PER_UNIT",
     "VECTOR_ENCODING",
     "VECTOR_SCALE",
+    "VECTOR_SPLIT",
     "cosines",
     "dot_rows",
     "encode_vectors",
@@ -83,6 +84,9 @@ GRID = 1e-6
 TICKS_PER_UNIT = 1e6
 
 VECTOR_SCALE = 2048
+#: the compiled vector search holds an encoded component ``e`` as ``VECTOR_SPLIT * high
+#: + low``, both int8 (``kernels.split_encoded``)
+VECTOR_SPLIT = 16
 #: recorded in every store's meta: vectors written with another encoding are refused
 VECTOR_ENCODING = "unit-int11-v1"
 

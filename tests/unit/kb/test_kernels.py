@@ -332,7 +332,12 @@ def test_compiled_dots_are_the_exact_integers_in_any_order(dim: int) -> None:
     exact = [sum(int(a) * int(b) for a, b in zip(row, query, strict=True)) for row in matrix]
     high, low, _ = split_encoded(matrix)
     assert ((high.astype(np.int32) * SPLIT + low) == matrix).all()
-    assert np.abs(low).max() <= 16 and np.abs(high).max() <= 127
+    assert low.min() >= -8 and low.max() <= 16 and high.max() <= 127
+    wide = np.array([[2048, -2048, 7, 8, -8, -9, 0]], dtype=np.float32)
+    split = split_encoded(wide)
+    assert split[0].tolist() == [[127, -128, 0, 1, 0, -1, 0]]
+    assert split[1].tolist() == [[16, 0, 7, -8, -8, 7, 0]]
+    assert split[2].tolist() == [math.sqrt(16**2 + 7**2 + 8**2 + 8**2 + 7**2)]
     for columns in (slice(None), slice(None, None, -1)):
         q16 = query.astype(np.int16)[columns]
         coarse = np.empty(len(matrix), dtype=np.int32)
