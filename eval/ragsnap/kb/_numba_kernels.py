@@ -303,6 +303,19 @@ def first_appearances(keys: Any, depth: int, seen: Any) -> tuple[int, int]:
     return targets, cut
 
 
+@_jit
+def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, Any, Any]:
+    """The best ``limit`` of ``positions`` by ticks of ``values_all[positions]``, as
+    ``select`` gives them."""
+    m = positions.shape[0]
+    if m == 0 or limit <= 0:
+        return positions[:0], values_all[:0], positions[:0]
+    values = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        values[i] = values_all[positions[i]]
+    return _best(values, positions, m, ranks, limit)
+
+
 SPLIT = VECTOR_SPLIT
 #: how far (in cosine) under the ``limit``-th lower bound a row's upper bound may lie and
 #: still be scored exactly: three grid ticks (a cosine less than a tick below another
@@ -310,32 +323,45 @@ SPLIT = VECTOR_SPLIT
 SHORTLIST_MARGIN = 3.0 / TICKS_PER_UNIT
 
 
-@_jit
+#: the one flag set that lets the compiler reorder sums: only for sums of integers that
+#: are exact in float32 in any order
+_reassoc = numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+
+
+@_reassoc
+def _row_dot(rows: Any, i: int, query: Any) -> Any:
+    """``rows[i] . query`` of int8 rows and the float32 encoded query, summed in float32
+    in whatever order the compiler vectorizes: every product is an integer of at most
+    ``128 * 2048 = 2^18`` and every partial sum, of any subset of the terms, one of at
+    most ``|row| |query|`` (Cauchy-Schwarz), below 2^24 for a high part (``|high| <=
+    (2048 + 8 sqrt(dim)) / 16``) or a low part (``|low| <= 16 sqrt(dim)``) at any dimension
+    up to 250,000: each is exact, so the sum is the exact integer in any order."""
+    acc = np.float32(0.0)
+    for j in range(rows.shape[1]):
+        acc += np.float32(rows[i, j]) * query[j]
+    return acc
+
+
+@_reassoc
 def coarse_dots(high: Any, query: Any, out: Any) -> None:
-    """``out[i] = high[i] . query``: int8 rows, the int16 encoded query, int32 sums.
-    Integer arithmetic, exact in any order the compiler vectorizes it: every partial
-    sum is at most ``|high| |query| <= (2048 + 8 sqrt(dim)) / 16 * 2048`` in magnitude
-    (Cauchy-Schwarz), below 2^31 for any dimension up to 10^9. Releases the GIL:
-    callers split the rows over threads."""
-    n, dim = high.shape
-    for i in range(n):
-        acc = np.int32(0)
-        for j in range(dim):
-            acc += np.int32(high[i, j]) * np.int32(query[j])
-        out[i] = acc
+    """``out[i] = high[i] . query`` for every row (float32: exact integers, ``_row_dot``).
+    Releases the GIL: callers split the rows over threads."""
+    for i in range(high.shape[0]):
+        out[i] = _row_dot(high, i, query)
 
 
-@_jit
-def exact_dots(coarse: Any, low: Any, query: Any, out: Any) -> None:
-    """``out[i] = SPLIT * coarse[i] + low[i] . query``: the exact integer dot products of
-    the encoded rows (``high``'s from ``coarse_dots``), as float64. Every partial sum
-    is below ``2048^2 + 16 * 2048 * sqrt(dim)`` in magnitude, within int32."""
-    n, dim = low.shape
-    for i in range(n):
-        acc = np.int32(SPLIT) * coarse[i]
-        for j in range(dim):
-            acc += np.int32(low[i, j]) * np.int32(query[j])
-        out[i] = np.float64(acc)
+@_reassoc
+def full_dots(high: Any, low: Any, query: Any, out: Any) -> None:
+    """``out[i] = (SPLIT * high[i] + low[i]) . query``: the exact integer dot products of
+    the encoded rows in one pass over both parts, summed in float32 in any order (each
+    term is ``e_j q_j``, at most 2048^2 = 2^22, every partial sum at most ``|e| |q| =
+    2048^2``: exact), as float64, a zero +0.0. Releases the GIL."""
+    split = np.float32(SPLIT)
+    for i in range(high.shape[0]):
+        acc = np.float32(0.0)
+        for j in range(high.shape[1]):
+            acc += (split * np.float32(high[i, j]) + np.float32(low[i, j])) * query[j]
+        out[i] = np.float64(acc) + 0.0
 
 
 @_jit
@@ -389,19 +415,16 @@ def shortlist_top(
             uppers[count] = est + slack
             count += 1
     bound = heap[0] - margin  # -inf when there are no more than ``limit`` rows
-    dim = low.shape[1]
     kept = 0
     for i in range(count):
         if uppers[i] < bound:
             continue
         p = found[i]
-        acc = np.int32(SPLIT) * coarse[p]
-        for j in range(dim):
-            acc += np.int32(low[p, j]) * np.int32(query[j])
+        dot = SPLIT * np.float64(coarse[p]) + np.float64(_row_dot(low, p, query)) + 0.0
         found[kept] = p
         # numpy's ``cosines``: the exact dot as float64 (+0.0 for 0), times 1/|row|,
         # times 1/|query|, left to right
-        values[kept] = np.float64(acc) * inverse[p] * query_inverse
+        values[kept] = dot * inverse[p] * query_inverse
         kept += 1
     found, values = found[:kept], values[:kept]
     got = _best(values, found, kept, ranks, limit)

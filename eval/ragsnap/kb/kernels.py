@@ -231,7 +231,7 @@ def _order(
 
 def _accumulate_numpy(
     indptr: NDArray[np.int64],
-    docs: NDArray[np.int32],
+    docs: NDArray[np.float32],
     weights: NDArray[np.float64],
     terms: NDArray[np.int64],
     n: int,
@@ -280,6 +280,26 @@ def _pool(size: int) -> ThreadPoolExecutor:
         return _pools[size]
 
 
+def _split_rows(work: Callable[[int, int], None], rows: int) -> None:
+    """``work(start, end)`` over ``rows`` rows, split over threads on large stores (each
+    part its own rows: the split changes no bit)."""
+    parts = _threads(rows)
+    if parts == 1:
+        work(0, rows)
+        return
+    bounds = np.linspace(0, rows, parts + 1).astype(np.int64).tolist()
+    list(_pool(parts).map(lambda a_b: work(*a_b), itertools.pairwise(bounds)))
+
+
+#: the compiled vector search scans the rows' high parts first and scores a shortlist
+#: exactly on stores this large (on smaller ones the rows fit in the CPU's caches and
+#: one exact scan is faster) ...
+SHORTLIST_MIN_ROWS = 20_000
+#: ... when a selection admits at least this many rows per row it keeps (a larger share
+#: would be mostly shortlisted anyway: every row is then scored exactly, once per query)
+SHORTLIST_SHARE = 128
+
+
 _compiled: dict[str, Callable[..., Any]] = {}
 _compile_lock = threading.Lock()
 
@@ -298,8 +318,9 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
                 coarse_dots=compiled.coarse_dots,
-                exact_dots=compiled.exact_dots,
+                full_dots=compiled.full_dots,
                 shortlist_top=compiled.shortlist_top,
+                top=compiled.top,
             )
     return _compiled
 
@@ -320,7 +341,7 @@ class Bm25Kernel:
     def __init__(
         self,
         indptr: NDArray[np.int64],
-        docs: NDArray[np.int32],
+        docs: NDArray[np.float32],
         weights: NDArray[np.float64],
         ranks: NDArray[np.int64],
         kernel: str = "auto",
@@ -465,16 +486,18 @@ class Bm25Kernel:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class VectorScores:
-    """One query against every stored vector (``VectorKernel.scores``): numpy's exact
-    cosines, or the compiled kernel's coarse dot products with the rows' high parts
-    (``split_encoded``), from which ``VectorKernel.top`` scores a shortlist exactly."""
+    """One query's scores against every stored vector, each made by the first
+    ``VectorKernel.top`` that needs it and kept for the next (a lookup's attempts and
+    its deep ranking select for the same query): the exact cosines, or on a large store
+    with the compiled kernel, the coarse dot products of the rows' high parts
+    (``split_encoded``), from which a small selection scores a shortlist exactly."""
 
     query: NDArray[np.float32]
     query_inverse: float
     cosines: NDArray[np.float64] | None = None
-    coarse: NDArray[np.int32] | None = None
+    coarse: NDArray[np.float32] | None = None
 
 
 #: the compiled kernel holds an encoded row ``e`` as ``SPLIT * high + low``
@@ -511,10 +534,12 @@ class VectorKernel:
     """Exact cosines of a query with the stored encoded vectors, and their top k.
 
     numpy scores every row exactly (float32 BLAS on exact integers, ``numeric``). The
-    compiled kernel holds each row split (``split_encoded``): a search reads the int8
-    high parts of every row, half the bytes of int16 rows (the scan is bound by memory
-    bandwidth), then scores exactly only the rows whose cosine can reach the top
-    (``_numba_kernels.shortlist_top``). Both give the same positions and bytes."""
+    compiled kernel holds each row split (``split_encoded``). A small selection on a
+    large store (``top``) reads the int8 high parts of every row, half the bytes of
+    int16 rows (the scan is bound by memory bandwidth), then scores exactly only the
+    rows whose cosine can reach the top (``_numba_kernels.shortlist_top``); any other
+    scores every row exactly in one pass over both parts. Both kernels give the same
+    positions and bytes."""
 
     def __init__(
         self,
@@ -529,50 +554,36 @@ class VectorKernel:
         self.matrix: NDArray[Any] = encoded
         if self.kernel == "numba":
             self.high, self.low, self.low_norms = split_encoded(encoded)
-            # a row's coarse cosine is ``SPLIT / |row| * coarse``, its slack ``|low| / |row|``
-            # times the query's norm (``_numba_kernels.shortlist_top``)
+            self.matrix = self.high  # the float32 rows are not kept
+            # a row's coarse d / |row| is ``SPLIT / |row| * coarse``; its slack is
+            # ``|low| / |row|`` times the query's norm (``_numba_kernels.shortlist_top``)
             self._scaled_inverse = inverse * SPLIT
             self._scaled_low_norms = self.low_norms * inverse
-            self.matrix = self.high  # the float32 rows are not kept
             fns = _numba_kernels()
-            self._coarse_dots, self._exact_dots = fns["coarse_dots"], fns["exact_dots"]
-            self._shortlist_top = fns["shortlist_top"]
+            self._coarse_dots, self._full_dots = fns["coarse_dots"], fns["full_dots"]
+            self._shortlist_top, self._top = fns["shortlist_top"], fns["top"]
             self._by_rank = positions_by_rank(ranks)
 
     def scores(self, query: NDArray[np.float32], query_inverse: float) -> VectorScores:
-        """The encoded ``query`` against every stored vector, for ``top``."""
-        if self.kernel == "numpy":
-            exact = _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
-            return VectorScores(query, query_inverse, cosines=exact)
-        return VectorScores(query, query_inverse, coarse=self._coarse(query))
-
-    def _coarse(self, query: NDArray[np.float32]) -> NDArray[np.int32]:
-        """``high . query`` of every row, split over threads on large stores."""
-        n = len(self.inverse)
-        coarse = np.empty(n, dtype=np.int32)
-        q16 = query.astype(np.int16)
-        parts = _threads(n)
-        if parts == 1:
-            self._coarse_dots(self.high, q16, coarse)
-        else:
-            bounds = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
-            list(
-                _pool(parts).map(
-                    lambda a_b: self._coarse_dots(
-                        self.high[a_b[0] : a_b[1]], q16, coarse[a_b[0] : a_b[1]]
-                    ),
-                    itertools.pairwise(bounds),
-                )
-            )
-        return coarse
+        """The encoded ``query``'s scores, for ``top`` (each made when first needed)."""
+        return VectorScores(query, query_inverse)
 
     def cosines(self, query: NDArray[np.float32], query_inverse: float) -> NDArray[np.float64]:
         """Exact cosine of the encoded ``query`` with every stored vector."""
         if self.kernel == "numpy":
             return _cosines_numpy(self.matrix, query, self.inverse, query_inverse)
         dots = np.empty(len(self.inverse), dtype=np.float64)
-        self._exact_dots(self._coarse(query), self.low, query.astype(np.int16), dots)
+        _split_rows(
+            lambda a, b: self._full_dots(self.high[a:b], self.low[a:b], query, dots[a:b]),
+            len(dots),
+        )
         return cosines(dots, self.inverse, query_inverse)
+
+    def _coarse(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
+        """``high . query`` of every row (exact integers)."""
+        coarse = np.empty(len(self.inverse), dtype=np.float32)
+        _split_rows(lambda a, b: self._coarse_dots(self.high[a:b], query, coarse[a:b]), len(coarse))
+        return coarse
 
     def rows_cosines(
         self, positions: NDArray[np.intp], query: NDArray[np.float32], query_inverse: float
@@ -589,21 +600,32 @@ class VectorKernel:
         self, scores: VectorScores, positions: NDArray[np.int64], limit: int
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The best ``limit`` of ``positions`` by grid ticks of their exact cosines (equal
-        ticks by chunk id), and those cosines."""
-        if scores.cosines is not None:
-            return _order(positions, scores.cosines[positions], self.ranks, limit)
+        ticks by chunk id), and those cosines.
+
+        The compiled kernel scans the high parts and scores a shortlist when the store
+        is large (``SHORTLIST_MIN_ROWS``) and the selection small against the rows it
+        admits (``SHORTLIST_SHARE``); otherwise, as numpy does, it scores every row."""
+        if not (
+            self.kernel == "numba"
+            and len(self.inverse) >= SHORTLIST_MIN_ROWS
+            and len(positions) >= SHORTLIST_SHARE * limit
+        ):
+            if scores.cosines is None:
+                scores.cosines = self.cosines(scores.query, scores.query_inverse)
+            if self.kernel == "numpy":
+                return _order(positions, scores.cosines[positions], self.ranks, limit)
+            got = self._top(scores.cosines, positions, self.ranks, limit)
+            return finish_selection(got, scores.cosines, self._by_rank, limit)
         if scores.coarse is None:
-            raise TypeError("VectorScores holds neither cosines nor coarse dot products")
-        query = scores.query.astype(np.int16)
-        wide = query.astype(np.int64)
-        query_norm = math.sqrt(int(wide @ wide))
+            scores.coarse = self._coarse(scores.query)
+        wide = scores.query.astype(np.int64)
         kept, values, keys, found, exact = self._shortlist_top(
             scores.coarse,
             self.low,
             self._scaled_inverse,
             self._scaled_low_norms,
-            query,
-            query_norm,
+            scores.query,
+            math.sqrt(int(wide @ wide)),
             self.inverse,
             scores.query_inverse,
             positions,

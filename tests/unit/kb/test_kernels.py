@@ -179,8 +179,23 @@ def test_bm25_kept_scores_serve_the_same_terms_and_never_leak(kernel: str) -> No
         assert (got[0].tobytes(), got[1].tobytes()) == alone(allowed, limit)
 
 
+@pytest.fixture(params=["by size", "always shortlist", "never shortlist"])
+def vector_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The compiled vector search as it chooses by the store's size and the selection's
+    share, forced to scan the high parts and score a shortlist for every selection, or
+    forced to score every row exactly."""
+    import ragsnap.kb.kernels as kernels
+
+    if request.param == "always shortlist":
+        monkeypatch.setattr(kernels, "SHORTLIST_MIN_ROWS", 0)
+        monkeypatch.setattr(kernels, "SHORTLIST_SHARE", 0)
+    elif request.param == "never shortlist":
+        monkeypatch.setattr(kernels, "SHORTLIST_MIN_ROWS", 10**12)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("dim", [8, 256, 384])
-def test_vector_numba_equals_numpy(dim: int) -> None:
+def test_vector_numba_equals_numpy(dim: int, vector_path: str) -> None:
     require_numba()
     rng = np.random.default_rng(dim)
     base = rng.standard_normal((40, dim))
@@ -216,7 +231,9 @@ def test_vector_numba_equals_numpy(dim: int) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(seed: int) -> None:
+def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(
+    seed: int, vector_path: str
+) -> None:
     """The compiled search reads only each row's high parts, then scores exactly the
     rows whose cosine can reach the top. Half the rows here are near the query, built
     so that their coarse dot products rank them differently from their exact ones and
@@ -259,16 +276,16 @@ def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(seed
             assert a[0].tolist() == reference_top(want, positions, ids, limit)
     # the bound the shortlist is cut by: |exact dot - 16 coarse| <= |low| |query|
     exact = matrix.astype(np.int64) @ query.astype(np.int64)
-    coarse = np.asarray(got_scores.coarse, dtype=np.int64)
+    coarse = compiled._coarse(query).astype(np.int64)
     query_norm = math.sqrt(int(query.astype(np.int64) @ query.astype(np.int64)))
     assert (np.abs(exact - SPLIT * coarse) <= query_norm * compiled.low_norms).all()
     # fewer than all rows are scored exactly, and exactly
     *_, found, values = _numba_kernels.shortlist_top(
-        got_scores.coarse,
+        compiled._coarse(query),
         compiled.low,
         inverse * SPLIT,
         compiled.low_norms * inverse,
-        query.astype(np.int16),
+        query,
         query_norm,
         inverse,
         q_inv,
@@ -278,6 +295,45 @@ def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(seed
     )
     assert 10 <= len(found) < n
     assert values.tobytes() == want[found].tobytes()
+
+
+def test_vector_shortlist_keeps_a_row_whose_bound_equals_the_limit_th(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows A and C have the same cosine (the same dot product with the query and the
+    same norm), and the bound is exact for both: A's low part points against the
+    query (its cosine is its lower bound), C's along it (its cosine is its upper bound).
+    The best one is whichever has the smaller chunk id, C: its upper bound equals the
+    limit-th lower bound, A's, and the shortlist's margin keeps it."""
+    require_numba()
+    import ragsnap.kb.kernels as kernels
+
+    monkeypatch.setattr(kernels, "SHORTLIST_MIN_ROWS", 0)
+    monkeypatch.setattr(kernels, "SHORTLIST_SHARE", 0)
+    rng = np.random.default_rng(5)
+    u = rng.choice([-1, 1], 64)
+    a = np.full(64, 3)
+    a[:8] = [3, 3, 3, 3, 2, 2, 2, 2]
+    row_a = (16 * a - 7) * u  # high a u, low -7 u
+    row_c = np.where(np.arange(64) < 8, 16 * a + 7, 16 * a - 9) * u  # high (a or a-1) u, low 7 u
+    query = (100 * u).astype(np.float32)
+    assert int(row_a @ query) == int(row_c @ query) and int(row_a @ row_a) == int(row_c @ row_c)
+    _, low, _ = split_encoded(np.array([row_a, row_c], dtype=np.float32))
+    assert (low[0] == -7 * u).all() and (low[1] == 7 * u).all()
+    matrix = np.vstack([encode_vectors(rng.standard_normal((60, 64))), [row_a], [row_c]])
+    matrix = matrix.astype(np.float32)
+    inverse = inverse_norms(squared_norms(matrix))
+    ids = np.array([f"doc#{i:03d}" for i in range(60)] + ["z-a", "c"], dtype=np.str_)
+    ranks = chunk_id_ranks(ids)
+    compiled = VectorKernel(matrix, inverse, ranks, "numba")
+    plain = VectorKernel(matrix, inverse, ranks, "numpy")
+    q_inv = float(inverse_norms(squared_norms(query))[0])
+    everything = np.arange(62, dtype=np.int64)
+    for limit in (1, 2):
+        got = compiled.top(compiled.scores(query, q_inv), everything, limit)
+        want = plain.top(plain.scores(query, q_inv), everything, limit)
+        assert got[0].tolist() == want[0].tolist() == [61, 60][:limit]
+        assert got[1].tobytes() == want[1].tobytes()
 
 
 def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
@@ -290,7 +346,7 @@ def test_auto_compiles_only_large_indexes_and_bad_names_fail() -> None:
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
 def test_compiled_scan_split_over_threads_gives_the_same_bytes(
-    monkeypatch: pytest.MonkeyPatch, threads: int
+    monkeypatch: pytest.MonkeyPatch, threads: int, vector_path: str
 ) -> None:
     """Large stores split the compiled scan over threads; every split (uneven parts
     included) gives numpy's cosines and top: each row is an exact integer dot product."""
@@ -339,14 +395,15 @@ def test_compiled_dots_are_the_exact_integers_in_any_order(dim: int) -> None:
     assert split[1].tolist() == [[16, 0, 7, -8, -8, 7, 0]]
     assert split[2].tolist() == [math.sqrt(16**2 + 7**2 + 8**2 + 8**2 + 7**2)]
     for columns in (slice(None), slice(None, None, -1)):
-        q16 = query.astype(np.int16)[columns]
-        coarse = np.empty(len(matrix), dtype=np.int32)
-        _numba_kernels.coarse_dots(np.ascontiguousarray(high[:, columns]), q16, coarse)
+        q32 = np.ascontiguousarray(query[columns])
+        coarse = np.empty(len(matrix), dtype=np.float32)
+        _numba_kernels.coarse_dots(np.ascontiguousarray(high[:, columns]), q32, coarse)
         assert coarse.tolist() == [
             sum(int(a) * int(b) for a, b in zip(row, query, strict=True)) for row in high
         ]
         got = np.empty(len(matrix), dtype=np.float64)
-        _numba_kernels.exact_dots(coarse, np.ascontiguousarray(low[:, columns]), q16, got)
+        parts = [np.ascontiguousarray(part[:, columns]) for part in (high, low)]
+        _numba_kernels.full_dots(*parts, q32, got)
         assert got.tolist() == [float(x) for x in exact]
         assert all(math.copysign(1.0, x) == 1.0 for x in got[[11, 12]].tolist())
     assert max(exact) == exact[7] > 2048**2 * 0.99
