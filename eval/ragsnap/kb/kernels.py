@@ -295,8 +295,8 @@ def _split_rows(work: Callable[[int, int], None], rows: int) -> None:
 #: exactly on stores this large (on smaller ones the rows fit in the CPU's caches and
 #: one exact scan is faster) ...
 SHORTLIST_MIN_ROWS = 20_000
-#: ... when a selection admits at least this many rows per row it keeps (a larger share
-#: would be mostly shortlisted anyway: every row is then scored exactly, once per query)
+#: ... for a selection of at most one row in this many of the store (a larger one
+#: shortlists so many rows that one exact pass over every row is faster)
 SHORTLIST_SHARE = 128
 
 
@@ -603,12 +603,16 @@ class VectorKernel:
         ticks by chunk id), and those cosines.
 
         The compiled kernel scans the high parts and scores a shortlist when the store
-        is large (``SHORTLIST_MIN_ROWS``) and the selection small against the rows it
-        admits (``SHORTLIST_SHARE``); otherwise, as numpy does, it scores every row."""
-        if not (
-            self.kernel == "numba"
-            and len(self.inverse) >= SHORTLIST_MIN_ROWS
-            and len(positions) >= SHORTLIST_SHARE * limit
+        is large (``SHORTLIST_MIN_ROWS``) and the selection small against it
+        (``SHORTLIST_SHARE``), unless this query's exact cosines are at hand; otherwise,
+        as numpy does, it scores every row (whatever share of them ``positions`` is: a
+        filter does not make the scan shorter)."""
+        rows = len(self.inverse)
+        if (
+            self.kernel == "numpy"
+            or scores.cosines is not None
+            or rows < SHORTLIST_MIN_ROWS
+            or rows < SHORTLIST_SHARE * limit
         ):
             if scores.cosines is None:
                 scores.cosines = self.cosines(scores.query, scores.query_inverse)

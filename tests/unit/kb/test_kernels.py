@@ -179,11 +179,12 @@ def test_bm25_kept_scores_serve_the_same_terms_and_never_leak(kernel: str) -> No
         assert (got[0].tobytes(), got[1].tobytes()) == alone(allowed, limit)
 
 
-@pytest.fixture(params=["by size", "always shortlist", "never shortlist"])
+@pytest.fixture(params=["by size", "always shortlist", "never shortlist", "mixed"])
 def vector_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The compiled vector search as it chooses by the store's size and the selection's
-    share, forced to scan the high parts and score a shortlist for every selection, or
-    forced to score every row exactly."""
+    share; forced to scan the high parts and score a shortlist for every selection;
+    forced to score every row exactly; or shortlisting the small selections of a query
+    until a large one scores every row (the later ones then select from those)."""
     import ragsnap.kb.kernels as kernels
 
     if request.param == "always shortlist":
@@ -191,6 +192,9 @@ def vector_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setattr(kernels, "SHORTLIST_SHARE", 0)
     elif request.param == "never shortlist":
         monkeypatch.setattr(kernels, "SHORTLIST_MIN_ROWS", 10**12)
+    elif request.param == "mixed":
+        monkeypatch.setattr(kernels, "SHORTLIST_MIN_ROWS", 0)
+        monkeypatch.setattr(kernels, "SHORTLIST_SHARE", 2)
     return str(request.param)
 
 
