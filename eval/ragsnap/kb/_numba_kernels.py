@@ -2,7 +2,8 @@
 and a large index is searched; see that module for why the results equal numpy's).
 
 No ``fastmath``: every float operation is the IEEE one numpy performs, in the same
-order. Compiled functions are cached on disk by numba.
+order; the one exception, ``_reassoc``, sums the products of integers, which are exact
+in any order. Compiled functions are cached on disk by numba.
 """
 
 from __future__ import annotations

@@ -11,15 +11,17 @@ Two kernels do the per-query work over every chunk of a large knowledge base:
 ``VectorKernel.scores`` / ``VectorKernel.top``
     exact dot products of encoded vectors (integers, ``ragsnap.kb.numeric``),
     their cosines ``dot * (1/|a|) * (1/|b|)`` left to right, and the same top
-    selection. numpy computes every cosine; the compiled kernel reads each row's
-    int8 high part (half the bytes of the int16 rows: the scan is bound by memory
-    bandwidth), bounds every cosine from it, and computes exactly only the cosines
-    that can reach the top (``_numba_kernels.shortlist_top``).
+    selection. numpy computes every cosine; so does the compiled kernel, except for
+    a small selection on a large store: it reads each row's int8 high part (half the
+    bytes of the row: the scan is bound by memory bandwidth), bounds every cosine from
+    it, and computes exactly only the cosines that can reach the top
+    (``_numba_kernels.shortlist_top``).
 
 Why the results cannot differ between the two implementations: a chunk's BM25 is
 the float64 sum of its postings' weights taken in the same order (the query's
 distinct terms) by both; a dot product of encoded vectors is an integer below
-2^24 whatever the order or width of the arithmetic (BLAS's float32, numba's int32);
+2^24 whatever the order or width of the arithmetic (BLAS's float32, numba's
+reassociated float32 lanes);
 a row the compiled kernel does not score exactly has a cosine more than a tick below
 the ``limit``-th best; the cosine is the same two IEEE products; ticks are
 ``rint(x * 10^6)`` (round half to even) in both; and the selection keeps every
@@ -231,7 +233,7 @@ def _order(
 
 def _accumulate_numpy(
     indptr: NDArray[np.int64],
-    docs: NDArray[np.float32],
+    docs: NDArray[np.int32],
     weights: NDArray[np.float64],
     terms: NDArray[np.int64],
     n: int,
@@ -341,7 +343,7 @@ class Bm25Kernel:
     def __init__(
         self,
         indptr: NDArray[np.int64],
-        docs: NDArray[np.float32],
+        docs: NDArray[np.int32],
         weights: NDArray[np.float64],
         ranks: NDArray[np.int64],
         kernel: str = "auto",
