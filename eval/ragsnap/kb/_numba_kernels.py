@@ -317,7 +317,6 @@ def top(values_all: Any, positions: Any, ranks: Any, limit: int) -> tuple[Any, A
     return _best(values, positions, m, ranks, limit)
 
 
-SPLIT = VECTOR_SPLIT
 #: how far (in cosine) under the ``limit``-th lower bound a row's upper bound may lie and
 #: still be scored exactly: three grid ticks (a cosine less than a tick below another
 #: may share its ticks), far above the bounds' float64 rounding (about 1e-15)
@@ -353,11 +352,11 @@ def coarse_dots(high: Any, query: Any, out: Any) -> None:
 
 @_reassoc
 def full_dots(high: Any, low: Any, query: Any, out: Any) -> None:
-    """``out[i] = (SPLIT * high[i] + low[i]) . query``: the exact integer dot products of
+    """``out[i] = (VECTOR_SPLIT * high[i] + low[i]) . query``: the exact integer dot products of
     the encoded rows in one pass over both parts, summed in float32 in any order (each
     term is ``e_j q_j``, at most 2048^2 = 2^22, every partial sum at most ``|e| |q| =
     2048^2``: exact), as float64, a zero +0.0. Releases the GIL."""
-    split = np.float32(SPLIT)
+    split = np.float32(VECTOR_SPLIT)
     for i in range(high.shape[0]):
         acc = np.float32(0.0)
         for j in range(high.shape[1]):
@@ -382,9 +381,9 @@ def shortlist_top(
     """The best ``limit`` of ``positions`` by ticks of their exact cosines, as ``select``
     gives them, with the shortlist they were chosen from (positions, exact cosines).
 
-    A row's exact dot product is ``d = SPLIT * coarse + low . query``, and
+    A row's exact dot product is ``d = VECTOR_SPLIT * coarse + low . query``, and
     ``|low . query| <= |low| |query|`` (Cauchy-Schwarz), so ``d / |row|`` lies within
-    ``est -/+ slack``, ``est = SPLIT / |row| * coarse`` and ``slack = |query| |low| /
+    ``est -/+ slack``, ``est = VECTOR_SPLIT / |row| * coarse`` and ``slack = |query| |low| /
     |row|`` (``scaled_inverse`` and ``scaled_low_norms``), and the cosine is that times
     ``1 / |query|``. At least ``limit`` rows reach the ``limit``-th largest lower bound,
     so the ``limit``-th best cosine does; a row whose upper bound lies more than
@@ -398,8 +397,7 @@ def shortlist_top(
     found = np.empty(m, dtype=np.int64)
     values = np.empty(m, dtype=np.float64)
     if m == 0 or limit <= 0:
-        got = select(found[:0], values[:0], found[:0], 0, ranks, limit)
-        return got[0], got[1], got[2], found[:0], values[:0]
+        return found[:0], values[:0], found[:0], found[:0], values[:0]
     margin = SHORTLIST_MARGIN * query_norm  # in units of d / |row|: the cosine's |query| times
     heap = np.full(limit, -np.inf)
     uppers = np.empty(m, dtype=np.float64)
@@ -421,7 +419,7 @@ def shortlist_top(
         if uppers[i] < bound:
             continue
         p = found[i]
-        dot = SPLIT * np.float64(coarse[p]) + np.float64(_row_dot(low, p, query)) + 0.0
+        dot = VECTOR_SPLIT * np.float64(coarse[p]) + np.float64(_row_dot(low, p, query)) + 0.0
         found[kept] = p
         # numpy's ``cosines``: the exact dot as float64 (+0.0 for 0), times 1/|row|,
         # times 1/|query|, left to right

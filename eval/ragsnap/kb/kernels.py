@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .numeric import TICKS_PER_UNIT, VECTOR_SPLIT, cosines, dot_rows
+from .numeric import TICKS_PER_UNIT, VECTOR_SPLIT, cosines, dot_rows, squared_norms
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPILED_MIN_ROWS",
     "KERNELS",
-    "SPLIT",
     "Bm25Kernel",
     "VectorKernel",
     "VectorScores",
@@ -502,14 +501,10 @@ class VectorScores:
     coarse: NDArray[np.float32] | None = None
 
 
-#: the compiled kernel holds an encoded row ``e`` as ``SPLIT * high + low``
-SPLIT = VECTOR_SPLIT
-
-
 def split_encoded(
     encoded: NDArray[Any],
 ) -> tuple[NDArray[np.int8], NDArray[np.int8], NDArray[np.float64]]:
-    """Encoded rows as ``SPLIT * high + low``, both int8, and the Euclidean norm of each
+    """Encoded rows as ``VECTOR_SPLIT * high + low``, both int8, and the Euclidean norm of each
     ``low`` row: ``high = floor((e + 8) / 16)`` (at most 127: 2048, the largest component
     an encoded vector has, keeps a low part of 16) and ``low = e - 16 * high``, in [-8, 7].
     Together they take the memory of int16 rows; a search reads every row's ``high``
@@ -520,8 +515,8 @@ def split_encoded(
     norms = np.empty(rows, dtype=np.float64)
     for start in range(0, rows, _SPLIT_BLOCK):
         part = np.asarray(encoded[start : start + _SPLIT_BLOCK]).astype(np.int32)
-        upper = np.clip((part + SPLIT // 2) // SPLIT, -128, 127)
-        lower = part - SPLIT * upper
+        upper = np.clip((part + VECTOR_SPLIT // 2) // VECTOR_SPLIT, -128, 127)
+        lower = part - VECTOR_SPLIT * upper
         high[start : start + _SPLIT_BLOCK] = upper
         low[start : start + _SPLIT_BLOCK] = lower
         norms[start : start + _SPLIT_BLOCK] = np.sqrt((lower * lower).sum(axis=1))
@@ -557,9 +552,9 @@ class VectorKernel:
         if self.kernel == "numba":
             self.high, self.low, self.low_norms = split_encoded(encoded)
             self.matrix = self.high  # the float32 rows are not kept
-            # a row's coarse d / |row| is ``SPLIT / |row| * coarse``; its slack is
+            # a row's coarse d / |row| is ``VECTOR_SPLIT / |row| * coarse``; its slack is
             # ``|low| / |row|`` times the query's norm (``_numba_kernels.shortlist_top``)
-            self._scaled_inverse = inverse * SPLIT
+            self._scaled_inverse = inverse * VECTOR_SPLIT
             self._scaled_low_norms = self.low_norms * inverse
             fns = _numba_kernels()
             self._coarse_dots, self._full_dots = fns["coarse_dots"], fns["full_dots"]
@@ -594,7 +589,7 @@ class VectorKernel:
         if self.kernel == "numpy":
             rows = self.matrix[positions].astype(np.float32, copy=False)
         else:  # e = 16 high + low: exact in float32 (integers below 2^12)
-            rows = self.high[positions].astype(np.float32) * np.float32(SPLIT)
+            rows = self.high[positions].astype(np.float32) * np.float32(VECTOR_SPLIT)
             rows += self.low[positions].astype(np.float32)
         return cosines(dot_rows(rows, query), self.inverse[positions], query_inverse)
 
@@ -610,12 +605,13 @@ class VectorKernel:
         as numpy does, it scores every row (whatever share of them ``positions`` is: a
         filter does not make the scan shorter)."""
         rows = len(self.inverse)
-        if (
-            self.kernel == "numpy"
-            or scores.cosines is not None
-            or rows < SHORTLIST_MIN_ROWS
-            or rows < SHORTLIST_SHARE * limit
-        ):
+        shortlist = (
+            self.kernel == "numba"
+            and scores.cosines is None
+            and rows >= SHORTLIST_MIN_ROWS
+            and rows >= SHORTLIST_SHARE * limit
+        )
+        if not shortlist:
             if scores.cosines is None:
                 scores.cosines = self.cosines(scores.query, scores.query_inverse)
             if self.kernel == "numpy":
@@ -624,14 +620,13 @@ class VectorKernel:
             return finish_selection(got, scores.cosines, self._by_rank, limit)
         if scores.coarse is None:
             scores.coarse = self._coarse(scores.query)
-        wide = scores.query.astype(np.int64)
         kept, values, keys, found, exact = self._shortlist_top(
             scores.coarse,
             self.low,
             self._scaled_inverse,
             self._scaled_low_norms,
             scores.query,
-            math.sqrt(int(wide @ wide)),
+            math.sqrt(float(squared_norms(scores.query)[0])),
             self.inverse,
             scores.query_inverse,
             positions,

@@ -15,7 +15,6 @@ import pytest
 from conftest import require_numba
 from ragsnap.kb.kernels import (
     COMPILED_MIN_ROWS,
-    SPLIT,
     Bm25Kernel,
     VectorKernel,
     chunk_id_ranks,
@@ -24,6 +23,7 @@ from ragsnap.kb.kernels import (
     split_encoded,
 )
 from ragsnap.kb.numeric import (
+    VECTOR_SPLIT,
     encode_vectors,
     exact_dots,
     inverse_norms,
@@ -259,7 +259,7 @@ def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(
     side = rng.choice([-1, 1], (n // 2, 1))
     lowered = rng.random((n // 2, dim)) < rng.random((n // 2, 1)) * 0.3
     signs = np.sign(query).astype(np.int64)
-    twins = (high.astype(np.int64) - lowered * signs) * SPLIT + side * aligned
+    twins = (high.astype(np.int64) - lowered * signs) * VECTOR_SPLIT + side * aligned
     matrix = np.vstack([encode_vectors(rng.standard_normal((n // 2, dim))), twins])
     matrix = matrix[rng.permutation(n)].astype(np.float32)
     matrix[::97] = matrix[3]  # exact duplicates
@@ -282,12 +282,12 @@ def test_vector_shortlist_keeps_every_row_the_coarse_scan_cannot_tell_apart(
     exact = matrix.astype(np.int64) @ query.astype(np.int64)
     coarse = compiled._coarse(query).astype(np.int64)
     query_norm = math.sqrt(int(query.astype(np.int64) @ query.astype(np.int64)))
-    assert (np.abs(exact - SPLIT * coarse) <= query_norm * compiled.low_norms).all()
+    assert (np.abs(exact - VECTOR_SPLIT * coarse) <= query_norm * compiled.low_norms).all()
     # fewer than all rows are scored exactly, and exactly
     *_, found, values = _numba_kernels.shortlist_top(
         compiled._coarse(query),
         compiled.low,
-        inverse * SPLIT,
+        inverse * VECTOR_SPLIT,
         compiled.low_norms * inverse,
         query,
         query_norm,
@@ -391,7 +391,7 @@ def test_compiled_dots_are_the_exact_integers_in_any_order(dim: int) -> None:
     matrix[12][query != 0] = 0.0  # the same, where the query is not 0
     exact = [sum(int(a) * int(b) for a, b in zip(row, query, strict=True)) for row in matrix]
     high, low, _ = split_encoded(matrix)
-    assert ((high.astype(np.int32) * SPLIT + low) == matrix).all()
+    assert ((high.astype(np.int32) * VECTOR_SPLIT + low) == matrix).all()
     assert low.min() >= -8 and low.max() <= 16 and high.max() <= 127
     wide = np.array([[2048, -2048, 7, 8, -8, -9, 0]], dtype=np.float32)
     split = split_encoded(wide)
