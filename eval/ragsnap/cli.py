@@ -212,11 +212,14 @@ def build_parser() -> argparse.ArgumentParser:
         "private key), a personal path (/home/..., C:\\..., ~/) or an endpoint "
         "(http://..., host:port); these are errors. A language with answerable cases but "
         "no noAnswer case is a warning. One line per finding: FILE at JSON-POINTER: "
-        "problem; fix.",
-        epilog="Exit codes: 0 no errors (warnings alone exit 0), 2 an error in a label or "
-        "bad input (as for every command), 3 an internal error.",
+        "problem; fix. Then the committed fixtures are read as `ragsnap score` reads them and "
+        "compared with what fixtures/_manifest.json says they were captured from: a seed "
+        "document or a lookup setting changed since, or a fixture edited by hand, makes them "
+        "stale.",
+        epilog="Exit codes: 0 no errors (warnings alone exit 0), 1 stale fixtures, 2 an error "
+        "in a label or bad input (as for every command), 3 an internal error.",
     )
-    _add_cases(check)
+    _add_inputs(check)
     check.add_argument(
         "--seed-docs",
         type=Path,

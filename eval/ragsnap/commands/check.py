@@ -8,8 +8,12 @@ breadcrumbs prefix a document's breadcrumb, no secret, personal path or endpoint
 is in a case (errors); every language with answerable cases has a no-answer
 case (a warning). Needs no knowledge base and no network.
 
-Exit codes: 0 no errors (warnings are printed and do not fail); 2 an error
-(a broken label is bad input, as a malformed cases file is). The terminal
+Then, when the fixtures folder (``--fixtures``) exists, every fixture is read as
+``score`` reads it and its provenance checked (``ragsnap.snapshot.provenance``):
+a fixture captured before a seed document or a lookup setting changed is stale.
+
+Exit codes: 0 no errors (warnings are printed and do not fail); 1 stale fixtures;
+2 an error (a broken label is bad input, as a malformed cases file is). The terminal
 shows the counts first, then one line per finding (``error: FILE at POINTER:
 problem; fix``), then the report path; ``--json-report`` writes the same
 findings as JSON (``check-report.schema.json``), atomically.
@@ -18,13 +22,16 @@ findings as JSON (``check-report.schema.json``), atomically.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from ..config import load_config
-from ..io.inputs import load_cases_document
+from ..io.inputs import load_cases_document, load_fixtures
 from ..io.jsonio import check_outputs, write_outputs
 from ..kb.corpus import open_seed_docs
 from ..scoring.hygiene import CorpusIndex, check_cases, needed_documents, quote_candidates
+from ..snapshot.provenance import Staleness
+from ._provenance import check_fixtures
 
 #: the exit code of a run with at least one error: bad input
 EXIT_ERRORS = 2
@@ -43,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         check_outputs(
             [args.json_report],
             inputs=[args.cases, args.config, folder],
-            folders=[folder] if folder.is_dir() else [],
+            folders=[f for f in (folder, args.fixtures) if f.is_dir()],
             allow_outside=args.allow_outside,
         )
     corpus = CorpusIndex.build(
@@ -53,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         quotes=quote_candidates(document),
     )
     findings = check_cases(document, case_set.cases, corpus)
+    staleness = Staleness()
+    if args.fixtures.is_dir():
+        seeded = dataclasses.replace(config, kb=dataclasses.replace(config.kb, seed_docs=folder))
+        staleness = check_fixtures(seeded, load_fixtures(args.fixtures), args.fixtures)
     errors = sum(f.severity == "error" for f in findings)
     chunks = sum(corpus.chunk_counts.values())
     warnings = len(findings) - errors
@@ -78,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 "warnings": warnings,
             },
             "findings": [{"file": cases_name, **f.to_json()} for f in findings],
+            "provenance": {"fixtures": args.fixtures.as_posix(), **staleness.to_json()},
         }
         write_outputs({args.json_report: report})
     verdict = "labels OK" if not errors else "fix the errors below"
@@ -87,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
         f"{_count(errors, 'error')}, {_count(warnings, 'warning')}; {verdict}"
     ]
     lines += [f.line(cases_name) for f in findings]
+    lines += staleness.lines()
     if args.json_report is not None:
         lines.append(f"Report: {args.json_report.as_posix()}")
     print("\n".join(lines))
-    return EXIT_ERRORS if errors else 0
+    if errors:
+        return EXIT_ERRORS
+    return 1 if staleness.stale else 0

@@ -6,6 +6,11 @@ a bad fixture leaves every existing report untouched.
 ``scoring.skip`` in ragsnap.yaml names case expectations that are not checked
 (``score_case``'s ``skip``); the report and the summary say which were skipped.
 
+Before scoring, the fixtures' provenance is checked (``ragsnap.snapshot.provenance``):
+a fixture captured before a seed document or a lookup setting changed, or edited
+after capture, makes the run fail (exit 1) with one line per cause, after the
+reports are written; what cannot be checked is a note.
+
 ``--privacy`` writes the privacy views (``ragsnap.scoring.privacy``) of every
 report: the diff is computed on the full report, then made private. A diff
 against a private baseline is private too.
@@ -29,6 +34,7 @@ from ..scoring.report import build_report, render_markdown
 from ..scoring.review import render_diff_markdown
 from ..scoring.summary import diff_lines, score_lines
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
+from ._provenance import check_fixtures
 from ._review import diff_with_config, extra_outputs
 
 
@@ -51,6 +57,7 @@ def _run(args: argparse.Namespace) -> int:
     fixture_set = load_fixtures(args.fixtures)
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
 
+    staleness = check_fixtures(config, fixture_set, args.fixtures)
     fixtures = fixture_set.fixtures
     graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
     skip = config.skip_expectations
@@ -103,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     write_outputs(dict(outputs))
 
-    lines = score_lines(report, args.max_listed, args.markdown_report)
+    lines = [*staleness.lines(), *score_lines(report, args.max_listed, args.markdown_report)]
     if diff is not None:
         lines += diff_lines(diff, args.max_listed, diff_markdown)
     lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
@@ -111,4 +118,4 @@ def _run(args: argparse.Namespace) -> int:
     summary = report["summary"]
     failed = summary["failed"] - summary["knownFailures"] > 0
     regressed = diff is not None and diff["regressed"]
-    return 1 if failed or regressed else 0
+    return 1 if failed or regressed or staleness.stale else 0

@@ -8,7 +8,18 @@ exactly and numbers within ``snapshot.tolerance`` (``ragsnap.snapshot.fixturedif
 What did change is summarised per case for the reviewer: the settings it was
 written with, sources gained, lost and moved, then each change as
 ``path old -> new``. ``--check`` writes nothing and exits 1 when any fixture
-would change.
+would change; it first reads every committed fixture with the rules ``score``
+applies, so a fixture ``score`` would refuse is bad input (exit 2), never "up
+to date".
+
+Beside the fixtures, ``fixtures/_manifest.json`` records what each fixture was
+captured from: the settings of ragsnap.yaml that shape a lookup, and the index
+hash of every document the store held (``ragsnap.snapshot.provenance``), so
+``score``, ``check`` and ``pytest --ragsnap`` catch a fixture left stale by a
+seed-document or settings edit. A fixture whose lookup did not change keeps its
+bytes; only its manifest entry moves to the new capture. ``--check`` also fails
+when the manifest would change (a corpus edit that moved no lookup still needs
+``ragsnap snapshot`` to record it).
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import hashlib
 import os
 import sys
 import time
@@ -28,15 +40,17 @@ import orjson
 
 from ..config import Config, load_config
 from ..errors import BackendError, InputError, OutputError, UsageError
-from ..io.inputs import load_cases
+from ..io.inputs import FIXTURE_MANIFEST, load_cases, load_fixtures, read_manifest
 from ..io.jsonio import check_outputs, dump_json, read_bytes, write_outputs
 from ..io.progress import Progress
 from ..io.schema import validate
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
+from ..snapshot.provenance import Capture, Manifest, settings_of
 from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
 from ._kb import backend_of
+from ._provenance import captured_documents
 
 #: at most this many changed cases are listed one per line
 LISTED = 40
@@ -93,23 +107,47 @@ def _check_retrieved_at(value: str | None) -> str | None:
     return value
 
 
-def _read_old(path: Path) -> dict[str, Any] | None:
-    """The current fixture at ``path`` (None when absent or unreadable as JSON)."""
+def _read_old(path: Path) -> tuple[dict[str, Any] | None, bytes | None]:
+    """The current fixture at ``path`` and its bytes (None, None when absent; None and
+    the bytes when it is not a JSON object)."""
     if not path.is_file():
-        return None
+        return None, None
+    raw = read_bytes(path, "check the file's permissions", kind="fixture")
     try:
-        data = orjson.loads(read_bytes(path, "check the file's permissions", kind="fixture"))
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) else None
+        return None, raw
+    return (data if isinstance(data, dict) else None), raw
 
 
-def _orphans(folder: Path, case_ids: set[str]) -> list[Path]:
+def _fixture_files(folder: Path) -> list[str]:
+    """The names of the fixture files in ``folder`` (the manifest is not one)."""
     if not folder.is_dir():
         return []
     with os.scandir(folder) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".json") and e.is_file())
+        return sorted(
+            e.name
+            for e in entries
+            if e.name.endswith(".json") and e.name != FIXTURE_MANIFEST and e.is_file()
+        )
+
+
+def _orphans(folder: Path, case_ids: set[str]) -> list[Path]:
+    names = _fixture_files(folder)
     return [folder / name for name in names if name[: -len(".json")] not in case_ids]
+
+
+def _old_manifest(folder: Path, check: bool) -> Manifest | None:
+    """The folder's manifest; an unreadable one is replaced by a run that writes (said),
+    and is bad input for ``--check``."""
+    try:
+        raw = read_manifest(folder)
+    except InputError as exc:
+        if check:
+            raise
+        print(f"snapshot: replacing {folder / FIXTURE_MANIFEST} ({exc.problem})")
+        return None
+    return None if raw is None else Manifest.from_json(raw)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,12 +160,16 @@ def run(args: argparse.Namespace) -> int:
     folder: Path = args.fixtures
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--fixtures {folder} is a file, not a folder; pass a folder")
+    manifest_path = folder / FIXTURE_MANIFEST
     if not args.check:
         check_outputs(
-            [folder / f"{case.id}.json" for case in cases],
+            [*(folder / f"{case.id}.json" for case in cases), manifest_path],
             inputs=[args.cases, args.config],
             allow_outside=args.allow_outside,
         )
+    elif folder.is_dir():
+        load_fixtures(folder)  # what score would refuse is bad input here too
+    old_manifest = _old_manifest(folder, args.check)
     orphans = _orphans(folder, {case.id for case in case_set.cases})
     stamp = retrieved_at or utc_now()
     started = time.perf_counter()
@@ -160,21 +202,40 @@ def run(args: argparse.Namespace) -> int:
             return data, raw
 
         fixtures = run_each(one, cases, concurrency, progress)
+        documents, revision = source.corpus()
     elapsed = time.perf_counter() - started
+    backend = str(generator.get("backend", backend_of(args, config)))
+    method = args.method if backend != "http" else None
+    recorded, behind = captured_documents(documents, config)
+    capture = Capture(settings_of(config, backend, method), recorded, revision)
 
     changed: list[tuple[str, list[str]]] = []
     writes: list[tuple[Path, bytes]] = []
+    digests: dict[str, str] = {}
     for case, (fixture, raw) in zip(cases, fixtures, strict=True):
         path = folder / f"{case.id}.json"
-        old = _read_old(path)
+        old, old_raw = _read_old(path)
         reasons = fixture_changes(old, fixture, config.snapshot_tolerance)
+        kept = raw if old_raw is None else old_raw
         if reasons:
             changed.append((case.id, reasons))
             writes.append((path, raw))
+            kept = raw
         elif retrieved_at is not None and old != fixture:
             writes.append((path, raw))  # same retrieval, newly pinned timestamp
+            kept = raw
+        digests[case.id] = hashlib.sha256(kept).hexdigest()
+    pruned = {p.name for p in orphans} if args.prune else set()
+    present = {
+        name[: -len(".json")] for name in _fixture_files(folder) if name not in pruned
+    } | set(digests)
+    manifest = (old_manifest or Manifest()).updated(capture, digests, present)
+    manifest_raw = dump_json(manifest.to_json())
+    manifest_moved = not manifest_path.is_file() or manifest_path.read_bytes() != manifest_raw
 
     if not args.check:
+        if manifest_moved:
+            writes.append((manifest_path, manifest_raw))
         if writes:
             folder.mkdir(parents=True, exist_ok=True)
         write_outputs(dict(writes))
@@ -199,14 +260,32 @@ def run(args: argparse.Namespace) -> int:
         action = "deleted" if args.prune else "no case; --prune deletes them"
         print(f"orphaned fixtures ({action}): " + ", ".join(p.name for p in orphans))
 
+    if behind:
+        shown = ", ".join(behind[:LISTED]) + (" ..." if len(behind) > LISTED else "")
+        print(
+            f"snapshot: the knowledge base does not hold {config.kb.seed_docs.as_posix()} as "
+            f"it is now ({len(behind)} document(s) differ: {shown}); run `ragsnap seed` "
+            "first, then `ragsnap snapshot`"
+        )
     if args.check:
+        if behind:
+            return 1
         if changed:
             print("snapshot --check: fixtures are out of date; run `ragsnap snapshot` and commit")
+            return 1
+        if manifest_moved:
+            state = "is missing" if old_manifest is None else "records another corpus or settings"
+            print(
+                f"snapshot --check: the fixtures' lookups are unchanged, but {manifest_path} "
+                f"{state}; run `ragsnap snapshot` and commit it"
+            )
             return 1
         print("snapshot --check: fixtures are up to date")
         return 0
 
-    print(f"wrote {len(writes)} fixture(s) to {folder}")
+    fixtures_written = len(writes) - (1 if manifest_moved else 0)
+    also = f" and {manifest_path}" if manifest_moved else ""
+    print(f"wrote {fixtures_written} fixture(s) to {folder}{also}")
     sys.stdout.flush()
     if args.skip_eval:
         return 0

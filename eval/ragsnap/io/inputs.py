@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,19 @@ from .jsonio import parse_json, read_bytes, read_json
 from .schema import validate
 
 __all__ = [
+    "FIXTURE_MANIFEST",
     "CaseSet",
     "FixtureSet",
     "load_cases",
     "load_cases_document",
     "load_fixtures",
     "load_report",
+    "read_manifest",
 ]
+
+#: the fixture manifest's name inside a fixtures folder (``ragsnap.snapshot.provenance``):
+#: no case id starts with "_", so it is never a fixture
+FIXTURE_MANIFEST = "_manifest.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +52,12 @@ class CaseSet:
 
 @dataclass(frozen=True, slots=True)
 class FixtureSet:
-    """Fixtures keyed by case ID and a SHA-256 over all fixture files."""
+    """Fixtures keyed by case ID, a SHA-256 over all fixture files, and each file's."""
 
     fixtures: dict[str, Fixture]
     sha256: str
+    #: case ID -> SHA-256 (hex) of its fixture file's bytes
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 def load_cases(path: Path) -> CaseSet:
@@ -134,7 +142,8 @@ def _check_case(case: GoldenCase, path: Path, pointer: str) -> None:
 
 
 def load_fixtures(folder: Path) -> FixtureSet:
-    """Read, validate and check every ``*.json`` fixture directly in ``folder``."""
+    """Read, validate and check every ``*.json`` fixture directly in ``folder`` (the
+    manifest, ``_manifest.json``, is not a fixture)."""
     if not folder.is_dir():
         raise InputError(
             folder,
@@ -144,7 +153,10 @@ def load_fixtures(folder: Path) -> FixtureSet:
     digest = hashlib.sha256()
     fixtures: dict[str, Fixture] = {}
     with os.scandir(folder) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".json"))
+        names = sorted(
+            e.name for e in entries if e.name.endswith(".json") and e.name != FIXTURE_MANIFEST
+        )
+    digests: dict[str, str] = {}
     # Each file's path as the string ``str(folder / name)``, without a Path per file:
     # they cost as much as the stat and the open over 10,000 fixtures.
     prefix = "" if folder == Path() else os.path.join(folder, "")  # noqa: PTH118
@@ -153,7 +165,8 @@ def load_fixtures(folder: Path) -> FixtureSet:
         raw = read_bytes(
             path, "a fixture is a {caseId}.json file: remove or rename it", kind="fixture"
         )
-        digest.update(name.encode("utf-8") + b"\0" + hashlib.sha256(raw).digest())
+        own = hashlib.sha256(raw)
+        digest.update(name.encode("utf-8") + b"\0" + own.digest())
         data: Any = parse_json(raw, path)
         validate(data, "fixture", path, "fixture")
         case_id = name[: -len(".json")]
@@ -175,7 +188,31 @@ def load_fixtures(folder: Path) -> FixtureSet:
                 pointer=f"/lookupResult/evidenceBlocks/{index}/rank",
             )
         fixtures[case_id] = Fixture.from_json(data)
-    return FixtureSet(fixtures, digest.hexdigest())
+        digests[case_id] = own.hexdigest()
+    return FixtureSet(fixtures, digest.hexdigest(), digests)
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The fixture manifest of ``folder``, validated (None when there is none)."""
+    path = folder / FIXTURE_MANIFEST
+    if not path.is_file():
+        return None
+    fix = (
+        "regenerate it with `ragsnap snapshot` (it records what the fixtures were "
+        "captured from; do not edit it by hand)"
+    )
+    data: Any = read_json(path, fix)
+    validate(data, "fixture-manifest", path, "fixture manifest")
+    for case_id, entry in data["fixtures"].items():
+        if entry["capture"] not in data["captures"]:
+            raise InputError(
+                path,
+                f"fixture {case_id!r} names capture {entry['capture']!r}, which is not listed",
+                fix,
+                pointer=f"/fixtures/{case_id}/capture",
+            )
+    result: dict[str, Any] = data
+    return result
 
 
 def load_report(path: Path, role: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ __all__ = ["SCHEMA_NAMES", "load_schema", "validate"]
 SCHEMA_NAMES = (
     "golden-cases",
     "fixture",
+    "fixture-manifest",
     "report",
     "diff-report",
     "config",

@@ -29,7 +29,9 @@ from .text import Tokenizer
 __all__ = [
     "SeedPlan",
     "check_compatible",
+    "corpus_revision",
     "delete_document",
+    "document_digest",
     "index_hash",
     "index_hashes",
     "plan_from_hashes",
@@ -42,6 +44,38 @@ __all__ = [
 def index_hash(doc: SeedDocument, settings: ChunkSettings) -> str:
     """What a document was indexed from: its file and the chunk settings."""
     return hashlib.sha256(f"{doc.content_hash}\n{settings.fingerprint()}".encode()).hexdigest()
+
+
+def document_digest(doc: SeedDocument, settings: ChunkSettings) -> str:
+    """A document as its lookups see it, on any machine: SHA-256 over its parsed
+    metadata, its body (line endings already folded to LF) and the chunk settings.
+
+    Unlike ``index_hash`` (the file's bytes), a checkout's line endings or a
+    reformatted frontmatter with the same values do not move it; the fixture
+    manifest records it (``ragsnap.snapshot.provenance``).
+    """
+    fields = {
+        "source": doc.source,
+        "title": doc.title,
+        "breadcrumb": doc.breadcrumb,
+        "category": doc.category,
+        "kbScope": doc.kb_scope,
+        "docId": doc.doc_id,
+        "metadata": doc.metadata,
+        "body": doc.body,
+        "chunking": settings.fingerprint(),
+    }
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def corpus_revision(hashes: Mapping[str, str]) -> str:
+    """One digest of a whole corpus: SHA-256 over its sources' index hashes, in source
+    order (what ``ragsnap serve`` reports as ``corpusRevision``)."""
+    digest = hashlib.sha256()
+    for source in sorted(hashes):
+        digest.update(f"{source}\0{hashes[source]}\n".encode())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Endpoints (all JSON; the OpenAPI document is at ``/openapi.json``)::
 
-    GET    /api/health                      status, backend, embedder, counts (no token)
+    GET    /api/health                      status, backend, embedder, counts, corpusRevision
+                                            (no token)
     POST   /api/knowledge/lookup            {query, topK?, kbScope?, method?} -> {lookupResult}
     GET    /api/search/similar?query=&topK=&kbScope=
                                             vector similarity search -> {results: [...]}
@@ -73,7 +74,7 @@ from ..kb.corpus import parse_seed_doc
 from ..kb.embedders import Embedder
 from ..kb.numeric import quantize
 from ..kb.pipeline import PIPELINE_VERSION, Pipeline, score_label
-from ..kb.seeding import delete_document, index_hash, upsert_document
+from ..kb.seeding import corpus_revision, delete_document, index_hash, upsert_document
 from ..settings import METHODS, ChunkSettings
 
 __all__ = ["DEFAULT_MAX_BODY", "Receipts", "ServiceState", "create_app"]
@@ -330,6 +331,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
             "settings": state.pipeline.describe(),
             "documents": len(docs),
             "chunks": state.kb.count(),
+            "corpusRevision": corpus_revision({s: d.index_hash for s, d in docs.items()}),
         }
 
     @app.post(

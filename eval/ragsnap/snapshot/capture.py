@@ -44,6 +44,11 @@ class LookupSource(Protocol):
         """The ``lookupResult`` of ``query`` inside ``kb_scope``, at most ``top_k`` blocks."""
         ...
 
+    def corpus(self) -> tuple[dict[str, str] | None, str | None]:
+        """What the lookups searched, for the fixture manifest: source -> index hash of
+        every stored document (None for a service), and a service's corpus revision."""
+        ...
+
 
 class PipelineSource:
     """The in-process lookup pipeline as a ``LookupSource``."""
@@ -75,6 +80,10 @@ class PipelineSource:
             method=self.method,
             record_latency=self.record_latency,
         )
+
+    def corpus(self) -> tuple[dict[str, str] | None, str | None]:
+        documents = self.pipeline.kb.documents()
+        return {source: info.index_hash for source, info in sorted(documents.items())}, None
 
 
 def snapshot_case(

@@ -337,6 +337,14 @@ class HttpService:
             out["settings"] = settings
         return out
 
+    def corpus(self) -> tuple[dict[str, str] | None, str | None]:
+        """A service's corpus is its own: no document digests, and the revision its health
+        answer reports as ``corpusRevision`` (None when it reports none)."""
+        revision = (self.health() or {}).get("corpusRevision")
+        if isinstance(revision, bool) or not isinstance(revision, (str, int)):
+            return None, None
+        return None, str(revision)
+
     def lookup(self, query: str, *, kb_scope: str | None, top_k: int) -> dict[str, Any]:
         """The service's lookupResult for ``query``, in the fixture's shape."""
         m = self.mapping

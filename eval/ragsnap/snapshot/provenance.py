@@ -1,0 +1,353 @@
+"""Fixture provenance: what each fixture was captured from, and whether it still holds.
+
+``ragsnap snapshot`` writes ``fixtures/_manifest.json`` beside the fixtures (a
+name no case id can take). It records, once per distinct *capture*, what
+determines a fixture's lookup, and for every fixture which capture it came from
+and the SHA-256 of its bytes::
+
+    {"kind": "ragsnap-fixture-manifest", "schemaVersion": 1,
+     "captures": {"<key>": {"settings": {"backend": "embedded",
+                                         "method": "hybrid+rerank",
+                                         "lookup.minScore": 0.22, ...},
+                            "corpus": {"documents": {"<source>": "<index hash>"}}}},
+     "fixtures": {"<caseId>": {"capture": "<key>", "sha256": "<file digest>"}}}
+
+* ``settings`` are the values of ragsnap.yaml that can change a lookup (the
+  backend, the method and its spec, every ``lookup`` knob, the segmenter,
+  stemmer, stop words, embedder spec and chunking of ``kb``), and the pipeline
+  version, flat under the names ragsnap.yaml spells them (``settings_of``).
+* ``corpus.documents`` is, for a local store (embedded, milvus), each stored
+  document's index hash as the store recorded it at capture: the SHA-256 of the
+  seed file's bytes and the chunk settings, so it is what the store held, not
+  what ``seed-docs/`` holds (``ragsnap.kb.seeding.index_hash``). A service
+  (``--backend http``) records ``corpus.revision`` when its health answer
+  reports a ``corpusRevision``, else null.
+* A capture's key is the first 16 hex digits of the SHA-256 of its canonical
+  JSON, so fixtures captured together share one entry.
+
+``check_provenance`` (pure) compares the manifest with the current state (the
+same capture computed from today's ragsnap.yaml and ``seed-docs/``) and returns
+one line per cause, naming the document or setting that changed and the
+fixtures captured before it, and notes for what it cannot check: a manifest that
+is missing, a fixture with no record (hand-written, or from an older ragsnap), a
+service's corpus (only ``snapshot --check`` against the service can tell).
+A fixture whose bytes differ from the manifest's record was edited after it was
+captured, and is stale too. ``score``, ``check`` and ``pytest --ragsnap`` fail
+(exit 1) on any problem; notes never fail a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..io.inputs import FIXTURE_MANIFEST
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = [
+    "MANIFEST_KIND",
+    "MANIFEST_NAME",
+    "STALE_FIX",
+    "Capture",
+    "Manifest",
+    "Staleness",
+    "check_provenance",
+    "settings_of",
+]
+
+#: the manifest's file name inside the fixtures folder: no case id starts with "_"
+MANIFEST_NAME = FIXTURE_MANIFEST
+MANIFEST_KIND = "ragsnap-fixture-manifest"
+#: what to do about stale fixtures
+STALE_FIX = (
+    "run `ragsnap seed && ragsnap snapshot` and commit the fixtures (`ragsnap accept` "
+    "also updates the baseline)"
+)
+#: fixtures named in one line before the rest are counted
+_NAMED = 3
+
+
+def _canonical(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def settings_of(config: Config, backend: str, method: str | None = None) -> dict[str, Any]:
+    """The settings of ragsnap.yaml that can change a lookup of ``method`` (the
+    configured one when None) on ``backend``, flat under their ragsnap.yaml names.
+
+    A service (``http``) runs its own lookup, so only the backend is recorded.
+    """
+    if backend == "http":
+        return {"backend": backend}
+    from ..settings import PIPELINE_VERSION
+
+    s = config.lookup
+    spec = s.method_spec(method or s.method)
+    fusion = spec.fusion or s.fusion
+    kb = config.kb
+    out: dict[str, Any] = {
+        "backend": backend,
+        "method": spec.name,
+        "method.retrievers": list(spec.retrievers),
+        "method.embedder": spec.embedder,
+        "pipelineVersion": PIPELINE_VERSION,
+        "lookup.candidates": s.candidates,
+        "lookup.minScore": s.min_score if spec.min_score is None else spec.min_score,
+        "lookup.relativeScore": (
+            s.relative_score if spec.relative_score is None else spec.relative_score
+        ),
+        "lookup.weakScore": s.weak_score,
+        "lookup.sufficientScore": s.sufficient_score,
+        "lookup.contextBudgetChars": s.context_budget_chars,
+        "lookup.hints": s.hints,
+        "lookup.fusion": fusion.to_json() if spec.fused else None,
+        "lookup.reranker": spec.reranker,
+        "lookup.rerankDepth": s.rerank_depth if spec.reranker else None,
+        "kb.segmenter": kb.segmenter,
+        "kb.stemmer": kb.stemmer,
+        "kb.stopWords": kb.stop_words,
+        "kb.embedder": kb.embedder if spec.embedder is None else None,
+        "kb.chunking": kb.chunking.fingerprint(),
+    }
+    if backend == "milvus":
+        out["kb.milvus.analyzer"] = kb.milvus.analyzer
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """What one snapshot run captured its fixtures from."""
+
+    settings: Mapping[str, Any]
+    #: source -> index hash of every stored document; None when the store is a service
+    documents: Mapping[str, str] | None = None
+    #: a service's corpus revision, when it reports one
+    revision: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        corpus: dict[str, Any] = (
+            {"documents": dict(self.documents)}
+            if self.documents is not None
+            else {"revision": self.revision}
+        )
+        return {"settings": dict(self.settings), "corpus": corpus}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Capture:
+        corpus = data["corpus"]
+        documents = corpus.get("documents")
+        return cls(
+            settings=data["settings"],
+            documents=None if documents is None else dict(documents),
+            revision=corpus.get("revision"),
+        )
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(_canonical(self.to_json())).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """Captures by key, and each fixture's (capture key, file SHA-256)."""
+
+    captures: Mapping[str, Capture] = field(default_factory=dict)
+    fixtures: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        used = {key for key, _ in self.fixtures.values()}
+        return {
+            "kind": MANIFEST_KIND,
+            "schemaVersion": 1,
+            "captures": {k: c.to_json() for k, c in self.captures.items() if k in used},
+            "fixtures": {
+                case_id: {"capture": key, "sha256": digest}
+                for case_id, (key, digest) in self.fixtures.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Manifest:
+        """From a manifest document that passed its schema (``fixture-manifest``)."""
+        return cls(
+            captures={k: Capture.from_json(v) for k, v in data["captures"].items()},
+            fixtures={
+                case_id: (entry["capture"], entry["sha256"])
+                for case_id, entry in data["fixtures"].items()
+            },
+        )
+
+    def updated(
+        self, capture: Capture, digests: Mapping[str, str], present: Iterable[str]
+    ) -> Manifest:
+        """This manifest with ``digests``' fixtures recorded as captured by
+        ``capture``; fixtures not in ``present`` (no file any more) are dropped."""
+        keep = set(present)
+        fixtures = {k: v for k, v in self.fixtures.items() if k in keep}
+        key = capture.key
+        for case_id, digest in digests.items():
+            fixtures[case_id] = (key, digest)
+        captures = {**self.captures, key: capture}
+        used = {k for k, _ in fixtures.values()}
+        return Manifest(
+            {k: c for k, c in sorted(captures.items()) if k in used}, dict(sorted(fixtures.items()))
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    """The outcome of a provenance check: problems fail a run, notes do not."""
+
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.problems)
+
+    def lines(self) -> list[str]:
+        """What the terminal shows: the problems with the fix, then the notes."""
+        out: list[str] = []
+        if self.problems:
+            out.append(f"Stale fixtures ({len(self.problems)} cause(s)); {STALE_FIX}:")
+            out += [f"  {problem}" for problem in self.problems]
+        out += [f"note: {note}" for note in self.notes]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stale": list(self.problems), "notes": list(self.notes), "fix": STALE_FIX}
+
+
+def _named(files: Sequence[str], total_in_folder: int, folder: str) -> str:
+    """``fixtures/a.json`` / ``fixtures/a.json, fixtures/b.json and 3 more``, or
+    ``the 29 fixtures in fixtures/`` when that is all of them."""
+    if len(files) == total_in_folder and len(files) > _NAMED:
+        return f"the {len(files)} fixtures in {folder}/"
+    shown = ", ".join(files[:_NAMED])
+    rest = len(files) - _NAMED
+    return shown + (f" and {rest} more" if rest > 0 else "")
+
+
+def _were(files: Sequence[str]) -> str:
+    return "was" if len(files) == 1 else "were"
+
+
+def _value(value: Any) -> str:
+    return _canonical(value).decode("utf-8")
+
+
+def check_provenance(
+    manifest: Manifest | None,
+    digests: Mapping[str, str],
+    current: Capture,
+    *,
+    folder: str,
+    cited: Mapping[str, Iterable[str]] | None = None,
+    paths: Mapping[str, str] | None = None,
+    config_name: str = "ragsnap.yaml",
+) -> Staleness:
+    """Compare the fixtures' recorded captures with ``current``.
+
+    ``digests`` maps each case id whose fixture is scored to its file's SHA-256;
+    ``folder`` is the fixtures folder as the user names it; ``cited`` the sources
+    each fixture's evidence cites (a changed document is named with the fixtures
+    that cite it when some do); ``paths`` the seed file of each current source.
+    ``current.documents`` None means the corpus is not at hand (not checked).
+    """
+    manifest_path = f"{folder}/{MANIFEST_NAME}"
+    if not digests:
+        return Staleness()
+    if manifest is None:
+        return Staleness(
+            notes=(
+                f"{manifest_path} is missing, so the fixtures' corpus and settings are not "
+                "checked; `ragsnap snapshot` records them",
+            )
+        )
+    paths = paths or {}
+    problems: list[str] = []
+    notes: list[str] = []
+
+    def file_of(case_id: str) -> str:
+        return f"{folder}/{case_id}.json"
+
+    unrecorded = sorted(c for c in digests if c not in manifest.fixtures)
+    if unrecorded:
+        files = [file_of(c) for c in unrecorded]
+        notes.append(
+            f"{_named(files, len(digests), folder)} {'has' if len(files) == 1 else 'have'} no "
+            f"record in {manifest_path} (written by hand or by an older ragsnap), so "
+            f"{'its' if len(files) == 1 else 'their'} corpus and settings are not checked; "
+            "`ragsnap snapshot` records them"
+        )
+    edited = sorted(
+        c for c in digests if c in manifest.fixtures and manifest.fixtures[c][1] != digests[c]
+    )
+    for case_id in edited:
+        problems.append(
+            f"{file_of(case_id)} was edited after it was captured (its bytes differ from "
+            f"{manifest_path}); re-capture it with `ragsnap snapshot --case {case_id}`"
+        )
+    by_capture: dict[str, list[str]] = {}
+    for case_id in sorted(digests):
+        if case_id in manifest.fixtures:
+            by_capture.setdefault(manifest.fixtures[case_id][0], []).append(case_id)
+    cited_by: dict[str, set[str]] = {}
+    for case_id, sources in (cited or {}).items():
+        for source in sources:
+            cited_by.setdefault(source, set()).add(case_id)
+    total = len(digests)
+
+    for key, case_ids in by_capture.items():
+        captured = manifest.captures[key]
+        files = [file_of(c) for c in case_ids]
+        after = f"after {_named(files, total, folder)} {_were(files)} captured"
+        if captured.documents is None:
+            revision = (
+                "" if captured.revision is None else f" (corpus revision {captured.revision})"
+            )
+            notes.append(
+                f"{_named(files, total, folder)} came from a service{revision}: the corpus and "
+                "the service's settings cannot be checked offline; "
+                "`ragsnap snapshot --check --backend http` compares them with the service"
+            )
+            continue
+        changed_settings = sorted(
+            name
+            for name in set(captured.settings) | set(current.settings)
+            if captured.settings.get(name) != current.settings.get(name)
+        )
+        for name in changed_settings:
+            before, now = captured.settings.get(name), current.settings.get(name)
+            problems.append(
+                f"{config_name}: {name} changed ({_value(before)} -> {_value(now)}) {after}"
+            )
+        if current.documents is None:
+            continue
+        if "kb.chunking" in changed_settings:
+            continue  # every document's index hash moved with it: said once above
+        old, new = captured.documents, current.documents
+        for source in sorted(set(old) | set(new)):
+            if old.get(source) == new.get(source):
+                continue
+            where = paths.get(source, f"source {source!r}")
+            citing = [file_of(c) for c in case_ids if c in cited_by.get(source, ())]
+            named = (
+                f"after {_named(citing, total, folder)} (citing it) {_were(citing)} captured"
+                if citing
+                else after
+            )
+            if source not in new:
+                what = f"{where} was removed from the corpus"
+            elif source not in old:
+                what = f"{where} was added"
+            else:
+                what = f"{where} changed"
+            problems.append(f"{what} {named}")
+    return Staleness(tuple(problems), tuple(notes))
