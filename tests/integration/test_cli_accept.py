@@ -38,6 +38,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def test_first_accept_writes_fixtures_and_baseline(accepted: Path) -> None:
     files = _files(accepted)
     assert set(files) == {
+        "fixtures/_manifest.json",
         "fixtures/db-pool-max-size.json",
         "fixtures/no-answer-tls-renewal.json",
         "fixtures/obs-log-retention.json",

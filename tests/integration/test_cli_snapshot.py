@@ -33,13 +33,18 @@ def snapshot(root: Path, *args: str) -> Run:
     return run_cli("snapshot", "--cases", str(CASES), *args, cwd=root)
 
 
+def fixture_paths(folder: Path) -> list[Path]:
+    """The fixture files of ``folder``: every ``*.json`` but the manifest."""
+    return [p for p in sorted(folder.glob("*.json")) if p.name != "_manifest.json"]
+
+
 def files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.json"))}
+    return {p.name: p.read_bytes() for p in fixture_paths(folder)}
 
 
 def without_generator(folder: Path) -> dict[str, Any]:
     out = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in fixture_paths(folder):
         data = json.loads(path.read_text(encoding="utf-8"))
         del data["generator"], data["retrievedAt"]
         for attempt in data["lookupResult"]["retrievalTrace"]["attempts"]:
@@ -56,7 +61,7 @@ def test_committed_fixtures_are_what_the_embedded_kb_returns(tmp_path: Path) -> 
     assert run.code == 0, run.out + run.err
     assert "0 would change, 0 new, 29 unchanged" in run.out
     assert "fixtures are up to date" in run.out
-    for path in (REPO / "fixtures").glob("*.json"):
+    for path in fixture_paths(REPO / "fixtures"):
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data["generator"]["backend"] == "embedded"
         assert data["generator"]["embedder"]["kind"] == "hashing"
@@ -133,7 +138,10 @@ def test_orphans_are_listed_and_pruned(tmp_path: Path) -> None:
     assert both.code == 2 and "pick one" in both.err
     pruned = snapshot(tmp_path, *base, "--prune")
     assert pruned.code == 0 and "(deleted): retired-case.json" in pruned.out
-    assert sorted(p.name for p in out.iterdir()) == ["obs-log-retention-days.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_manifest.json",
+        "obs-log-retention-days.json",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -183,6 +183,7 @@ def test_a_two_line_edit_rewrites_only_what_moved_and_the_diff_names_the_regress
     )  # fmt: skip
     assert baseline.code == 0, baseline.out + baseline.err
     before = {p.name: p.read_bytes() for p in fixtures.iterdir()}
+    manifest = before.pop("_manifest.json")
 
     doc = docs / "mysql-connection-pool.md"
     text = doc.read_text(encoding="utf-8")
@@ -201,6 +202,7 @@ def test_a_two_line_edit_rewrites_only_what_moved_and_the_diff_names_the_regress
     run = snapshot(tmp_path, kb, fixtures)
     assert run.code == 0, run.out + run.err
     after = {p.name: p.read_bytes() for p in fixtures.iterdir()}
+    assert after.pop("_manifest.json") != manifest  # every fixture now records the new corpus
     rewritten = sorted(name for name in after if after[name] != before[name])
     # every rewritten fixture changed in ranking or identity; none for arithmetic alone
     for name in rewritten:

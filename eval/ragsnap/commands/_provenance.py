@@ -15,11 +15,12 @@ an older file makes its fixtures stale, as it should.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Config
+from ..errors import RagsnapError
 from ..io.inputs import FixtureSet, read_manifest
 from ..snapshot.provenance import Capture, Manifest, Staleness, check_provenance, settings_of
 
@@ -61,32 +62,61 @@ def seed_state(config: Config) -> SeedState | None:
     return state
 
 
+def _seeded_digest(path: str | None, stored: str, config: Config) -> str | None:
+    """The digest of the Markdown file a document was seeded from, when that file still
+    holds what the store indexed (same index hash)."""
+    from ..kb.corpus import parse_seed_doc
+    from ..kb.seeding import document_digest, index_hash
+
+    if path is None:
+        return None
+    for candidate in (Path(path), config.kb.seed_docs / Path(path).name):
+        if candidate.suffix != ".md" or not candidate.is_file():
+            continue
+        try:
+            doc = parse_seed_doc(candidate, candidate.read_bytes())
+        except (OSError, RagsnapError):
+            continue
+        if index_hash(doc, config.kb.chunking) == stored:
+            return document_digest(doc, config.kb.chunking)
+    return None
+
+
 def captured_documents(
-    stored: Mapping[str, str] | None, config: Config
+    stored: Mapping[str, tuple[str, str | None]] | None, config: Config
 ) -> tuple[dict[str, str] | None, list[str]]:
-    """What the manifest records of a store's documents (source -> index hash): the seed
-    file's digest where the store holds exactly that file, else the store's hash; and
-    the seed files (or sources) the store does not hold as they are now."""
+    """What the manifest records of a store's documents: the digest of the seed file the
+    store holds exactly (same index hash), found in ``kb.seedDocs`` or where it was
+    seeded from, else the store's index hash (which no digest equals); and the seed files
+    of ``kb.seedDocs`` (or sources) the store does not hold as they are now."""
     if stored is None:
         return None, []
     state = seed_state(config)
+    documents: dict[str, str] = {}
+    for source, (digest, path) in stored.items():
+        if state is not None and state.index_hashes.get(source) == digest:
+            documents[source] = state.digests[source]
+        else:
+            documents[source] = _seeded_digest(path, digest, config) or digest
     if state is None:
-        return dict(stored), []
-    documents = {
-        source: state.digests[source] if state.index_hashes.get(source) == digest else digest
-        for source, digest in stored.items()
-    }
+        return documents, []
     behind = [
         state.paths.get(source, f"source {source!r}")
         for source in sorted(set(stored) | set(state.index_hashes))
-        if stored.get(source) != state.index_hashes.get(source)
+        if (stored[source][0] if source in stored else None) != state.index_hashes.get(source)
     ]
     return documents, behind
 
 
-def check_fixtures(config: Config, fixture_set: FixtureSet, folder: Path) -> Staleness:
-    """Whether the fixtures of ``folder`` (as loaded in ``fixture_set``) still describe
-    the corpus of ``kb.seedDocs`` and the settings of ragsnap.yaml."""
+def check_fixtures(
+    config: Config, fixture_set: FixtureSet, folder: Path, case_ids: Collection[str]
+) -> Staleness:
+    """Whether the fixtures of ``folder`` (as loaded in ``fixture_set``) of the cases
+    ``case_ids`` still describe the corpus of ``kb.seedDocs`` and the settings of
+    ragsnap.yaml (a fixture no case names is not scored, so not checked)."""
+    digests = {c: d for c, d in fixture_set.digests.items() if c in case_ids}
+    if not digests:
+        return Staleness()
     raw = read_manifest(folder)
     manifest = None if raw is None else Manifest.from_json(raw)
     state = seed_state(config)
@@ -96,10 +126,11 @@ def check_fixtures(config: Config, fixture_set: FixtureSet, folder: Path) -> Sta
     cited = {
         case_id: {block.source for block in fixture.lookup.evidence_blocks}
         for case_id, fixture in fixture_set.fixtures.items()
+        if case_id in digests
     }
     result = check_provenance(
         manifest,
-        fixture_set.digests,
+        digests,
         current,
         folder=folder.as_posix().rstrip("/") or ".",
         cited=cited,

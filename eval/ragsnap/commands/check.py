@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     staleness = Staleness()
     if args.fixtures.is_dir():
         seeded = dataclasses.replace(config, kb=dataclasses.replace(config.kb, seed_docs=folder))
-        staleness = check_fixtures(seeded, load_fixtures(args.fixtures), args.fixtures)
+        scored = {case.id for case in case_set.cases}
+        staleness = check_fixtures(seeded, load_fixtures(args.fixtures), args.fixtures, scored)
     errors = sum(f.severity == "error" for f in findings)
     chunks = sum(corpus.chunk_counts.values())
     warnings = len(findings) - errors

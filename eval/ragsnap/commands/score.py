@@ -57,7 +57,9 @@ def _run(args: argparse.Namespace) -> int:
     fixture_set = load_fixtures(args.fixtures)
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
 
-    staleness = check_fixtures(config, fixture_set, args.fixtures)
+    staleness = check_fixtures(
+        config, fixture_set, args.fixtures, {case.id for case in case_set.cases}
+    )
     fixtures = fixture_set.fixtures
     graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
     skip = config.skip_expectations
@@ -110,9 +112,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     write_outputs(dict(outputs))
 
-    lines = [*staleness.lines(), *score_lines(report, args.max_listed, args.markdown_report)]
+    lines = score_lines(report, args.max_listed, args.markdown_report)
     if diff is not None:
         lines += diff_lines(diff, args.max_listed, diff_markdown)
+    lines += staleness.lines()
     lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
     print("\n".join(lines))
     summary = report["summary"]

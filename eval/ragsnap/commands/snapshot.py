@@ -232,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
     manifest = (old_manifest or Manifest()).updated(capture, digests, present)
     manifest_raw = dump_json(manifest.to_json())
     manifest_moved = not manifest_path.is_file() or manifest_path.read_bytes() != manifest_raw
+    if args.check and old_manifest is not None:
+        manifest_moved = old_manifest.captures_of() != manifest.captures_of()
 
     if not args.check:
         if manifest_moved:

@@ -44,9 +44,10 @@ class LookupSource(Protocol):
         """The ``lookupResult`` of ``query`` inside ``kb_scope``, at most ``top_k`` blocks."""
         ...
 
-    def corpus(self) -> tuple[dict[str, str] | None, str | None]:
-        """What the lookups searched, for the fixture manifest: source -> index hash of
-        every stored document (None for a service), and a service's corpus revision."""
+    def corpus(self) -> tuple[dict[str, tuple[str, str | None]] | None, str | None]:
+        """What the lookups searched, for the fixture manifest: source -> (index hash,
+        the file it was seeded from) of every stored document (None for a service), and
+        a service's corpus revision."""
         ...
 
 
@@ -81,9 +82,9 @@ class PipelineSource:
             record_latency=self.record_latency,
         )
 
-    def corpus(self) -> tuple[dict[str, str] | None, str | None]:
+    def corpus(self) -> tuple[dict[str, tuple[str, str | None]] | None, str | None]:
         documents = self.pipeline.kb.documents()
-        return {source: info.index_hash for source, info in sorted(documents.items())}, None
+        return {s: (info.index_hash, info.path) for s, info in sorted(documents.items())}, None
 
 
 def snapshot_case(

@@ -183,6 +183,11 @@ class Manifest:
             },
         )
 
+    def captures_of(self) -> dict[str, Any]:
+        """Each fixture's capture as JSON, without the file digests (what ``snapshot
+        --check`` compares: a fixture edited within the tolerance is still current)."""
+        return {c: self.captures[key].to_json() for c, (key, _) in self.fixtures.items()}
+
     def updated(
         self, capture: Capture, digests: Mapping[str, str], present: Iterable[str]
     ) -> Manifest:

@@ -337,7 +337,7 @@ class HttpService:
             out["settings"] = settings
         return out
 
-    def corpus(self) -> tuple[dict[str, str] | None, str | None]:
+    def corpus(self) -> tuple[dict[str, tuple[str, str | None]] | None, str | None]:
         """A service's corpus is its own: no document digests, and the revision its health
         answer reports as ``corpusRevision`` (None when it reports none)."""
         revision = (self.health() or {}).get("corpusRevision")
