@@ -147,17 +147,31 @@ def test_workflow_steps_check_upload_comment_then_fail() -> None:
     [
         (("0", "0", "0"), False, []),
         (("0", "0", "1"), True, ["::error::ragsnap score exited 1: a case failed or regressed"]),
-        (("0", "1", "0"), True, ["::error::ragsnap snapshot --check exited 1: a committed fixture is out of date"]),
+        (
+            ("0", "1", "0"),
+            True,
+            ["::error::ragsnap snapshot --check exited 1: a committed fixture is out of date"],
+        ),
         (("1", "0", "0"), True, ["::error::ragsnap check exited 1: stale fixtures"]),
-        (("2", "0", "3"), True, ["::error::ragsnap check exited 2: bad input (2", "::error::ragsnap score exited 3: "]),
-        (("0", "", ""), True, ["::error::ragsnap snapshot --check did not run", "::error::ragsnap score did not run"]),
+        (
+            ("2", "0", "3"),
+            True,
+            ["::error::ragsnap check exited 2: bad input (2", "::error::ragsnap score exited 3: "],
+        ),
+        (
+            ("0", "", ""),
+            True,
+            ["::error::ragsnap snapshot --check did not run", "::error::ragsnap score did not run"],
+        ),
     ],
 )
 def test_the_final_step_fails_when_any_check_failed_and_says_which(
     codes: tuple[str, str, str], fails: bool, says: list[str]
 ) -> None:
     last = _steps()[-1]
-    env = {f"{step_id.upper()}_EXIT": code for step_id, code in zip(CHECK_STEPS, codes)}
+    env = {
+        f"{step_id.upper()}_EXIT": code for step_id, code in zip(CHECK_STEPS, codes, strict=True)
+    }
     run = subprocess.run(  # as GitHub runs a `run:` step
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", last["run"]],
         env={**os.environ, **env},
@@ -168,7 +182,7 @@ def test_the_final_step_fails_when_any_check_failed_and_says_which(
     assert (run.returncode != 0) == fails, (codes, run.stdout)
     errors = [line for line in run.stdout.splitlines() if line.startswith("::error::")]
     assert len(errors) == len(says), run.stdout
-    for line, start in zip(errors, says):
+    for line, start in zip(errors, says, strict=True):
         assert line.startswith(start), run.stdout
 
 

@@ -108,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
         "and fails on a regression or a stale fixture."
     )
     print(
-        f"Before the first pull request, point RAGSNAP_REQUIREMENT (default ragsnap=={__version__}) "
-        "in that workflow at where your CI gets ragsnap: it is not on a public package index "
-        "yet (a git tag or your internal index; see the comment there)."
+        "Before the first pull request, point RAGSNAP_REQUIREMENT "
+        f"(default ragsnap=={__version__}) in that workflow at where your CI gets ragsnap: "
+        "it is not on a public package index yet (a git tag or your internal index: the "
+        "comment above the setting shows both)."
     )
     return 0
