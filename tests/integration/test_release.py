@@ -18,7 +18,7 @@ import tarfile
 import venv
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,8 @@ class Dist:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """The sdist, and the wheel built from it, as `python -m build` makes them."""
+    """The sdist, and the wheel built from it (so the sdist holds what a build needs),
+    as `python -m build` makes them."""
     _require("build")
     out = tmp_path_factory.mktemp("dist")
     run = subprocess.run(
@@ -218,11 +219,9 @@ class Runner:
     the `uses:` steps are what the test arranged already (the clone is the checkout,
     the venv is setup-python) or nothing a local run can do (the artifact upload)."""
 
-    venv: Path
     env: dict[str, str]
     tmp: Path
     counter: int = 0
-    log: list[dict[str, Any]] = field(default_factory=list)
 
     def expression(self, text: str, outputs: dict[str, dict[str, str]]) -> str:
         def value(match: re.Match[str]) -> str:
@@ -388,7 +387,6 @@ def test_the_workflow_init_writes_runs_from_the_wheel_on_a_clean_and_a_regressin
     here = Path(sys.executable).parent
     path = [p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != here]
     runner = Runner(
-        venv=env_dir,
         env=_clean_env(
             PATH=os.pathsep.join([str(env_dir / "bin"), str(tools), *path]),
             VIRTUAL_ENV=str(env_dir),
