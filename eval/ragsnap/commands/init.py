@@ -7,8 +7,14 @@ Writes the files under ``ragsnap/templates/project/`` (package data) into DIR
     cases/golden-cases.json         three example cases that pass against the seed docs
     seed-docs/*.md                  example Markdown documents with frontmatter
     .github/workflows/ragsnap.yml   the pull-request check (docs/ci.md)
-    .ragsnap/.gitignore             the knowledge base is never committed
-    reports/.gitignore              generated reports neither; the baseline is
+    .ragsnap/.gitignore             the knowledge base is never committed (this file is)
+    reports/.gitignore              generated reports neither; this file, the baseline
+                                    and the dated reports in reports/history/ are
+
+The workflow installs ragsnap from one setting, ``RAGSNAP_REQUIREMENT``, whose default
+pins the version that wrote it: every ``__RAGSNAP_VERSION__`` in a template becomes
+``ragsnap.__version__``. The ignore files keep themselves (``!.gitignore``), so after
+``git add .`` and a clone, ``seed`` and ``snapshot`` leave ``git status`` clean.
 
 It never overwrites: when any of these files exists (or cannot be created, a
 file standing where a folder must be), nothing is written and the command
@@ -25,6 +31,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from .. import __version__
 from ..errors import OutputError
 from ..io.jsonio import check_outputs, write_outputs
 
@@ -36,6 +43,8 @@ if TYPE_CHECKING:
 
 #: the template folder inside the package
 TEMPLATE = "templates/project"
+#: replaced by the running ragsnap's version in every template file
+VERSION_PLACEHOLDER = b"__RAGSNAP_VERSION__"
 
 
 def _walk(folder: Traversable, at: PurePosixPath) -> list[tuple[PurePosixPath, bytes]]:
@@ -45,7 +54,8 @@ def _walk(folder: Traversable, at: PurePosixPath) -> list[tuple[PurePosixPath, b
         if entry.is_dir():
             files += _walk(entry, at / name)
         elif not entry.name.endswith((".pyc", ".pyo")):
-            files.append((at / name, entry.read_bytes()))
+            data = entry.read_bytes().replace(VERSION_PLACEHOLDER, __version__.encode())
+            files.append((at / name, data))
     return files
 
 
@@ -90,7 +100,17 @@ def run(args: argparse.Namespace) -> int:
     )
     print('  git add . && git commit -m "ragsnap: golden cases, fixtures and baseline"')
     print(
+        "  (the .gitignore files in .ragsnap/ and reports/ keep the knowledge base and "
+        "generated reports out; they commit themselves, the baseline and reports/history/)"
+    )
+    print(
         "Then every pull request runs .github/workflows/ragsnap.yml: it comments the score "
-        "and fails on a regression."
+        "and fails on a regression or a stale fixture."
+    )
+    print(
+        "Before the first pull request, point RAGSNAP_REQUIREMENT "
+        f"(default ragsnap=={__version__}) in that workflow at where your CI gets ragsnap: "
+        "it is not on a public package index yet (a git tag or your internal index: the "
+        "comment above the setting shows both)."
     )
     return 0
