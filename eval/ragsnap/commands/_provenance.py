@@ -18,13 +18,57 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import Config
 from ..errors import RagsnapError
 from ..io.inputs import FixtureSet, read_manifest
-from ..snapshot.provenance import Capture, Manifest, Staleness, check_provenance, settings_of
+from ..snapshot.provenance import Capture, Manifest, Staleness, check_provenance
 
-__all__ = ["captured_documents", "check_fixtures", "seed_state"]
+__all__ = ["captured_documents", "check_fixtures", "seed_state", "settings_of"]
+
+
+def settings_of(config: Config, backend: str, method: str | None = None) -> dict[str, Any]:
+    """The settings of ragsnap.yaml that can change a lookup of ``method`` (the
+    configured one when None) on ``backend``, flat under their ragsnap.yaml names.
+
+    A service (``http``) runs its own lookup, so only the backend is recorded.
+    """
+    if backend == "http":
+        return {"backend": backend}
+    from ..settings import PIPELINE_VERSION
+
+    s = config.lookup
+    spec = s.method_spec(method or s.method)
+    fusion = spec.fusion or s.fusion
+    kb = config.kb
+    out: dict[str, Any] = {
+        "backend": backend,
+        "method": spec.name,
+        "method.retrievers": list(spec.retrievers),
+        "method.embedder": spec.embedder,
+        "pipelineVersion": PIPELINE_VERSION,
+        "lookup.candidates": s.candidates,
+        "lookup.minScore": s.min_score if spec.min_score is None else spec.min_score,
+        "lookup.relativeScore": (
+            s.relative_score if spec.relative_score is None else spec.relative_score
+        ),
+        "lookup.weakScore": s.weak_score,
+        "lookup.sufficientScore": s.sufficient_score,
+        "lookup.contextBudgetChars": s.context_budget_chars,
+        "lookup.hints": s.hints,
+        "lookup.fusion": fusion.to_json() if spec.fused else None,
+        "lookup.reranker": spec.reranker,
+        "lookup.rerankDepth": s.rerank_depth if spec.reranker else None,
+        "kb.segmenter": kb.segmenter,
+        "kb.stemmer": kb.stemmer,
+        "kb.stopWords": kb.stop_words,
+        "kb.embedder": kb.embedder if spec.embedder is None else None,
+        "kb.chunking": kb.chunking.fingerprint(),
+    }
+    if backend == "milvus":
+        out["kb.milvus.analyzer"] = kb.milvus.analyzer
+    return out
 
 
 def _shown(path: str) -> str:

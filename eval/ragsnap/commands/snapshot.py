@@ -47,10 +47,10 @@ from ..io.schema import validate
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
-from ..snapshot.provenance import Capture, Manifest, settings_of
+from ..snapshot.provenance import Capture, Manifest
 from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
 from ._kb import backend_of
-from ._provenance import captured_documents
+from ._provenance import captured_documents, settings_of
 
 #: at most this many changed cases are listed one per line
 LISTED = 40

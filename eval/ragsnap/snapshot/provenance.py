@@ -15,11 +15,14 @@ and the SHA-256 of its bytes::
 * ``settings`` are the values of ragsnap.yaml that can change a lookup (the
   backend, the method and its spec, every ``lookup`` knob, the segmenter,
   stemmer, stop words, embedder spec and chunking of ``kb``), and the pipeline
-  version, flat under the names ragsnap.yaml spells them (``settings_of``).
-* ``corpus.documents`` is, for a local store (embedded, milvus), each stored
-  document's index hash as the store recorded it at capture: the SHA-256 of the
-  seed file's bytes and the chunk settings, so it is what the store held, not
-  what ``seed-docs/`` holds (``ragsnap.kb.seeding.index_hash``). A service
+  version, flat under the names ragsnap.yaml spells them
+  (``ragsnap.commands._provenance.settings_of``).
+* ``corpus.documents`` is, for a local store (embedded, milvus), a digest of
+  each stored document as the store held it at capture: the digest of its
+  parsed seed file and the chunk settings (``ragsnap.kb.seeding.document_digest``,
+  the same on any checkout's line endings) when the store holds exactly that
+  file, else the store's own index hash, which no seed file's digest equals, so
+  a store seeded from an older file makes its fixtures stale. A service
   (``--backend http``) records ``corpus.revision`` when its health answer
   reports a ``corpusRevision``, else null.
 * A capture's key is the first 16 hex digits of the SHA-256 of its canonical
@@ -41,14 +44,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ..io.inputs import FIXTURE_MANIFEST
-
-if TYPE_CHECKING:
-    from ..config import Config
 
 __all__ = [
     "MANIFEST_KIND",
@@ -58,7 +58,6 @@ __all__ = [
     "Manifest",
     "Staleness",
     "check_provenance",
-    "settings_of",
 ]
 
 #: the manifest's file name inside the fixtures folder: no case id starts with "_"
@@ -75,49 +74,6 @@ _NAMED = 3
 
 def _canonical(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
-def settings_of(config: Config, backend: str, method: str | None = None) -> dict[str, Any]:
-    """The settings of ragsnap.yaml that can change a lookup of ``method`` (the
-    configured one when None) on ``backend``, flat under their ragsnap.yaml names.
-
-    A service (``http``) runs its own lookup, so only the backend is recorded.
-    """
-    if backend == "http":
-        return {"backend": backend}
-    from ..settings import PIPELINE_VERSION
-
-    s = config.lookup
-    spec = s.method_spec(method or s.method)
-    fusion = spec.fusion or s.fusion
-    kb = config.kb
-    out: dict[str, Any] = {
-        "backend": backend,
-        "method": spec.name,
-        "method.retrievers": list(spec.retrievers),
-        "method.embedder": spec.embedder,
-        "pipelineVersion": PIPELINE_VERSION,
-        "lookup.candidates": s.candidates,
-        "lookup.minScore": s.min_score if spec.min_score is None else spec.min_score,
-        "lookup.relativeScore": (
-            s.relative_score if spec.relative_score is None else spec.relative_score
-        ),
-        "lookup.weakScore": s.weak_score,
-        "lookup.sufficientScore": s.sufficient_score,
-        "lookup.contextBudgetChars": s.context_budget_chars,
-        "lookup.hints": s.hints,
-        "lookup.fusion": fusion.to_json() if spec.fused else None,
-        "lookup.reranker": spec.reranker,
-        "lookup.rerankDepth": s.rerank_depth if spec.reranker else None,
-        "kb.segmenter": kb.segmenter,
-        "kb.stemmer": kb.stemmer,
-        "kb.stopWords": kb.stop_words,
-        "kb.embedder": kb.embedder if spec.embedder is None else None,
-        "kb.chunking": kb.chunking.fingerprint(),
-    }
-    if backend == "milvus":
-        out["kb.milvus.analyzer"] = kb.milvus.analyzer
-    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
+from ragsnap.commands._provenance import settings_of
 from ragsnap.config import Config
 from ragsnap.settings import LookupSettings
-from ragsnap.snapshot.provenance import (
-    Capture,
-    Manifest,
-    check_provenance,
-    settings_of,
-)
+from ragsnap.snapshot.provenance import Capture, Manifest, check_provenance
 
 SETTINGS = {"backend": "embedded", "method": "hybrid+rerank", "lookup.minScore": 0.22}
 DOCS = {"a": "1" * 64, "b": "2" * 64}
