@@ -97,7 +97,14 @@ def test_noise_floor_and_require_significance(tmp_path: Path) -> None:
     drop = _nudge(baseline, case_id, "contextPrecision", -0.1)  # mean -0.004, one case
     (root / "drop.json").write_text(json.dumps(drop))
     run = run_cli("diff", "reports/baseline.json", "drop.json", cwd=root)
-    assert run.code == 1 and "contextPrecision: 0.171 -> 0.167 (-0.004, p 1.000)" in run.out
+    assert (
+        run.code == 1
+        and (
+            "contextPrecision -0.004 <- 1 case: db-err-4031-order-repository: beyond tolerance, "
+            "not significant (1 case), Holm p 1.000; +3 category/language/split row(s) alike"
+        )
+        in run.out
+    )
     run = run_cli("diff", "reports/baseline.json", "drop.json", "--require-significance", cwd=root)
     assert run.code == 0, run.out + run.err
     md = (root / "reports/baseline-diff.md").read_text()

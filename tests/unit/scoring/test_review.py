@@ -23,7 +23,7 @@ def report(blocks_by_case: dict[str, list[dict[str, Any]]], query: str = "") -> 
     return build_report(results, [], INPUTS)
 
 
-def test_markdown_is_in_review_order_with_unchanged_rows_folded() -> None:
+def test_markdown_is_in_review_order_grouped_by_cause_with_tables_folded() -> None:
     before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
     after = report({"a": [block(1, "mysql-pool")], "b": [block(1, "x")]})
     md = render_diff_markdown(diff_reports(before, after, Tolerances(), "base.json"))
@@ -35,8 +35,11 @@ def test_markdown_is_in_review_order_with_unchanged_rows_folded() -> None:
         "- Fails now: hit level miss is below the minimum medium",
         "- Top sources: baseline `mysql-pool` → current `x`",
         "## Aggregate metrics",
+        # one line for the rows one case moved, the scope rows that repeat them counted
+        "- passRate -50.0 pp, recallAtK -50.0 pp, strongHitRate -50.0 pp, missCount +1 "
+        "← 1 case: `b`: regression; +12 category/language/split row(s) alike",
+        "<details><summary>moved rows 1-16 of 16, folded ones included</summary>",
         "| -50.0 pp |",
-        "<details><summary>",
         "## Hit-level transitions (2 answerable case(s) in both)",
         "Tolerances: passRate 0.0",
     ]
