@@ -151,6 +151,10 @@ def test_one_moved_case_reads_as_one_line_and_the_comments_stay_small(tmp_path: 
     )
     assert "63 row(s) unchanged." in comment and "| unchanged |" not in comment
     assert "Holm p: Holm-adjusted over the 4 row(s) tested" in comment
+    written = [(root / f).read_bytes() for f in ("reports/pr.md", "reports/baseline-diff.json")]
+    assert run_cli(*check, cwd=root).code == 1
+    again = [(root / f).read_bytes() for f in ("reports/pr.md", "reports/baseline-diff.json")]
+    assert again == written  # the same bytes twice
     diff = json.loads((root / "reports/baseline-diff.json").read_text())
     (cause,) = diff["causes"]
     assert cause["cases"] == ["obs-log-retention"] and len(cause["folded"]) == 3

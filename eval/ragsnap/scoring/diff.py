@@ -20,9 +20,25 @@ kept, unchanged ones too, so a reader sees the whole table):
   miss count);
 * a regression or improvement of a mean or a rate gets a **paired test** over
   the cases both reports share (``ragsnap.scoring.significance``): the
-  permutation ``p`` and the bootstrap interval of the mean difference. With
-  ``require`` set, a drop that is not significant is "changed", not a
-  regression. Case-level regressions always fail.
+  permutation ``p`` and the bootstrap interval of the mean difference;
+* the ``p`` of every row one diff tested are **corrected as one family**
+  (``SignificanceSettings.correction``: Holm by default, Bonferroni or none;
+  the rule is in ``ragsnap.scoring.significance``). A row keeps both ``p`` and
+  ``pAdjusted``, and is ``significant`` when the adjusted p is below alpha. With
+  ``require`` set, a drop that is not significant (adjusted) is "changed", not
+  a regression. Case-level regressions always fail.
+
+**Causes.** Each row records ``movedCases``: how many cases' contributions to it
+differ (a value that moved; a case added, removed, or moved between scopes).
+``causes`` groups the rows that moved by that set of cases (``_causes``): one
+group per set, worst status first. A category / language / split row is
+*folded* under the overall row of its metric when that row moved with the same
+status and the scope row's cases are among its cases (the same drop, seen in a
+slice); a scope row that moved when the overall row did not, or with other
+cases, is listed in its own group. So one case sliding strong -> medium is one
+group: the overall rows it moved, under that case, and a count of the scope
+rows that repeat them. Renderings read ``causes`` (``cause_lines``); the
+``aggregates`` list keeps every row, and ``counts`` still counts rows.
 
 Case-level changes, for every case present in both reports:
 

@@ -182,6 +182,8 @@ def _folded(summary: str, body: str) -> str:
 def _correction_text(diff: Mapping[str, Any]) -> str:
     tested = sum(1 for row in diff["aggregates"] if row["significance"] is not None)
     correction = diff["significance"].get("correction", "none")
+    if not tested:
+        return "; no row moved enough to be tested"
     if correction == "none":
         return f"; p not corrected for the {tested} row(s) tested"
     return f"; {p_label(diff)}: {correction.capitalize()}-adjusted over the {tested} row(s) tested"
