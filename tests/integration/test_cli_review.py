@@ -38,6 +38,13 @@ def test_pr_comment_and_junit_from_the_pr_check(tmp_path: Path) -> None:
     assert len(comment) < 60_000
     assert comment.startswith("## ragsnap retrieval check\n\n**Regressed against")
     assert "#### `db-err-4031-order-repository`" in comment
+    # the report scored in memory and the baseline read from disk: every aggregate row
+    # that moved is explained by the one case whose fixture changed
+    diff = json.loads((root / "reports/baseline-diff.json").read_text())
+    assert diff["causes"] and {tuple(c["cases"]) for c in diff["causes"]} == {
+        ("db-err-4031-order-repository",)
+    }
+    assert "← 1 case: `db-err-4031-order-repository`: " in comment
     junit = ET.parse(root / "reports/junit.xml").getroot()
     cases = junit.find("testsuite[@name='ragsnap.cases']")
     assert cases is not None

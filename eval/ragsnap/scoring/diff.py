@@ -370,8 +370,9 @@ def _moved_cases(
         old_scopes = () if old is None else _scopes(old)
         new_scopes = () if new is None else _scopes(new)
         for metric in metrics:
-            before = None if old is None else _row_value(old, metric)
-            after = None if new is None else _row_value(new, metric)
+            # rounded as the rows are: a report in memory against one read back
+            before = None if old is None else _round(_row_value(old, metric))
+            after = None if new is None else _round(_row_value(new, metric))
             if old_scopes == new_scopes and before == after:
                 continue
             for scope in dict.fromkeys((*old_scopes, *new_scopes)):

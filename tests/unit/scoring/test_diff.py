@@ -327,3 +327,11 @@ def test_p_values_are_corrected_and_require_reads_the_adjusted_p() -> None:
     )
     (row,) = rows_of(bonferroni, "contextPrecision")
     assert row["significance"]["pAdjusted"] == min(1.0, round(4 * p, 6))
+
+
+def test_a_cause_compares_case_values_as_written() -> None:
+    third = 1 / 3  # 0.333333 once written
+    before = round_floats(graded({"a": third, "b": third, "c": third}))
+    after = graded({"a": third, "b": third, "c": 0.1})  # still in memory, unrounded
+    (cause,) = diff_reports(before, after, Tolerances(), "b")["causes"]
+    assert cause["cases"] == ["c"]
