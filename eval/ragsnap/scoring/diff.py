@@ -712,7 +712,8 @@ def cause_lines(
         shown = ", ".join(_row_text(r, None if one_p else name) for r in mine)
         tail = f", {name} {ps.pop():.3f}" if one_p else ""
         # a folded row is counted on the line of the overall row it repeats
-        alike = sum(1 for r in folded if id(by_key[("all", r["metric"])]) in set(map(id, mine)))
+        here = {id(r) for r in mine}
+        alike = sum(1 for r in folded if id(by_key[("all", r["metric"])]) in here)
         tail += f"; +{alike} category/language/split row(s) alike" if alike else ""
         lines.append(f"{shown} {arrow} {why}: {label}{tail}")
     return lines
