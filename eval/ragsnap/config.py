@@ -23,6 +23,8 @@ an error. Strictly validated against ``schemas/config.schema.json``::
         alpha: 0.05        # significant when p < alpha
         require: false     # true (or --require-significance): an aggregate drop fails
                            # only when significant; case regressions always fail
+        correction: holm   # holm | bonferroni | none: the p-values of the rows one diff
+                           # tests are adjusted as one family; significant = adjusted p < alpha
     measures: [recall@5, recall@10, mrr@10, ndcg@10, map, coverage@10]  # judged cases
     snapshot:
       tolerance: 0.0001    # a fixture's numbers may move this much (absolute) and the

@@ -105,13 +105,18 @@ def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Proj
     assert "rerank top source 'decoy', expected 'mysql-pool'" in run.out
     assert (
         "Regressed against reports/baseline.json: 1 case(s) regressed, 0 improved, 0 changed, "
-        "0 added, 0 removed; 16 aggregate metric regression(s), 0 improvement(s)\n"
+        "0 added, 0 removed; 16 aggregate metric regression(s) from 1 cause(s), "
+        "0 improvement(s)\n"
         "Regressions:\n"
-        "  passRate: 100.0% -> 66.7% (-33.3 pp, p 1.000)\n"
-        "  recallAtK: 100.0% -> 50.0% (-50.0 pp, p 1.000)\n"
-        "  strongHitRate: 100.0% -> 50.0% (-50.0 pp, p 1.000)\n"
-        "  missCount: 0 -> 1 (+1)\n"
         "  pool-size: passed yes -> no; hitLevel strong -> miss; firstExpectedRank 1 -> -\n"
+        # the 16 rows one case moved, grouped under it: the 12 category / language /
+        # split rows repeat the overall ones; one case cannot be significant (Holm p)
+        "  missCount +1 <- 1 case: pool-size: regression; "
+        "+3 category/language/split row(s) alike\n"
+        "  passRate -33.3 pp, recallAtK -50.0 pp, strongHitRate -50.0 pp <- 1 case: pool-size: "
+        "beyond tolerance, not significant (1 case), Holm p 1.000; "
+        "+9 category/language/split row(s) alike\n"
+        "Reports: "
     ) in run.out
     diff = json.loads((project.root / "reports/baseline-diff.json").read_text())
     jsonschema.validate(diff, load_schema("diff-report"))

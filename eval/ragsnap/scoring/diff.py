@@ -20,9 +20,25 @@ kept, unchanged ones too, so a reader sees the whole table):
   miss count);
 * a regression or improvement of a mean or a rate gets a **paired test** over
   the cases both reports share (``ragsnap.scoring.significance``): the
-  permutation ``p`` and the bootstrap interval of the mean difference. With
-  ``require`` set, a drop that is not significant is "changed", not a
-  regression. Case-level regressions always fail.
+  permutation ``p`` and the bootstrap interval of the mean difference;
+* the ``p`` of every row one diff tested are **corrected as one family**
+  (``SignificanceSettings.correction``: Holm by default, Bonferroni or none;
+  the rule is in ``ragsnap.scoring.significance``). A row keeps both ``p`` and
+  ``pAdjusted``, and is ``significant`` when the adjusted p is below alpha. With
+  ``require`` set, a drop that is not significant (adjusted) is "changed", not
+  a regression. Case-level regressions always fail.
+
+**Causes.** Each row records ``movedCases``: how many cases' contributions to it
+differ (a value that moved; a case added, removed, or moved between scopes).
+``causes`` groups the rows that moved by that set of cases (``_causes``): one
+group per set, worst status first. A category / language / split row is
+*folded* under the overall row of its metric when that row moved with the same
+status and the scope row's cases are among its cases (the same drop, seen in a
+slice); a scope row that moved when the overall row did not, or with other
+cases, is listed in its own group. So one case sliding strong -> medium is one
+group: the overall rows it moved, under that case, and a count of the scope
+rows that repeat them. Renderings read ``causes`` (``cause_lines``); the
+``aggregates`` list keeps every row, and ``counts`` still counts rows.
 
 Case-level changes, for every case present in both reports:
 
@@ -51,9 +67,10 @@ from ..io.jsonio import FLOAT_DIGITS
 from ..models import HIT_LEVELS, hit_level_rank
 from .aggregates import HIGHER_IS_BETTER, LOWER_IS_BETTER
 from .report import percent
-from .significance import SignificanceSettings, paired_test
+from .significance import SignificanceSettings, adjust_p, paired_test
 
 __all__ = [
+    "CAUSE_IDS_SHOWN",
     "CHANGED",
     "DIFF_KIND",
     "DIFF_SCHEMA_VERSION",
@@ -62,11 +79,14 @@ __all__ = [
     "UNCHANGED",
     "NoiseFloor",
     "Tolerances",
+    "cause_lines",
     "delta_text",
     "diff_reports",
     "level_status",
     "metric_status",
     "metric_value",
+    "p_label",
+    "row_label",
     "verdict",
 ]
 
@@ -266,6 +286,8 @@ class _Rules:
 def _aggregate_rows(
     scope: str, before: Mapping[str, Any], after: Mapping[str, Any], rules: _Rules
 ) -> Iterator[dict[str, Any]]:
+    """The rows of one scope, each with its raw paired test (corrected, and ``require``
+    applied, over the whole diff by ``_correct``)."""
     graded = [name for name in before["metrics"] if name in after["metrics"]]
     values = {
         **{m: (before[m], after[m]) for m in (*HIGHER_IS_BETTER, *LOWER_IS_BETTER)},
@@ -283,14 +305,6 @@ def _aggregate_rows(
             and _testable(metric)
         ):
             test = rules.paired.test(scope, metric, rules.significance)
-        if (
-            status == REGRESSION
-            and rules.significance is not None
-            and rules.significance.require
-            and test is not None
-            and not test["significant"]
-        ):
-            status = CHANGED
         yield {
             "scope": scope,
             "metric": metric,
@@ -302,6 +316,122 @@ def _aggregate_rows(
             "significance": test,
             "status": status,
         }
+
+
+def _correct(rows: Sequence[dict[str, Any]], settings: SignificanceSettings | None) -> None:
+    """Adjust the p of every tested row as one family (``settings.correction``), mark
+    ``significant`` by the adjusted p, and with ``require`` turn a drop that is not
+    significant into "changed"."""
+    if settings is None:
+        return
+    tested = [row["significance"] for row in rows if row["significance"] is not None]
+    adjusted = adjust_p([test["p"] for test in tested], settings.correction)
+    for test, p in zip(tested, adjusted, strict=True):
+        test["pAdjusted"] = p
+        test["significant"] = p < settings.alpha
+    if settings.require:
+        for row in rows:
+            test = row["significance"]
+            if row["status"] == REGRESSION and test is not None and not test["significant"]:
+                row["status"] = CHANGED
+
+
+# --- causes: the cases behind the rows that moved ---------------------------------------
+
+_ABSENT = object()
+
+
+def _row_value(case: Mapping[str, Any], metric: str) -> Any:
+    """The case's contribution to an aggregate row of ``metric`` (None: none)."""
+    if metric == "missCount":
+        level = case["hitLevel"]
+        return None if case["noAnswer"] or level is None else level == "miss"
+    if metric.startswith("coverage"):
+        return (case["metrics"] or {}).get(metric)
+    return _case_value(case, metric)
+
+
+def _scopes(case: Mapping[str, Any]) -> tuple[str, ...]:
+    return ("all", *(f"{name}={case[name]}" for name in ("category", "language", "split")))
+
+
+def _moved_cases(
+    old_cases: Mapping[str, Mapping[str, Any]],
+    new_cases: Mapping[str, Mapping[str, Any]],
+    metrics: Sequence[str],
+) -> dict[tuple[str, str], list[str]]:
+    """(scope, metric) -> the cases whose contribution to that row differs between the
+    reports (a value that moved, or a case that joined or left the scope, was added or
+    removed), in report order (current cases, then removed ones)."""
+    ids = [*new_cases, *(i for i in old_cases if i not in new_cases)]
+    moved: dict[tuple[str, str], list[str]] = {}
+    for case_id in ids:
+        old, new = old_cases.get(case_id), new_cases.get(case_id)
+        old_scopes = () if old is None else _scopes(old)
+        new_scopes = () if new is None else _scopes(new)
+        for metric in metrics:
+            # rounded as the rows are: a report in memory against one read back
+            before = None if old is None else _round(_row_value(old, metric))
+            after = None if new is None else _round(_row_value(new, metric))
+            if old_scopes == new_scopes and before == after:
+                continue
+            for scope in dict.fromkeys((*old_scopes, *new_scopes)):
+                a = before if scope in old_scopes and before is not None else _ABSENT
+                b = after if scope in new_scopes and after is not None else _ABSENT
+                if a is not b and a != b:
+                    moved.setdefault((scope, metric), []).append(case_id)
+    return moved
+
+
+def _causes(
+    rows: Sequence[Mapping[str, Any]], moved: Mapping[tuple[str, str], list[str]]
+) -> list[dict[str, Any]]:
+    """The rows that moved, grouped by the set of cases that moved them.
+
+    A category, language or split row is *folded* under the overall row of its
+    metric when that row moved with the same status and the scope row's cases are
+    among the overall row's (the same cases, seen in a slice): it is listed in
+    ``folded``, not ``rows``. Any other row that moved (an overall row, a scope row
+    that moved when the overall one did not, or the other way, or with other cases)
+    is listed in ``rows`` of the group of exactly its cases. Groups come worst status
+    first, then in the order of their first row.
+    """
+    changed = [row for row in rows if row["status"] != UNCHANGED]
+    overall = {row["metric"]: row for row in changed if row["scope"] == "all"}
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    def group(cases: Sequence[str]) -> dict[str, Any]:
+        key = tuple(cases)
+        if key not in groups:
+            groups[key] = {"cases": list(key), "rows": [], "folded": []}
+        return groups[key]
+
+    for row in changed:
+        cases = moved.get((row["scope"], row["metric"]), [])
+        ref = {"scope": row["scope"], "metric": row["metric"]}
+        top = overall.get(row["metric"])
+        if (
+            row["scope"] != "all"
+            and top is not None
+            and top["status"] == row["status"]
+            and set(cases) <= set(moved.get(("all", row["metric"]), []))
+        ):
+            group(moved.get(("all", row["metric"]), []))["folded"].append(ref)
+        else:
+            group(cases)["rows"].append((ref, row["status"]))
+    out = []
+    for entry in groups.values():
+        statuses = [status for _, status in entry["rows"]]
+        out.append(
+            {
+                "cases": entry["cases"],
+                "status": _worst(statuses),
+                "rows": [ref for ref, _ in entry["rows"]],
+                "folded": entry["folded"],
+            }
+        )
+    order = sorted(range(len(out)), key=lambda i: (-_SEVERITY[out[i]["status"]], i))
+    return [out[i] for i in order]
 
 
 # --- cases ----------------------------------------------------------------------------
@@ -421,6 +551,10 @@ def diff_reports(
             aggregates += _aggregate_rows(
                 f"{name}={value}", old_groups[value], new_groups[value], rules
             )
+    _correct(aggregates, significance)
+    moved = _moved_cases(old_cases, new_cases, list(dict.fromkeys(r["metric"] for r in aggregates)))
+    for row in aggregates:
+        row["movedCases"] = len(moved.get((row["scope"], row["metric"]), ()))
 
     cases = []
     for case_id, entry in new_cases.items():
@@ -470,6 +604,7 @@ def diff_reports(
         "regressed": REGRESSION in case_statuses or REGRESSION in metric_statuses,
         "counts": counts,
         "aggregates": aggregates,
+        "causes": _causes(aggregates, moved),
         "hitLevelTransitions": _transitions(pairs),
         "cases": cases,
         "notes": notes,
@@ -505,14 +640,95 @@ def delta_text(metric: str, delta: Any) -> str:
     return f"{delta:+.3f}" if abs(delta) >= 0.0005 else f"{delta:+.4f}"
 
 
+#: how the correction's adjusted p is labelled in every rendering
+_P_LABELS = {"holm": "Holm p", "bonferroni": "Bonferroni p", "none": "p"}
+#: how many case ids a cause names before it counts the rest
+CAUSE_IDS_SHOWN = 5
+
+
+def p_label(diff: Mapping[str, Any]) -> str:
+    """``Holm p``, ``Bonferroni p`` or ``p``: the name of the p-value renderings show."""
+    sig = diff["significance"]
+    return "p" if sig is None else _P_LABELS[sig.get("correction", "none")]
+
+
+def _cases_text(n: int) -> str:
+    return f"{n} case" + ("" if n == 1 else "s")
+
+
+def row_label(row: Mapping[str, Any]) -> str:
+    """A row's status as a reviewer reads it: a drop beyond its tolerance whose
+    (adjusted) test is not significant says so, with how many cases moved it."""
+    test = row["significance"]
+    demoted = row["status"] == CHANGED and test is not None  # --require-significance
+    if (row["status"] == REGRESSION or demoted) and test is not None and not test["significant"]:
+        return f"beyond tolerance, not significant ({_cases_text(row['movedCases'])})"
+    return str(row["status"])
+
+
+def _row_text(row: Mapping[str, Any], p_name: str | None) -> str:
+    """``[scope ]metric delta``, with the adjusted p when ``p_name`` is given."""
+    scope = "" if row["scope"] == "all" else f"{row['scope']} "
+    test = row["significance"]
+    p = "" if p_name is None or test is None else f" ({p_name} {test['pAdjusted']:.3f})"
+    return f"{scope}{row['metric']} {delta_text(row['metric'], row['delta'])}{p}"
+
+
+def cause_lines(
+    diff: Mapping[str, Any],
+    cause: Mapping[str, Any],
+    *,
+    arrow: str = "<-",
+    quote: str = "",
+    statuses: Sequence[str] | None = None,
+) -> list[str]:
+    """One line per status in a cause: its rows' deltas, the cases behind them, the
+    status and the adjusted p; each line counts the folded scope rows that repeat
+    its overall rows.
+
+    ``statuses`` keeps only rows of those statuses (None: all); no line when none
+    is left. ``quote`` wraps each case id (a backtick for Markdown)."""
+    by_key = {(r["scope"], r["metric"]): r for r in diff["aggregates"]}
+    rows = [by_key[(ref["scope"], ref["metric"])] for ref in cause["rows"]]
+    if statuses is not None:
+        rows = [r for r in rows if r["status"] in statuses]
+    if not rows:
+        return []
+    ids = cause["cases"]
+    named = ", ".join(f"{quote}{i}{quote}" for i in ids[:CAUSE_IDS_SHOWN])
+    more = f" … (+{len(ids) - CAUSE_IDS_SHOWN})" if len(ids) > CAUSE_IDS_SHOWN else ""
+    why = f"{_cases_text(len(ids))}: {named}{more}" if ids else "no case's value moved"
+    label_of = {id(r): row_label(r) for r in rows}
+    folded = [by_key[(ref["scope"], ref["metric"])] for ref in cause["folded"]]
+    # regressions, then drops beyond tolerance that are not significant, then the rest
+    order = {REGRESSION: 0, IMPROVEMENT: 2, CHANGED: 3}
+    labels = sorted(dict.fromkeys(label_of.values()), key=lambda label: order.get(label, 1))
+    name = p_label(diff)
+    lines = []
+    for label in labels:
+        mine = [r for r in rows if label_of[id(r)] == label]
+        ps = {r["significance"]["pAdjusted"] for r in mine if r["significance"] is not None}
+        one_p = len(ps) == 1 and all(r["significance"] is not None for r in mine)
+        shown = ", ".join(_row_text(r, None if one_p else name) for r in mine)
+        tail = f", {name} {ps.pop():.3f}" if one_p else ""
+        # a folded row is counted on the line of the overall row it repeats
+        here = {id(r) for r in mine}
+        alike = sum(1 for r in folded if id(by_key[("all", r["metric"])]) in here)
+        tail += f"; +{alike} category/language/split row(s) alike" if alike else ""
+        lines.append(f"{shown} {arrow} {why}: {label}{tail}")
+    return lines
+
+
 def verdict(diff: Mapping[str, Any]) -> str:
     """One sentence: regressions first, then everything else that moved."""
     counts = diff["counts"]
     head = "Regressed" if diff["regressed"] else "No regressions"
+    causes = sum(1 for c in diff.get("causes", ()) if c["status"] == REGRESSION)
     return (
         f"{head} against {diff['baseline']}: {counts['regressedCases']} case(s) regressed, "
         f"{counts['improvedCases']} improved, {counts['changedCases']} changed, "
         f"{counts['addedCases']} added, {counts['removedCases']} removed; "
-        f"{counts['aggregateRegressions']} aggregate metric regression(s), "
-        f"{counts['aggregateImprovements']} improvement(s)"
+        f"{counts['aggregateRegressions']} aggregate metric regression(s)"
+        + (f" from {causes} cause(s)" if counts["aggregateRegressions"] else "")
+        + f", {counts['aggregateImprovements']} improvement(s)"
     )

@@ -606,13 +606,23 @@ def _significance(row: Mapping[str, Any]) -> tuple[str, str]:
         return "", ""
     low, high = test["ci"]
     metric = row["metric"]
-    return f"{test['p']:.3f}", f"[{delta_text(metric, low)}, {delta_text(metric, high)}]"
+    p = test.get("pAdjusted", test["p"])  # corrected for the rows the diff tested
+    return f"{p:.3f}", f"[{delta_text(metric, low)}, {delta_text(metric, high)}]"
 
 
 def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> str:
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("scope", "metric", "baseline", "current", "delta", "status", "p", "95% CI")
+        for h in (
+            "scope",
+            "metric",
+            "baseline",
+            "current",
+            "delta",
+            "status",
+            "adjusted p",
+            "95% CI",
+        )
     )
     body = []
     for row in rows:

@@ -29,7 +29,8 @@ A private score report (``private-report.schema.json``) is marked
 A private diff (``private-diff-report.schema.json``) names its baseline
 ``"baseline"`` (not its path), keeps only the hashes of both reports' inputs,
 drops each case's query and top sources, makes its reasons private and keeps
-the changes of the pipeline fields without their values. The diff of two
+the changes of the pipeline fields without their values; its ``causes`` (case
+ids and the names of the aggregate rows they moved) are kept as they are. The diff of two
 private reports is private by itself: it compares pass states, hit levels,
 first ranks and every aggregate, as the full diff does.
 """

@@ -3,12 +3,18 @@
 Pure functions over a diff report dict (``ragsnap.scoring.diff``). The order is
 the order of a review: the verdict; each regressed case with its query, what
 changed, why it fails now and its top sources before and after; the aggregate
-rows that moved (regressions first, with delta, tolerance and the paired test),
-the unchanged rows folded away; the hit-level transitions; then improvements,
-other changes, added and removed cases.
+rows that moved, **grouped by cause** (the diff's ``causes``): one line per set
+of cases and status, such as ``passRate -3.4 pp, recallAtK -4.0 pp <- 1 case:
+obs-log-retention: beyond tolerance, not significant (1 case), Holm p 1.000``,
+with the category / language / split rows that only repeat an overall row
+counted, not listed; the hit-level transitions; then improvements, other
+changes, added and removed cases. The Markdown report adds every moved row as a
+table (baseline, current, delta, tolerance, cases, raw and adjusted p, interval)
+and the unchanged rows, both folded into ``<details>`` blocks.
 
-``render_pr_comment`` writes the same content for a pull-request comment and
-guarantees it stays under ``COMMENT_LIMIT`` characters (GitHub refuses comments
+``render_pr_comment`` writes the review for a pull-request comment: the grouped
+lines only (no row table, no unchanged rows: a count), the hit-level moves as one
+line, and it stays under ``COMMENT_LIMIT`` characters (GitHub refuses comments
 over 65,536): every block is bounded, blocks are added in review order while they
 fit, and what did not fit is counted in a notice that says where the full report
 is.
@@ -26,8 +32,11 @@ from .diff import (
     IMPROVEMENT,
     REGRESSION,
     UNCHANGED,
+    cause_lines,
     delta_text,
     metric_value,
+    p_label,
+    row_label,
     verdict,
 )
 from .report import percent
@@ -41,7 +50,8 @@ _TEXT_LIMIT = 300
 #: top sources shown per case, before and after
 _TOP_SHOWN = 5
 _STATUS_ORDER = {REGRESSION: 0, IMPROVEMENT: 1, CHANGED: 2, UNCHANGED: 3}
-_AGG_HEADERS = ("scope", "metric", "baseline", "current", "delta", "tolerance", "p", "95% CI")
+#: grouped lines per block, so the comment's budget can stop between blocks
+_CAUSES_PER_BLOCK = 20
 
 
 def _short(text: str, limit: int = _TEXT_LIMIT) -> str:
@@ -96,18 +106,21 @@ def _rows_sorted(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [row for _, row in indexed]
 
 
-def _test_cells(row: Mapping[str, Any]) -> list[str]:
+def _test_cells(row: Mapping[str, Any], tested: bool) -> list[str]:
     test = row["significance"]
+    if not tested:
+        return []
     if test is None:
-        return ["-", "-"]
+        return ["-", "-", "-"]
     low, high = test["ci"]
     return [
         f"{test['p']:.3f}",
+        f"{test['pAdjusted']:.3f}",
         f"[{delta_text(row['metric'], low)}, {delta_text(row['metric'], high)}]",
     ]
 
 
-def _aggregate_line(row: Mapping[str, Any]) -> list[str]:
+def _aggregate_line(row: Mapping[str, Any], tested: bool) -> list[str]:
     metric = row["metric"]
     tolerance = row["tolerance"]
     return [
@@ -117,13 +130,41 @@ def _aggregate_line(row: Mapping[str, Any]) -> list[str]:
         metric_value(metric, row["current"]),
         delta_text(metric, row["delta"]),
         str(tolerance) if metric == "missCount" else f"{tolerance:g}",
-        *_test_cells(row),
-        row["status"],
+        str(row["movedCases"]),
+        *_test_cells(row, tested),
+        row_label(row),
     ]
 
 
-def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    return markdown_table([*_AGG_HEADERS, "status"], [_aggregate_line(r) for r in rows])
+def _aggregate_table(diff: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
+    headers = ["scope", "metric", "baseline", "current", "delta", "tolerance", "cases"]
+    tested = diff["significance"] is not None
+    if tested:
+        headers += ["raw p", p_label(diff), "95% CI"]
+    return markdown_table([*headers, "status"], [_aggregate_line(r, tested) for r in rows])
+
+
+def _cause_blocks(diff: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"- {line}"
+        for cause in diff["causes"]
+        for line in cause_lines(diff, cause, arrow="←", quote="`")
+    ]
+    return [
+        "\n".join(lines[i : i + _CAUSES_PER_BLOCK]) for i in range(0, len(lines), _CAUSES_PER_BLOCK)
+    ]
+
+
+def _moves_line(matrix: Mapping[str, Mapping[str, int]]) -> str | None:
+    """The off-diagonal hit-level transitions in one line; None when no case moved."""
+    order = list(reversed(HIT_LEVELS))  # strong first
+    moves = [
+        f"{old} → {new} {matrix[old][new]}"
+        for old in order
+        for new in order
+        if old != new and matrix[old][new]
+    ]
+    return "Hit-level moves (cases): " + ", ".join(moves) + "." if moves else None
 
 
 def _transition_table(matrix: Mapping[str, Mapping[str, int]]) -> str:
@@ -138,6 +179,16 @@ def _folded(summary: str, body: str) -> str:
     return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
 
 
+def _correction_text(diff: Mapping[str, Any]) -> str:
+    tested = sum(1 for row in diff["aggregates"] if row["significance"] is not None)
+    correction = diff["significance"].get("correction", "none")
+    if not tested:
+        return "; no row moved enough to be tested"
+    if correction == "none":
+        return f"; p not corrected for the {tested} row(s) tested"
+    return f"; {p_label(diff)}: {correction.capitalize()}-adjusted over the {tested} row(s) tested"
+
+
 def _footer(diff: Mapping[str, Any]) -> str:
     tol = ", ".join(f"{k} {v}" for k, v in diff["tolerances"].items())
     floor = diff["noiseFloor"]
@@ -148,14 +199,19 @@ def _footer(diff: Mapping[str, Any]) -> str:
         if sig is None
         else f"paired permutation test ({sig['permutations']} sign flips) and bootstrap "
         f"interval ({sig['bootstrap']} resamples, seed {sig['seed']}), alpha {sig['alpha']}"
+        + _correction_text(diff)
         + ("; an aggregate drop fails only when significant" if sig["require"] else "")
     )
     return f"Tolerances: {tol}. Noise floor: {floors}. Significance: {tests}."
 
 
-def _sections(diff: Mapping[str, Any], level: int) -> list[tuple[str, list[str], str]]:
+def _sections(
+    diff: Mapping[str, Any], level: int, *, full: bool = True
+) -> list[tuple[str, list[str], str]]:
     """(heading, blocks, what a block is) in review order, headings at ``level``; the
-    budgeted comment drops trailing blocks of a section rather than whole sections."""
+    budgeted comment drops trailing blocks of a section rather than whole sections.
+    ``full`` (the Markdown report) adds the row tables and the hit-level matrix; the
+    comment keeps the grouped lines and counts."""
     h = "#" * level
     cases = diff["cases"]
     regressed = [c for c in cases if c["status"] == REGRESSION]
@@ -170,17 +226,31 @@ def _sections(diff: Mapping[str, Any], level: int) -> list[tuple[str, list[str],
                 "case",
             )
         )
-    aggregate_blocks = []
     if moved:
-        # one table per 25 rows, so the budget can stop between tables
-        aggregate_blocks += [_aggregate_table(moved[i : i + 25]) for i in range(0, len(moved), 25)]
+        aggregate_blocks = _cause_blocks(diff)
+        if full:
+            aggregate_blocks += [
+                _folded(
+                    f"moved rows {i + 1}-{min(i + 25, len(moved))} of {len(moved)}, "
+                    "folded ones included",
+                    _aggregate_table(diff, moved[i : i + 25]),
+                )
+                for i in range(0, len(moved), 25)
+            ]
+        if still and not full:
+            aggregate_blocks.append(f"{len(still)} row(s) unchanged.")
     else:
-        aggregate_blocks.append("No aggregate metric moved.")
-    if still:
-        aggregate_blocks.append(_folded(f"{len(still)} unchanged row(s)", _aggregate_table(still)))
-    sections.append((f"{h} Aggregate metrics", aggregate_blocks, "aggregate table"))
+        aggregate_blocks = [f"No aggregate metric moved ({len(still)} row(s) unchanged)."]
+    if full and still:
+        aggregate_blocks.append(
+            _folded(f"{len(still)} unchanged row(s)", _aggregate_table(diff, still))
+        )
+    sections.append((f"{h} Aggregate metrics", aggregate_blocks, "aggregate block"))
     shared = sum(sum(row.values()) for row in diff["hitLevelTransitions"].values())
-    if shared:
+    moves = _moves_line(diff["hitLevelTransitions"])
+    if not full and moves:
+        sections.append((f"{h} Hit-level transitions", [moves], "line"))
+    elif full and shared:
         sections.append(
             (
                 f"{h} Hit-level transitions ({shared} answerable case(s) in both)",
@@ -268,7 +338,7 @@ def render_pr_comment(
         sections = _failing_sections(report, 3)
     else:
         head = [*_head(diff, "## ragsnap retrieval check"), "", *_score_head(report)]
-        sections = _sections(diff, 3)
+        sections = _sections(diff, 3, full=False)
     footer = "" if diff is None else _footer(diff)
     notice_room = 600  # the truncation notice, with its counts and the report's path
     budget = limit - notice_room - len(footer) - 16

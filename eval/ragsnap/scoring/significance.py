@@ -19,12 +19,30 @@ matrix products of integers below 2**53, which no summation order or BLAS build
 can change). The random numbers come from SplitMix64 over a counter, computed
 with numpy's wrapping uint64 arithmetic, seeded by the configured seed and the
 row's name: the same bits on every machine and numpy version.
+
+**Multiple testing.** One diff tests every aggregate row that moved beyond its
+noise floor (each metric, overall and per category, language and split), so
+some rows would pass ``p < alpha`` by chance alone. ``adjust_p`` corrects the
+``m`` p-values of the rows one diff actually tested, as one family
+(``diff.significance.correction`` in ragsnap.yaml):
+
+* ``holm`` (the default): Holm's step-down rule. Sort the p-values ascending,
+  ``p(1) <= ... <= p(m)`` (ties in row order); the adjusted value of the
+  ``i``-th is ``max over j <= i of min(1, (m - j + 1) * p(j))``. It controls the
+  family-wise error rate like Bonferroni and is never less powerful;
+* ``bonferroni``: ``min(1, m * p)``;
+* ``none``: ``p`` as it is.
+
+A row is significant when its *adjusted* p is below ``alpha``; the diff report
+keeps both (``p`` and ``pAdjusted``). The adjusted values are rounded to six
+decimals like every reported number, and are the same on every machine (a
+product and a running maximum of the already rounded ``p``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +50,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["SignificanceSettings", "TestResult", "paired_test"]
+__all__ = ["CORRECTIONS", "SignificanceSettings", "TestResult", "adjust_p", "paired_test"]
 
 #: report values are rounded to six decimals; differences are counted in millionths
 _SCALE = 1_000_000
@@ -51,6 +69,14 @@ class SignificanceSettings:
     alpha: float = 0.05
     #: an aggregate drop fails the run only when significant (case regressions always fail)
     require: bool = False
+    #: the multiple-testing correction over the rows one diff tests (``CORRECTIONS``)
+    correction: str = "holm"
+
+    def __post_init__(self) -> None:
+        if self.correction not in CORRECTIONS:
+            raise ValueError(
+                f"unknown correction {self.correction!r}; use one of {', '.join(CORRECTIONS)}"
+            )
 
     def to_json(self) -> dict[str, object]:
         """camelCase form for the diff report."""
@@ -60,6 +86,7 @@ class SignificanceSettings:
             "seed": self.seed,
             "alpha": self.alpha,
             "require": self.require,
+            "correction": self.correction,
         }
 
 
@@ -79,6 +106,40 @@ class TestResult:
     def to_json(self) -> dict[str, object]:
         """The diff report's form (the interval as ``[low, high]``)."""
         return {"cases": self.cases, "p": self.p, "ci": [self.low, self.high]}
+
+
+def _holm(ps: Sequence[float]) -> list[float]:
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: (ps[i], i))
+    out = [0.0] * m
+    running = 0.0
+    for step, i in enumerate(order):
+        running = max(running, min(1.0, (m - step) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _bonferroni(ps: Sequence[float]) -> list[float]:
+    return [min(1.0, len(ps) * p) for p in ps]
+
+
+def _uncorrected(ps: Sequence[float]) -> list[float]:
+    return list(ps)
+
+
+#: the multiple-testing corrections by name (``diff.significance.correction``)
+CORRECTIONS: dict[str, Callable[[Sequence[float]], list[float]]] = {
+    "holm": _holm,
+    "bonferroni": _bonferroni,
+    "none": _uncorrected,
+}
+
+
+def adjust_p(ps: Sequence[float], correction: str) -> list[float]:
+    """The p-values of one family of tests, adjusted by ``correction`` (``holm``,
+    ``bonferroni`` or ``none``; see the module docstring), rounded to six decimals,
+    in the order given."""
+    return [round(p, 6) for p in CORRECTIONS[correction](ps)]
 
 
 def _mix(counter: NDArray[np.uint64]) -> NDArray[np.uint64]:

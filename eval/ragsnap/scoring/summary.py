@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.markdown import cell
-from .diff import delta_text, metric_value, verdict
+from .diff import cause_lines, verdict
 from .report import percent
 
 __all__ = ["diff_lines", "score_lines"]
@@ -76,22 +76,11 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
 
 
 def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
-    """Verdict, then the regressions of a diff report: overall metrics, cases, then
-    metrics of single categories, languages and splits."""
+    """Verdict, then the regressions of a diff report: the cases that regressed, then
+    the aggregate rows that regressed grouped by cause (one line per set of cases,
+    with the category / language / split rows that only repeat an overall row
+    counted, not listed)."""
     lines = [verdict(diff)]
-
-    def metric(row: Mapping[str, Any]) -> str:
-        test = row["significance"]
-        return (
-            ("" if row["scope"] == "all" else f"{row['scope']} ")
-            + f"{row['metric']}: {metric_value(row['metric'], row['baseline'])} -> "
-            f"{metric_value(row['metric'], row['current'])} "
-            f"({delta_text(row['metric'], row['delta'])}"
-            + ("" if test is None else f", p {test['p']:.3f}")
-            + ")"
-        )
-
-    rows = [row for row in diff["aggregates"] if row["status"] == "regression"]
     cases = [
         f"{case['id']}: "
         + "; ".join(
@@ -102,12 +91,12 @@ def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
         for case in diff["cases"]
         if case["status"] == "regression"
     ]
-    # overall rows, then the cases that regressed, then the rows of single groups
-    regressed = (
-        [metric(r) for r in rows if r["scope"] == "all"]
-        + cases
-        + [metric(r) for r in rows if r["scope"] != "all"]
-    )
+    causes = [
+        line
+        for cause in diff.get("causes", ())
+        for line in cause_lines(diff, cause, statuses=("regression",))
+    ]
+    regressed = cases + causes
     if regressed:
         lines.append("Regressions:")
         lines += _listed(regressed, limit, str(where))

@@ -236,3 +236,102 @@ def test_transitions_and_review_fields() -> None:
         del entry["topSources"]  # a baseline written before topSources existed
     case = diff_reports(old, after, Tolerances(), "b")["cases"][0]
     assert case["topSources"] == {"baseline": None, "current": ["x", "y"]}
+
+
+def spread(fixtures: dict[str, tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """A report whose cases sit in the categories given: id -> (category, blocks)."""
+    results = []
+    for case_id, (category, blocks) in fixtures.items():
+        c = GoldenCase.from_json(make_case(case_id, category=category), {})
+        results.append(score_case(c, Fixture.from_json(make_fixture(case_id, blocks))))
+    return build_report(results, [], INPUTS)
+
+
+def test_rows_one_case_moved_are_one_cause_with_the_scope_repeats_folded() -> None:
+    hit, lost = [block(1, "mysql-pool")], [block(1, "other")]
+    before = spread({"a": ("db", hit), "b": ("db", hit), "c": ("mq", hit)})
+    after = spread({"a": ("db", hit), "b": ("db", lost), "c": ("mq", hit)})
+    d = diff_reports(before, after, Tolerances(), "b.json")
+    (cause,) = d["causes"]
+    assert cause["cases"] == ["b"] and cause["status"] == "regression"
+    assert [(r["scope"], r["metric"]) for r in cause["rows"]] == [
+        ("all", m) for m in ("passRate", "recallAtK", "strongHitRate", "missCount")
+    ]
+    # category=db, language=en, split=dev repeat each of the four overall rows
+    assert len(cause["folded"]) == 12
+    assert {r["scope"] for r in cause["folded"]} == {"category=db", "language=en", "split=dev"}
+    moved = [r for r in d["aggregates"] if r["status"] != "unchanged"]
+    assert {r["movedCases"] for r in moved} == {1}
+    assert d["counts"]["aggregateRegressions"] == 16  # the rows are all still there
+
+
+def test_a_scope_row_the_overall_row_does_not_explain_stays_visible() -> None:
+    hit, lost = [block(1, "mysql-pool")], [block(1, "other")]
+    # one case lost in db, one found in mq: overall unchanged, each category moved
+    before = spread({"a": ("db", hit), "b": ("mq", lost)})
+    after = spread({"a": ("db", lost), "b": ("mq", hit)})
+    d = diff_reports(before, after, Tolerances(), "b.json")
+    assert d["counts"]["regressedCases"] == 1 and d["counts"]["improvedCases"] == 1
+    by_cases = {tuple(c["cases"]): c for c in d["causes"]}
+    assert list(by_cases) == [("a",), ("b",)]  # the regression first
+    lost_rows = {(r["scope"], r["metric"]) for r in by_cases[("a",)]["rows"]}
+    assert ("category=db", "passRate") in lost_rows and by_cases[("a",)]["folded"] == []
+    assert by_cases[("b",)]["status"] == "improvement"
+    assert not any(r["scope"] == "all" for c in d["causes"] for r in c["rows"])
+
+
+def test_a_scope_row_moved_by_other_cases_is_not_folded() -> None:
+    hit, lost = [block(1, "mysql-pool")], [block(1, "other")]
+    # a is lost (overall: {a}); d moves from db to mq unchanged, so category=db moved
+    # with {a, d}: not only the overall row's cases, so listed apart
+    before = spread({"a": ("db", hit), "b": ("db", hit), "d": ("db", lost), "c": ("mq", hit)})
+    after = spread({"a": ("db", lost), "b": ("db", hit), "d": ("mq", lost), "c": ("mq", hit)})
+    d = diff_reports(before, after, Tolerances(), "b.json")
+    first = d["causes"][0]
+    assert first["cases"] == ["a"] and ("all", "passRate") in {
+        (r["scope"], r["metric"]) for r in first["rows"]
+    }
+    assert ("split=dev", "passRate") in {(r["scope"], r["metric"]) for r in first["folded"]}
+    shown = {(tuple(c["cases"]), r["scope"], r["metric"]) for c in d["causes"] for r in c["rows"]}
+    assert (("a", "d"), "category=db", "passRate") in shown
+
+
+def test_p_values_are_corrected_and_require_reads_the_adjusted_p() -> None:
+    ids = [f"c{i:02d}" for i in range(12)]
+    before = graded(dict.fromkeys(ids, 0.5))
+    after = graded({**dict.fromkeys(ids, 0.5), **dict.fromkeys(ids[:6], 0.1)})
+    settings = SignificanceSettings(permutations=999, bootstrap=999, require=True)
+    raw = diff_reports(
+        before, after, Tolerances(), "b", significance=replace(settings, correction="none")
+    )
+    (row,) = rows_of(raw, "contextPrecision")
+    tests = [r["significance"] for r in raw["aggregates"] if r["significance"] is not None]
+    assert len(tests) == 4  # the overall row and its category, language and split rows
+    p = row["significance"]["p"]
+    assert p < 0.05 and row["significance"]["pAdjusted"] == p and row["status"] == "regression"
+    assert 4 * p >= 0.05  # significant alone, not as one of four
+    holm = diff_reports(before, after, Tolerances(), "b", significance=settings)
+    (row,) = rows_of(holm, "contextPrecision")
+    # Holm over the four tested rows, by hand: step i of m multiplies by m - i + 1,
+    # then a running maximum
+    raws = [r["significance"]["p"] for r in holm["aggregates"] if r["significance"]]
+    rank = sorted(raws).index(p)
+    expected = max(min(1.0, (4 - i) * q) for i, q in enumerate(sorted(raws)[: rank + 1]))
+    assert row["significance"]["p"] == p
+    assert row["significance"]["pAdjusted"] == round(expected, 6) >= 0.05
+    assert row["significance"]["significant"] is False
+    assert row["status"] == "changed" and holm["regressed"] is False
+    assert holm["significance"]["correction"] == "holm"
+    bonferroni = diff_reports(
+        before, after, Tolerances(), "b", significance=replace(settings, correction="bonferroni")
+    )
+    (row,) = rows_of(bonferroni, "contextPrecision")
+    assert row["significance"]["pAdjusted"] == min(1.0, round(4 * p, 6))
+
+
+def test_a_cause_compares_case_values_as_written() -> None:
+    third = 1 / 3  # 0.333333 once written
+    before = round_floats(graded({"a": third, "b": third, "c": third}))
+    after = graded({"a": third, "b": third, "c": 0.1})  # still in memory, unrounded
+    (cause,) = diff_reports(before, after, Tolerances(), "b")["causes"]
+    assert cause["cases"] == ["c"]

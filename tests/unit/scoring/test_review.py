@@ -10,6 +10,7 @@ from ragsnap.scoring.diff import NoiseFloor, Tolerances, diff_reports
 from ragsnap.scoring.hits import score_case
 from ragsnap.scoring.report import build_report
 from ragsnap.scoring.review import COMMENT_LIMIT, render_diff_markdown, render_pr_comment
+from ragsnap.scoring.significance import SignificanceSettings
 
 INPUTS = {"cases": "c.json", "casesSha256": "0" * 64, "fixtures": "f", "fixturesSha256": "1" * 64}
 
@@ -23,7 +24,7 @@ def report(blocks_by_case: dict[str, list[dict[str, Any]]], query: str = "") -> 
     return build_report(results, [], INPUTS)
 
 
-def test_markdown_is_in_review_order_with_unchanged_rows_folded() -> None:
+def test_markdown_is_in_review_order_grouped_by_cause_with_tables_folded() -> None:
     before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
     after = report({"a": [block(1, "mysql-pool")], "b": [block(1, "x")]})
     md = render_diff_markdown(diff_reports(before, after, Tolerances(), "base.json"))
@@ -35,8 +36,11 @@ def test_markdown_is_in_review_order_with_unchanged_rows_folded() -> None:
         "- Fails now: hit level miss is below the minimum medium",
         "- Top sources: baseline `mysql-pool` → current `x`",
         "## Aggregate metrics",
+        # one line for the rows one case moved, the scope rows that repeat them counted
+        "- passRate -50.0 pp, recallAtK -50.0 pp, strongHitRate -50.0 pp, missCount +1 "
+        "← 1 case: `b`: regression; +12 category/language/split row(s) alike",
+        "<details><summary>moved rows 1-16 of 16, folded ones included</summary>",
         "| -50.0 pp |",
-        "<details><summary>",
         "## Hit-level transitions (2 answerable case(s) in both)",
         "Tolerances: passRate 0.0",
     ]
@@ -73,3 +77,21 @@ def test_small_pr_comment_is_whole() -> None:
     assert comment.startswith("## ragsnap retrieval check\n\n**Regressed against base.json")
     without_diff = render_pr_comment(after, None, "reports/current.md")
     assert "### Failing cases (1)" in without_diff and "`a`" in without_diff
+
+
+def test_a_10000_case_regression_comment_stays_under_the_limit() -> None:
+    results = {"before": [], "after": []}
+    for i in range(10_000):
+        case = GoldenCase.from_json(make_case(f"case-{i:05d}", category=f"cat-{i % 10}"), {})
+        for name, source in (("before", "mysql-pool"), ("after", "x" if i % 3 else "mysql-pool")):
+            fixture = Fixture.from_json(make_fixture(case.id, [block(1, source)], query=case.query))
+            results[name].append(score_case(case, fixture))
+    before, after = (build_report(results[n], [], INPUTS) for n in ("before", "after"))
+    settings = SignificanceSettings(permutations=200, bootstrap=200)
+    diff = diff_reports(before, after, Tolerances(), "base.json", significance=settings)
+    comment = render_pr_comment(after, diff, "reports/baseline-diff.md")
+    assert len(comment) < 60_000
+    assert "### Regressed cases (6666)" in comment and "> **Truncated to fit a comment**" in comment
+    # every row moved with the same 6,666 cases: one cause, the scope rows folded
+    (cause,) = diff["causes"]
+    assert len(cause["cases"]) == 6666 and len(cause["folded"]) == 48

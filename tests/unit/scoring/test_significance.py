@@ -129,3 +129,22 @@ def test_one_case_cannot_be_significant() -> None:
 def test_rejects_unpaired_values() -> None:
     with pytest.raises(ValueError, match="equally long"):
         paired_test([0.1, 0.2], [0.1], SETTINGS, "n")
+
+
+def test_holm_bonferroni_and_none_adjust_one_family() -> None:
+    ps = [0.01, 0.04, 0.03, 0.005]
+    # sorted 0.005, 0.01, 0.03, 0.04: x4, x3, x2, x1, then a running maximum
+    assert significance.adjust_p(ps, "holm") == [0.03, 0.06, 0.06, 0.02]
+    assert significance.adjust_p(ps, "bonferroni") == [0.04, 0.16, 0.12, 0.02]
+    assert significance.adjust_p(ps, "none") == ps
+    assert significance.adjust_p([0.5, 0.5, 0.5], "holm") == [1.0, 1.0, 1.0]  # capped at 1
+    assert significance.adjust_p([], "holm") == []
+    # ties keep one value whatever their order
+    assert significance.adjust_p([0.02, 0.01, 0.02], "holm") == [0.04, 0.03, 0.04]
+
+
+def test_an_unknown_correction_is_refused() -> None:
+    assert SignificanceSettings().correction == "holm"
+    assert SignificanceSettings().to_json()["correction"] == "holm"
+    with pytest.raises(ValueError, match="unknown correction 'sidak'; use one of holm"):
+        SignificanceSettings(correction="sidak")
