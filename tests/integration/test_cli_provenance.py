@@ -38,8 +38,8 @@ def project(accepted: Path, tmp_path: Path) -> Path:
     return root
 
 
-def score(root: Path) -> Run:
-    return run_cli("score", "--compare-to", "reports/baseline.json", cwd=root)
+def score(root: Path, *args: str) -> Run:
+    return run_cli("score", "--compare-to", "reports/baseline.json", *args, cwd=root)
 
 
 def reword(root: Path, old: str, new: str) -> None:
@@ -67,6 +67,18 @@ def test_an_edited_seed_document_makes_the_fixtures_stale_until_recaptured(
         assert run.code == 1, run.out + run.err
         assert named in run.out
         assert "run `ragsnap seed && ragsnap snapshot`" in run.out
+    reports = score(project, "--report", "github=reports/pr.md", "--json-report", "r.json")
+    comment = (project / "reports" / "pr.md").read_text(encoding="utf-8")
+    assert "**Stale fixtures**" in comment and named in comment
+    assert named in (project / "reports" / "current.md").read_text(encoding="utf-8")
+    assert json.loads((project / "r.json").read_text())["provenance"]["stale"] == [named]
+    assert reports.code == 1
+    private = score(project, "--privacy", "--json-report", "p.json")
+    assert private.code == 1
+    assert json.loads((project / "p.json").read_text())["provenance"] == {
+        "staleCauses": 1,
+        "notes": 0,
+    }
     before = run_cli("snapshot", "--check", cwd=project)  # the store is older than the file
     assert before.code == 1
     assert "the knowledge base does not hold seed-docs as it is now" in before.out

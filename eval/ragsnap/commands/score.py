@@ -79,6 +79,8 @@ def _run(args: argparse.Namespace) -> int:
             "fixturesSha256": fixture_set.sha256,
         },
     )
+    if staleness.problems or staleness.notes:
+        report["provenance"] = staleness.to_json()
     diff = None
     if baseline is not None:
         # the diff reads the full data; the privacy view comes after

@@ -185,7 +185,7 @@ def private_report(
     added to its ``inputs``. A private report is returned as it is."""
     if is_private(report):
         return dict(report)
-    return {
+    out = {
         "schemaVersion": report["schemaVersion"],
         "kind": report["kind"],
         "privacy": True,
@@ -196,6 +196,13 @@ def private_report(
         "cases": [_private_case(c) for c in report["cases"]],
         "orphanedFixtures": list(report["orphanedFixtures"]),
     }
+    provenance = report.get("provenance")
+    if provenance is not None:  # its lines name seed files and settings: counts only
+        out["provenance"] = {
+            "staleCauses": len(provenance["stale"]),
+            "notes": len(provenance["notes"]),
+        }
+    return out
 
 
 # --- the diff ---------------------------------------------------------------------------

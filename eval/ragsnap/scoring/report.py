@@ -22,6 +22,7 @@ __all__ = [
     "build_report",
     "case_entry",
     "percent",
+    "provenance_lines",
     "render_markdown",
 ]
 
@@ -155,6 +156,31 @@ def _metrics_section(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def provenance_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
+    """Markdown lines for the fixtures' provenance: what makes them stale (each fails
+    the run) and what could not be checked; none when the check found nothing."""
+    provenance = report.get("provenance")
+    if provenance is None:
+        return []
+    if "staleCauses" in provenance:  # a private report keeps the counts
+        stale, notes = provenance["staleCauses"], provenance["notes"]
+        return [f"**Stale fixtures: {stale} cause(s)**; {notes} note(s)."] if stale else []
+    lines: list[str] = []
+    causes = provenance["stale"]
+    if causes:
+        lines += [
+            f"**Stale fixtures**: this check fails until they are re-captured; "
+            f"{provenance['fix']}.",
+            "",
+        ]
+        lines += [f"- {cause}" for cause in causes[:limit]]
+        if len(causes) > limit:
+            lines.append(f"- … and {len(causes) - limit} more")
+        lines.append("")
+    lines += [f"> note: {note}" for note in provenance["notes"][:limit]]
+    return lines
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """Render a score report dict as Markdown."""
     summary = report["summary"]
@@ -173,6 +199,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{summary['noAnswer']} no-answer case(s), "
         f"{summary['noAnswerFalsePositives']} returned evidence.",
         "",
+        *provenance_lines(report),
         "## Aggregates",
         "",
         markdown_table(_AGG_HEADERS, [_aggregate_row("all cases", summary)]),

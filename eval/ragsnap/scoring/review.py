@@ -39,7 +39,7 @@ from .diff import (
     row_label,
     verdict,
 )
-from .report import percent
+from .report import percent, provenance_lines
 
 __all__ = ["COMMENT_LIMIT", "render_diff_markdown", "render_pr_comment"]
 
@@ -303,10 +303,13 @@ def render_diff_markdown(diff: Mapping[str, Any]) -> str:
 
 def _score_head(report: Mapping[str, Any]) -> list[str]:
     s = report["summary"]
+    stale = provenance_lines(report, limit=5)
     return [
         f"{s['cases']} cases: {s['passed']} passed ({percent(s['passRate'])}), "
         f"Recall@K {percent(s['recallAtK'])}, strong {percent(s['strongHitRate'])}, "
-        f"{s['missCount']} miss(es)."
+        f"{s['missCount']} miss(es).",
+        *([""] if stale else []),
+        *(_short(line, 2 * _TEXT_LIMIT) for line in stale),
     ]
 
 
