@@ -90,7 +90,9 @@ def test_the_latest_change_is_the_last_report_against_the_one_before() -> None:
     # a higher miss count is a drop
     worse = _report(0.6)
     worse["summary"]["missCount"] = 2
-    latest = latest_change(build_trend([("2026-12-01.json", _report(0.6)), ("2026-12-02.json", worse)]))
+    latest = latest_change(
+        build_trend([("2026-12-01.json", _report(0.6)), ("2026-12-02.json", worse)])
+    )
     assert [name for name, _, _ in latest.dropped] == ["missCount"]
     assert latest_change(build_trend(_dated(0.5))).text() == (
         "1 score report (2026-12-01): no change yet; trend needs two"
@@ -102,7 +104,9 @@ def test_markdown_and_html_banners_follow_the_latest_change_of_the_shown_metrics
 
     trend = build_trend(_dated(0.5, 0.9, 0.8))
     markdown = render_trend_markdown(trend)
-    assert markdown.splitlines()[2].startswith("**Latest change, 2026-12-02 -> 2026-12-03: dropped:")
+    assert markdown.splitlines()[2].startswith(
+        "**Latest change, 2026-12-02 -> 2026-12-03: dropped:"
+    )
     page = render_trend_html(trend)
     assert '<div class="verdict bad" id="verdict">Latest change' in page
     assert page.count("<figure") == 5 and 'data-chart="trend-passRate"' in page
