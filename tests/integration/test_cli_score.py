@@ -344,13 +344,17 @@ def test_known_failure_modes_exit_codes_and_first_lines(tmp_path: Path) -> None:
     }
     for (mode, mark), (code, first) in expected.items():
         root = _known_failures(tmp_path, mode, mark)
-        run = run_cli("score", "--junit-xml", "reports/junit.xml", cwd=root)
+        run = run_cli(
+            "score", "--junit-xml", "reports/junit.xml", "--html-report", "r.html", cwd=root
+        )
         assert run.code == code, (mode, mark, run.out + run.err)
         lines = run.out.splitlines()
         assert lines[0].startswith(first), (mode, mark, lines[0])
         headline = first.split(" (pass rate")[0]
         markdown = (root / "reports/current.md").read_text(encoding="utf-8")
         assert markdown.splitlines()[2].startswith(f"**{headline}"), markdown.splitlines()[2]
+        page = (root / "r.html").read_text(encoding="utf-8")
+        assert f'<div class="verdict {"bad" if code else "good"}" id="verdict">29 cases' in page
         report = json.loads((root / "reports/current.json").read_text(encoding="utf-8"))
         jsonschema.validate(report, load_schema("report"))
         assert report["outcome"]["knownFailures"] == mode

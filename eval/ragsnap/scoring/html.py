@@ -48,7 +48,7 @@ from typing import Any
 
 from ..models import HIT_LEVELS
 from .diff import REGRESSION, delta_text, metric_value, verdict
-from .report import percent
+from .report import outcome_text, percent, report_outcome
 
 __all__ = [
     "LEVEL_COLORS",
@@ -801,16 +801,13 @@ def render_score_html(
 ) -> str:
     """The HTML page of a score report and, when given, its baseline diff."""
     summary = report["summary"]
-    unexpected = summary["failed"] - summary["knownFailures"]
+    failing = report_outcome(report)["casesFailingRun"] > 0  # by the knownFailures mode
     if diff is not None:
-        bad = diff["regressed"] or unexpected > 0
+        bad = diff["regressed"] or failing
         head = verdict(diff)
     else:
-        bad = unexpected > 0
-        head = (
-            f"{summary['passed']} of {summary['cases']} cases passed; "
-            f"{unexpected} unexpected failure(s), {summary['knownFailures']} known"
-        )
+        bad = failing
+        head = outcome_text(report)
     segments = [(level, LEVEL_COLORS[level]) for level in LEVEL_COLORS]
     body = [
         "<h1>ragsnap retrieval report</h1>",
