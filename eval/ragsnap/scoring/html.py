@@ -491,9 +491,11 @@ def line_chart(
     series: Sequence[tuple[str, Sequence[float | None]]],
     maximum: float | None = 1.0,
     width: int = 760,
+    ticks: int = 12,
 ) -> str:
     """One line per series over the ``labels`` (x, in order), with a dot per value;
-    ``maximum`` fixes the scale (1 for rates and means), else the largest value."""
+    ``maximum`` fixes the scale (1 for rates and means), else the largest value;
+    about ``ticks`` labels are written under the x axis (the last always)."""
     values = [v for _, vs in series for v in vs if v is not None]
     top = maximum if maximum is not None else max(values, default=1.0) or 1.0
     left, plot_h, base = 44, 200, 220
@@ -516,7 +518,7 @@ def line_chart(
             f'<text x="{left - 4}" y="{ty}" text-anchor="end" style="font-size:10px">'
             f"{_short_number(top * tick)}</text>"
         )
-    every = max(1, len(labels) // 12)
+    every = max(1, len(labels) // ticks)
     for i, label in enumerate(labels):
         if i % every == 0 or i == len(labels) - 1:
             x, _ = xy(i, 0.0)

@@ -272,6 +272,7 @@ def _small_chart(trend: Trend, name: str, values: Sequence[float | None]) -> str
         [(name, list(values))],
         maximum=None if name == "missCount" else 1.0,
         width=380,
+        ticks=2,  # a small chart: the first, a middle and the last report's labels
     )
     return (
         f'<figure style="margin:0 16px 16px 0" data-metric="{esc(name)}">'
