@@ -87,9 +87,10 @@ def run(args: argparse.Namespace) -> int:
         + (f"; {skipped} other JSON file(s) skipped" if skipped else "")
         + (f": {trend.labels[0]} to {trend.labels[-1]}" if len(files) > 1 else ""),
         latest_change(trend).text(),
-        "First to last:",
     ]
-    for name, values in trend.series:
+    if len(files) > 1:
+        lines.append("First to last:")
+    for name, values in trend.series if len(files) > 1 else ():
         first, last = values[0], values[-1]
         if first is None or last is None:
             continue
