@@ -142,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(score, "failing or regressed")
     _add_review(score)
     _add_privacy(score)
+    score.add_argument(
+        "--history",
+        type=Path,
+        metavar="DIR",
+        help="also write the JSON score report into DIR under a dated name "
+        "(YYYY-MM-DDTHHMMSS.mmmZ-<hash>.json, UTC), for `ragsnap trend`; CI keeps the history "
+        "this way (default: none; `ragsnap accept` writes to `history` in ragsnap.yaml, "
+        "else reports/history)",
+    )
     _add_allow_outside(score)
     score.set_defaults(handler="score")
 
@@ -175,19 +184,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     trend = sub.add_parser(
         "trend",
-        help="score reports over time: a metric-over-time table and chart",
-        description="Read score reports (or folders of them), order them by the date in "
-        "their file names (YYYY-MM-DD, optionally with a time) when every name has one, "
+        help="score reports over time: a metric-over-time table and one chart per metric",
+        description="Read score reports (or folders of them; by default the history folder "
+        "that `ragsnap accept` and `ragsnap score --history` write), order them by the date "
+        "in their file names (YYYY-MM-DD, optionally with a time) when every name has one, "
         "else in the order given, and write each metric over time as a Markdown table and, "
-        "with --html-report, an HTML chart. Reports that scored other golden cases than the "
-        "one before are marked.",
+        "with --html-report, one small chart per metric. Both open with the latest change "
+        "(the last report against the one before): which shown metrics dropped, or that "
+        "none did. Reports that scored other golden cases than the one before are marked.",
     )
     trend.add_argument(
         "reports",
         type=Path,
-        nargs="+",
+        nargs="*",
         metavar="REPORT",
-        help="JSON score reports, or folders of them (other JSON files there are skipped)",
+        help="JSON score reports, or folders of them (other JSON files there are skipped) "
+        "(default: the `history` folder of ragsnap.yaml, else reports/history)",
+    )
+    trend.add_argument(
+        "--metrics",
+        metavar="NAMES",
+        help="comma-separated metrics to show, e.g. passRate,recallAtK,ndcg@10 (default: "
+        "every metric the reports have)",
+    )
+    trend.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file with the `history` folder (default: ragsnap.yaml when it exists)",
     )
     trend.add_argument(
         "--markdown-report",

@@ -83,6 +83,15 @@ an error. Strictly validated against ``schemas/config.schema.json``::
                            # golden cases' expected<Name> fields); a skipped one never
                            # fails a case, and the case's report entry lists it under
                            # skippedExpectations
+    knownFailures: expected  # what a case marked `knownFailure` does to the run (score,
+                           # pytest --ragsnap, the JUnit file); see ragsnap.scoring.hits:
+                           # expected: it does not fail the run, and one that now passes
+                           #   is reported ("remove its knownFailure") -- pytest's xfail
+                           # strict: as expected, but one that now passes fails the run
+                           #   -- pytest's xfail(strict=True)
+                           # fail: every failing case fails the run, marked or not
+    history: reports/history  # where `ragsnap accept` (and `ragsnap score --history`)
+                           # keep dated score reports, and what `ragsnap trend` reads
     trial:                 # `ragsnap trial` defaults
       aliases: aliases.yaml  # term groups of the `alias` method (its vector provider)
       methods: [lexical, vector, hybrid, hybrid+rerank, alias]
@@ -104,7 +113,7 @@ from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
 from .scoring.diff import NoiseFloor, Tolerances
-from .scoring.hits import EXPECTATIONS
+from .scoring.hits import DEFAULT_KNOWN_FAILURES, EXPECTATIONS
 from .scoring.significance import SignificanceSettings
 from .settings import (
     ALIAS_NOTE,
@@ -129,6 +138,8 @@ DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map", "c
 
 
 DEFAULT_KB = Path(".ragsnap/kb.sqlite")
+#: ``history`` when left out: the committed folder of dated score reports
+DEFAULT_HISTORY = Path("reports/history")
 DEFAULT_MILVUS_URI = ".ragsnap/milvus.db"
 #: ``kb.analyzer.stemmer`` when left out: English Snowball (``none`` turns it off)
 DEFAULT_STEMMER = "english"
@@ -208,6 +219,10 @@ class Config:
     source: str = str(DEFAULT_CONFIG)
     #: ``scoring.skip``: the case expectations ``ragsnap score`` does not check
     skip_expectations: tuple[str, ...] = ()
+    #: ``knownFailures``: expected | strict | fail (``ragsnap.scoring.hits``)
+    known_failures: str = DEFAULT_KNOWN_FAILURES
+    #: ``history``: the folder of dated score reports (accept, score --history, trend)
+    history: Path = DEFAULT_HISTORY
 
     @property
     def http(self) -> HttpMapping:
@@ -455,4 +470,6 @@ def load_config(path: Path | None) -> Config:
         http_base=base,
         source=str(path),
         skip_expectations=_skip_expectations(data.get("scoring", {}), path),
+        known_failures=data.get("knownFailures", DEFAULT_KNOWN_FAILURES),
+        history=base / data["history"] if "history" in data else DEFAULT_HISTORY,
     )

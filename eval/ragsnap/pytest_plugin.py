@@ -21,11 +21,15 @@ the case's fixture in ``ragsnap_fixtures`` (default ``fixtures``) is scored by
 ``ragsnap.scoring.casemetrics.case_metrics`` and the measures of
 ``ragsnap_config`` (default ``ragsnap.yaml`` when it exists). A failing case
 fails with ``hit level <level>: <reason>; <reason>``, the reasons ``ragsnap
-score`` lists; a case with ``knownFailure`` is expected to fail (xfail, with
-that reason; XPASS when it passes, as ``ragsnap score`` lists "known failures
-that now pass"). A missing fixture fails, known failure or not, saying how to
-create it: unlike ``ragsnap score``, which counts it as a known failure's
-failure, a test that cannot run is never expected.
+score`` lists. A case with ``knownFailure`` follows ``knownFailures`` in the
+configuration (``ragsnap.scoring.hits``), as ``ragsnap score`` does: ``expected``
+(the default) marks it ``xfail`` with that reason (xfailed while it fails, XPASS
+when it passes, as ``ragsnap score`` lists "known failures that now pass");
+``strict`` marks it ``xfail(strict=True)``, so a known failure that passes fails
+the run as ``XPASS(strict)``; ``fail`` does not mark it, so it fails like any
+case. A missing fixture fails, known failure or not, saying how to create it:
+unlike ``ragsnap score``, which counts it as a known failure's failure, a test
+that cannot run is never expected.
 
 **--ragsnap-update.** Before the first test runs, the fixtures of the selected
 cases are regenerated from the configured knowledge base by ``ragsnap
@@ -201,6 +205,7 @@ class RagsnapRun:
         self.case_set: CaseSet | None = None
         self.measures: tuple[str, ...] = ()
         self.skip: frozenset[str] = frozenset()
+        self.known_failures = "expected"  # ragsnap.yaml's knownFailures, read at collection
         self.prepared = False
         self.saved: dict[str, Fixture] = {}
         self.graded: dict[str, dict[str, float | None]] = {}
@@ -237,6 +242,7 @@ class RagsnapRun:
             settings = load_config(self.config_file)
             self.measures = settings.measures
             self.skip = frozenset(settings.skip_expectations)
+            self.known_failures = settings.known_failures
             self.case_set = load_cases(self.cases)
 
     # -- before the first test --------------------------------------------------------
@@ -398,9 +404,12 @@ class CasesFile(pytest.File):
         assert self.run.case_set is not None  # read before this collector is made
         for case in self.run.case_set.cases:
             item = CaseItem.from_parent(self, name=case.id, case=case, run=self.run)
-            if case.known_failure:
+            mode = self.run.known_failures
+            if case.known_failure and mode != "fail":
                 item.add_marker(
-                    pytest.mark.xfail(reason=case.known_failure, raises=CaseFailed, strict=False)
+                    pytest.mark.xfail(
+                        reason=case.known_failure, raises=CaseFailed, strict=mode == "strict"
+                    )
                 )
             yield item
 

@@ -132,3 +132,30 @@ def test_accept_replaces_a_baseline_with_merge_conflict_markers(accepted: Path) 
     assert run.code == 0, run.err
     assert "the previous reports/baseline.json is not valid JSON; replacing it" in run.out
     assert _files(accepted) == good
+
+
+def test_accept_keeps_the_history_that_trend_draws(accepted: Path) -> None:
+    """Each accepted change adds a dated copy of the baseline to reports/history (an
+    unchanged baseline adds none); `ragsnap trend` reads that folder by default and
+    opens with the latest change."""
+    history = accepted / "reports/history"
+    (first,) = sorted(history.iterdir())
+    assert first.read_bytes() == (accepted / "reports/baseline.json").read_bytes()
+    assert run_cli("accept", *PINNED, cwd=accepted).code == 0  # unchanged: no entry
+    assert sorted(history.iterdir()) == [first]
+    one = run_cli("trend", cwd=accepted)
+    assert one.code == 0, one.err
+    assert one.out.splitlines()[1].startswith("1 score report (")
+    cases = accepted / "cases/golden-cases.json"
+    cases.write_text(cases.read_text().replace('["log-retention"]', '["log-archive"]'))
+    run = run_cli("accept", *PINNED, cwd=accepted)
+    assert run.code == 0, run.err
+    entries = sorted(history.iterdir())
+    assert len(entries) == 2 and entries[0] == first
+    assert f"History: reports/history/{entries[1].name}" in run.out
+    trend = run_cli("trend", "--html-report", "reports/trend.html", cwd=accepted)
+    assert trend.code == 0, trend.err
+    assert trend.out.splitlines()[0].startswith("trend: 2 score report(s), by the dates")
+    assert ": dropped: passRate 100.0% -> 66.7% (-33.3 pp)" in trend.out.splitlines()[1]
+    page = (accepted / "reports/trend.html").read_text(encoding="utf-8")
+    assert '<div class="verdict bad" id="verdict">' in page

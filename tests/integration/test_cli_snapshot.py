@@ -73,7 +73,9 @@ def test_snapshot_writes_fixtures_then_scores_and_reruns_write_nothing(tmp_path:
     run = snapshot(tmp_path, "--kb", str(kb), "--fixtures", str(out), "--retrieved-at", PINNED)
     assert run.code == 0, run.out + run.err  # the repo's failures are all knownFailure
     assert "29 new" in run.out and "wrote 29 fixture(s)" in run.out
-    assert "29 cases: 18 passed, 11 failed (11 known)" in run.out  # the scorer ran
+    assert (
+        "29 cases: 18 passed, 11 expected failures (knownFailure), 0 failed" in run.out
+    )  # the scorer ran
     assert (tmp_path / "reports" / "current.json").is_file()
     first = files(out)
     assert len(first) == 29

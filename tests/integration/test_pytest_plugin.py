@@ -307,3 +307,43 @@ def test_update_runs_snapshot_with_the_command_lines_defaults() -> None:
         k: v for k, v in cli.items() if k != "skip_eval"
     }
     assert ours["skip_eval"] is True
+
+
+def _mark_known(root: Path, case_id: str) -> None:
+    """Mark a passing case ``knownFailure``: a known failure that now passes."""
+    path = root / "cases" / "golden-cases.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    (case,) = [c for c in data["cases"] if c["id"] == case_id]
+    case["knownFailure"] = "tracked in #1"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _known_failures(root: Path, mode: str) -> None:
+    with (root / "ragsnap.yaml").open("a", encoding="utf-8") as config:
+        config.write(f"knownFailures: {mode}\n")
+
+
+def test_known_failures_are_xfail_strict_as_configured(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    """knownFailures: expected -> xfail (XPASS when one passes); strict -> the passing
+    one fails as XPASS(strict); fail -> no mark, every failing case fails."""
+    _mark_known(example, ORDER)
+    result = ragsnap(pytester, "-rX")
+    result.assert_outcomes(passed=17 + 1, xfailed=11, xpassed=1)  # + tests/test_other.py
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"XPASS cases/golden-cases.json::{ORDER}*"])
+
+    _known_failures(example, "strict")
+    result = ragsnap(pytester, "-rf")
+    result.assert_outcomes(passed=17 + 1, xfailed=11, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f"FAILED cases/golden-cases.json::{ORDER}*XPASS(strict)*"])
+
+    (example / "ragsnap.yaml").write_text(
+        (REPO / "ragsnap.yaml").read_text(encoding="utf-8") + "knownFailures: fail\n",
+        encoding="utf-8",
+    )
+    result = ragsnap(pytester)
+    result.assert_outcomes(passed=18 + 1, failed=11)  # ORDER passes, marked or not
+    assert result.ret == 1

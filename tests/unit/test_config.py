@@ -266,3 +266,17 @@ def test_scoring_skip_unknown_name_names_file_field_and_valid_names(tmp_path: Pa
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_known_failures_and_history(tmp_path: Path) -> None:
+    path = tmp_path / "ragsnap.yaml"
+    config = load_config(_write(path, "diff: {}\n"))
+    assert (config.known_failures, config.history) == ("expected", Path("reports/history"))
+    config = load_config(_write(path, "knownFailures: strict\nhistory: ci/history\n"))
+    assert (config.known_failures, config.history) == ("strict", tmp_path / "ci/history")
+    assert load_config(_write(path, "knownFailures: fail\n")).known_failures == "fail"
+    with pytest.raises(InputError) as info:
+        load_config(_write(path, "knownFailures: xfail\n"))
+    err = info.value
+    assert err.exit_code == 2 and err.path == str(path) and err.pointer == "/knownFailures"
+    assert err.fix == "use one of: 'expected', 'strict', 'fail'"

@@ -11,6 +11,10 @@
    ``ragsnap score --json-report FILE --markdown-report FILE.md`` does.
 3. Diff the previous baseline against the new one with the score diff's rules
    and tolerances, and print its verdict: what the update accepts.
+4. Keep the new baseline in the history folder (``history`` in ragsnap.yaml, else
+   ``reports/history``; committed, read by ``ragsnap trend``) under a dated name
+   (``ragsnap.scoring.trend.history_name``: UTC date and time, then a hash), when
+   it differs from the previous baseline; an unchanged baseline adds nothing.
 
 Exits 0 when the baseline was written, failing cases or not (accepting them is
 the point; they stay listed in the report); 2 on bad input, with nothing of the
@@ -22,6 +26,7 @@ than replaced. The options are checked before the first fixture is written.
 from __future__ import annotations
 
 import argparse
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +35,10 @@ import orjson
 from ..config import load_config
 from ..errors import InputError, UsageError
 from ..io.inputs import load_report
-from ..io.jsonio import check_outputs, read_bytes
+from ..io.jsonio import check_outputs, read_bytes, write_outputs
 from ..scoring.report import REPORT_KIND
 from ..scoring.summary import diff_lines
+from ..scoring.trend import history_name
 from . import score, snapshot
 from ._review import diff_with_config
 
@@ -70,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
             f"{baseline.stem}.md; pass the JSON file, e.g. reports/baseline.json"
         )
     config = load_config(args.config)
+    history = config.history
     check_outputs(
-        [baseline, markdown],
+        [baseline, markdown, history / "entry.json"],  # the entry's name comes later
         inputs=[args.cases, args.config],
         folders=[args.fixtures],
         allow_outside=args.allow_outside,
@@ -85,14 +92,19 @@ def run(args: argparse.Namespace) -> int:
     score.run(snapshot.score_args(args, baseline, markdown))
 
     if old_raw is not None and baseline.read_bytes() == old_raw:
-        print(f"Baseline unchanged: {baseline} is what it was")
-    elif old_report is not None:
+        print(f"Baseline unchanged: {baseline} is what it was; no history entry added")
+    else:
         current = load_report(baseline, "baseline")
-        label = f"the previous {baseline.as_posix()}"
-        diff = diff_with_config(old_report, current, config, args, label)
-        print("\n".join(diff_lines(diff, args.max_listed, markdown)))
+        if old_report is not None:
+            label = f"the previous {baseline.as_posix()}"
+            diff = diff_with_config(old_report, current, config, args, label)
+            print("\n".join(diff_lines(diff, args.max_listed, markdown)))
+        entry = history / history_name(current, datetime.now(timezone.utc))
+        write_outputs({entry: current})
+        print(f"History: {entry.as_posix()} (`ragsnap trend` draws the history)")
     print(
         f"accept: review the changes (git diff {args.fixtures.as_posix()} "
-        f"{baseline.as_posix()}) and commit the fixtures and the baseline together"
+        f"{baseline.as_posix()}) and commit the fixtures, the baseline and "
+        f"{history.as_posix()} together"
     )
     return 0

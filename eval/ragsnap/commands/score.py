@@ -14,11 +14,18 @@ reports are written; what cannot be checked is a note.
 ``--privacy`` writes the privacy views (``ragsnap.scoring.privacy``) of every
 report: the diff is computed on the full report, then made private. A diff
 against a private baseline is private too.
+
+A failing case fails the run (exit 1) as the ``knownFailures`` mode of ragsnap.yaml
+says (``ragsnap.scoring.hits``: by default a ``knownFailure`` case that fails is an
+expected failure, not failing the run). ``--history DIR`` also writes the score
+report into DIR under a dated name (``ragsnap.scoring.trend.history_name``), what
+``ragsnap trend`` reads: the workflow keeps the history that way.
 """
 
 from __future__ import annotations
 
 import argparse
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,7 @@ from ..scoring.privacy import evaluation_definition, is_private, private_diff, p
 from ..scoring.report import build_report, render_markdown
 from ..scoring.review import render_diff_markdown
 from ..scoring.summary import diff_lines, score_lines
+from ..scoring.trend import history_name
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
 from ._provenance import check_fixtures
 from ._review import diff_with_config, extra_outputs
@@ -78,6 +86,7 @@ def _run(args: argparse.Namespace) -> int:
             "fixtures": args.fixtures.as_posix(),
             "fixturesSha256": fixture_set.sha256,
         },
+        config.known_failures,
     )
     if staleness.problems or staleness.notes:
         report["provenance"] = staleness.to_json()
@@ -106,6 +115,8 @@ def _run(args: argparse.Namespace) -> int:
         ]
     full_report = diff_markdown if diff is not None else args.markdown_report
     outputs += extra_outputs(args, report, diff, full_report)
+    if getattr(args, "history", None) is not None:  # --history DIR: a dated copy
+        outputs.append((args.history / history_name(report, datetime.now(timezone.utc)), report))
     check_outputs(
         [path for path, _ in outputs],
         inputs=[args.cases, args.compare_to, args.config],
@@ -120,7 +131,6 @@ def _run(args: argparse.Namespace) -> int:
     lines += staleness.lines()
     lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
     print("\n".join(lines))
-    summary = report["summary"]
-    failed = summary["failed"] - summary["knownFailures"] > 0
+    failed = report["outcome"]["casesFailingRun"] > 0  # by the knownFailures mode
     regressed = diff is not None and diff["regressed"]
     return 1 if failed or regressed or staleness.stale else 0

@@ -30,6 +30,22 @@ that does not expose a trace or a context pack) are not checked, and a case
 that sets one lists it in ``skipped_expectations``. A no-answer case has no hit
 level and passes only when no evidence is returned. A failing case lists
 every reason, in a fixed order.
+
+**Known failures** (a case's ``knownFailure: "<reason>"``), pytest's xfail: every
+case has one ``case_outcome``, ``passed`` or ``failed`` without the mark,
+``expected failure`` (fails as its mark says) or ``now passes`` (passes despite its
+mark: remove the mark) with it. Which outcomes fail the run is the
+``knownFailures`` setting of ragsnap.yaml (``KNOWN_FAILURE_MODES``, ``fails_run``):
+
+* ``expected`` (the default): an expected failure does not fail the run; a known
+  failure that now passes is reported (remove its ``knownFailure``) and does not
+  fail it either (pytest's xfail);
+* ``strict``: as ``expected``, but a known failure that now passes fails the run,
+  so its mark is removed (pytest's ``xfail(strict=True)``, XPASS(strict));
+* ``fail``: every failing case fails the run, marked or not (the mark is then only
+  documentation).
+
+A failed case fails the run in every mode.
 """
 
 from __future__ import annotations
@@ -49,16 +65,47 @@ from ..models import (
 )
 
 __all__ = [
+    "DEFAULT_KNOWN_FAILURES",
     "EXPECTATIONS",
     "FIXTURE_MISSING",
+    "KNOWN_FAILURE_MODES",
+    "OUTCOMES",
     "CaseResult",
     "breadcrumb_covers",
+    "case_outcome",
+    "fails_run",
     "hit_level",
     "normalize",
     "score_case",
 ]
 
 FIXTURE_MISSING = "fixture missing"
+
+#: ``knownFailures`` in ragsnap.yaml: what a case marked ``knownFailure`` does to the run
+KNOWN_FAILURE_MODES = ("expected", "strict", "fail")
+DEFAULT_KNOWN_FAILURES = "expected"
+#: a case's outcome, in the order the summaries count them
+OUTCOMES = ("passed", "now passes", "expected failure", "failed")
+
+
+def case_outcome(passed: bool, known_failure: object) -> str:
+    """``passed`` / ``failed`` for an unmarked case; ``now passes`` / ``expected
+    failure`` for one whose ``knownFailure`` is set (see the module docstring)."""
+    if not known_failure:
+        return "passed" if passed else "failed"
+    return "now passes" if passed else "expected failure"
+
+
+def fails_run(outcome: str, mode: str) -> bool:
+    """Whether a case with ``outcome`` fails the run under ``knownFailures: mode``."""
+    if mode not in KNOWN_FAILURE_MODES:
+        raise ValueError(f"unknown knownFailures mode {mode!r}; use one of {KNOWN_FAILURE_MODES}")
+    return (
+        outcome == "failed"
+        or (outcome == "now passes" and mode == "strict")
+        or (outcome == "expected failure" and mode == "fail")
+    )
+
 
 #: The pipeline expectations ``score_case`` can skip, each with whether a case sets it
 #: (its ``expected<Name>`` field), in the order failing reasons are listed.

@@ -48,7 +48,7 @@ from typing import Any
 
 from ..models import HIT_LEVELS
 from .diff import REGRESSION, delta_text, metric_value, verdict
-from .report import percent
+from .report import outcome_text, percent, report_outcome
 
 __all__ = [
     "LEVEL_COLORS",
@@ -491,9 +491,11 @@ def line_chart(
     series: Sequence[tuple[str, Sequence[float | None]]],
     maximum: float | None = 1.0,
     width: int = 760,
+    ticks: int = 12,
 ) -> str:
     """One line per series over the ``labels`` (x, in order), with a dot per value;
-    ``maximum`` fixes the scale (1 for rates and means), else the largest value."""
+    ``maximum`` fixes the scale (1 for rates and means), else the largest value;
+    about ``ticks`` labels are written under the x axis (the last always)."""
     values = [v for _, vs in series for v in vs if v is not None]
     top = maximum if maximum is not None else max(values, default=1.0) or 1.0
     left, plot_h, base = 44, 200, 220
@@ -516,7 +518,7 @@ def line_chart(
             f'<text x="{left - 4}" y="{ty}" text-anchor="end" style="font-size:10px">'
             f"{_short_number(top * tick)}</text>"
         )
-    every = max(1, len(labels) // 12)
+    every = max(1, len(labels) // ticks)
     for i, label in enumerate(labels):
         if i % every == 0 or i == len(labels) - 1:
             x, _ = xy(i, 0.0)
@@ -811,16 +813,13 @@ def render_score_html(
 ) -> str:
     """The HTML page of a score report and, when given, its baseline diff."""
     summary = report["summary"]
-    unexpected = summary["failed"] - summary["knownFailures"]
+    failing = report_outcome(report)["casesFailingRun"] > 0  # by the knownFailures mode
     if diff is not None:
-        bad = diff["regressed"] or unexpected > 0
+        bad = diff["regressed"] or failing
         head = verdict(diff)
     else:
-        bad = unexpected > 0
-        head = (
-            f"{summary['passed']} of {summary['cases']} cases passed; "
-            f"{unexpected} unexpected failure(s), {summary['knownFailures']} known"
-        )
+        bad = failing
+        head = outcome_text(report)
     segments = [(level, LEVEL_COLORS[level]) for level in LEVEL_COLORS]
     body = [
         "<h1>ragsnap retrieval report</h1>",

@@ -5,7 +5,13 @@ no host names). One ``testcase`` per golden case, in the report's order:
 
 * a case that fails (and is not a known failure), or that regressed against the
   baseline, is a ``failure`` whose message is the hit level and the reasons;
-* a known failure is ``skipped`` with its ``knownFailure`` text;
+* a known failure that still fails (an expected failure) is ``skipped`` with
+  ``type="xfail"`` and its ``knownFailure`` text, which CI test views show as not
+  failed (pytest's JUnit XML writes an xfail the same way); with ``knownFailures:
+  fail`` it is a ``failure`` like any other;
+* a known failure that now passes passes, saying so in its ``system-out`` (remove
+  its ``knownFailure``); with ``knownFailures: strict`` it is a ``failure`` of type
+  ``XPASS(strict)``, as pytest reports it;
 * with a diff, a second suite holds one ``testcase`` per overall aggregate row,
   failing when the row is a regression.
 """
@@ -17,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .diff import REGRESSION, delta_text, metric_value
+from .hits import case_outcome
+from .report import report_outcome
 
 __all__ = ["render_junit_xml"]
 
@@ -36,14 +44,24 @@ def _count(suite: ET.Element) -> tuple[int, int, int]:
     return len(cases), failures, skipped
 
 
-def _case_failure(case: Mapping[str, Any], regression: Mapping[str, Any] | None) -> str | None:
-    failing = not case["passed"] and not case.get("knownFailure")
+def _known(case: Mapping[str, Any]) -> str:
+    known = case["knownFailure"]
+    return "knownFailure" if known is True else f"knownFailure: {known}"
+
+
+def _case_failure(
+    case: Mapping[str, Any], regression: Mapping[str, Any] | None, mode: str
+) -> str | None:
+    failing = not case["passed"] and (not case.get("knownFailure") or mode == "fail")
     if not failing and regression is None:
         return None
     level = "no-answer" if case["noAnswer"] else (case["hitLevel"] or "n/a")
     parts = [f"hit level {level}"]
     if failing:
-        parts.append("; ".join(case["reasons"]))
+        parts.append(
+            "; ".join(case["reasons"])
+            + (f" ({_known(case)}; knownFailures: fail)" if case.get("knownFailure") else "")
+        )
     if regression is not None:
         parts.append(
             "regressed against the baseline: "
@@ -63,22 +81,29 @@ def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) 
     regressed = (
         {} if diff is None else {c["id"]: c for c in diff["cases"] if c["status"] == REGRESSION}
     )
+    mode = report_outcome(report)["knownFailures"]
     for case in report["cases"]:
         item = ET.SubElement(
             suite, "testcase", classname=f"ragsnap.{case['category']}", name=case["id"]
         )
-        message = _case_failure(case, regressed.get(case["id"]))
+        message = _case_failure(case, regressed.get(case["id"]), mode)
+        outcome = case_outcome(case["passed"], case.get("knownFailure"))
         if message is not None:
             failure = ET.SubElement(item, "failure", message=message, type="RetrievalFailure")
             query = case.get("query")  # none in a private report
             failure.text = message if query is None else f"query: {query}\n{message}"
-        elif not case["passed"]:
-            known = case["knownFailure"]
+        elif outcome == "expected failure":
             ET.SubElement(
-                item,
-                "skipped",
-                message="known failure" if known is True else f"known failure: {known}",
+                item, "skipped", type="xfail", message=f"expected failure ({_known(case)})"
             )
+        elif outcome == "now passes":
+            text = f"known failure now passes: remove its knownFailure ({_known(case)})"
+            if mode == "strict":
+                ET.SubElement(
+                    item, "failure", type="XPASS(strict)", message=f"[XPASS(strict)] {text}"
+                )
+            else:
+                ET.SubElement(item, "system-out").text = text
     totals = [_count(suite)]
     if diff is not None:
         rows = _suite(root, "ragsnap.aggregates")

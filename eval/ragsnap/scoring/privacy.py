@@ -24,7 +24,8 @@ A private score report (``private-report.schema.json``) is marked
   ``matchedTargets``, ``knownFailure`` a boolean, and ``reasons``
   ``private_reasons`` of them. Dropped: ``query``, ``kbScope``,
   ``topSources``, ``selectedAttempt``, ``fallbackReasons``,
-  ``evidenceStatus``, ``rerankTopSource``, ``contextSources``.
+  ``evidenceStatus``, ``rerankTopSource``, ``contextSources``;
+* ``outcome`` (counts and the knownFailures mode) is kept as it is.
 
 A private diff (``private-diff-report.schema.json``) names its baseline
 ``"baseline"`` (not its path), keeps only the hashes of both reports' inputs,
@@ -195,6 +196,8 @@ def private_report(
         "groups": report["groups"],
         "cases": [_private_case(c) for c in report["cases"]],
         "orphanedFixtures": list(report["orphanedFixtures"]),
+        # counts and the knownFailures mode only; absent from reports that predate it
+        **({"outcome": dict(report["outcome"])} if "outcome" in report else {}),
     }
     provenance = report.get("provenance")
     if provenance is not None:  # its lines name seed files and settings: counts only

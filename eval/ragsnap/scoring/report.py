@@ -3,6 +3,13 @@
 Pure functions. The JSON report is the contract (``schemas/report.schema.json``)
 that the baseline diff reads back; the Markdown is rendered from that same
 dict, so the two never disagree. Summaries come first, details after.
+
+``outcome`` (the report's ``outcome`` object) counts the cases by
+``hits.case_outcome`` under the ``knownFailures`` mode the run used, and how many
+of them fail the run (``hits.fails_run``); ``outcome_text`` is its one line
+("29 cases: 18 passed, 11 expected failures (knownFailure), 0 failed"), the first
+line of the terminal summary and the Markdown report's headline alike. A report
+written before the field existed is read with the default mode.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from typing import Any
 from ..io.markdown import markdown_table
 from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
 from .aggregates import GROUP_KEYS, aggregate, group
-from .hits import CaseResult
+from .hits import DEFAULT_KNOWN_FAILURES, CaseResult, case_outcome, fails_run
 
 __all__ = [
     "REPORT_KIND",
@@ -21,9 +28,12 @@ __all__ = [
     "SCORING_VERSION",
     "build_report",
     "case_entry",
+    "outcome",
+    "outcome_text",
     "percent",
     "provenance_lines",
     "render_markdown",
+    "report_outcome",
 ]
 
 #: The Markdown report lists every case up to this many (the JSON report always does).
@@ -74,12 +84,73 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
     }
 
 
+def outcome(
+    cases: Sequence[Mapping[str, Any]], mode: str = DEFAULT_KNOWN_FAILURES
+) -> dict[str, Any]:
+    """The ``outcome`` of report cases under ``knownFailures: mode`` (module docstring)."""
+    counts = {"passed": 0, "now passes": 0, "expected failure": 0, "failed": 0}
+    failing = 0
+    for case in cases:
+        kind = case_outcome(case["passed"], case.get("knownFailure"))
+        counts[kind] += 1
+        failing += fails_run(kind, mode)
+    return {
+        "knownFailures": mode,
+        "passed": counts["passed"],
+        "nowPassing": counts["now passes"],
+        "expectedFailures": counts["expected failure"],
+        "failed": counts["failed"],
+        "casesFailingRun": failing,
+    }
+
+
+def report_outcome(report: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report's ``outcome``, or (an older report) its cases' under the default mode."""
+    found: Mapping[str, Any] | None = report.get("outcome")
+    return found if found is not None else outcome(report["cases"])
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def outcome_text(report: Mapping[str, Any]) -> str:
+    """``29 cases: 18 passed, 11 expected failures (knownFailure), 0 failed``: what
+    passed, what is expected to fail and what failed, as pytest's ``18 passed, 11
+    xfailed`` says it; a known failure that now passes is named, and so is the mode
+    when it makes known failures fail the run."""
+    o = report_outcome(report)
+    mode = o["knownFailures"]
+    parts = [f"{o['passed']} passed"]
+    if o["nowPassing"]:
+        parts.append(
+            _plural(o["nowPassing"], "known failure now passes", "known failures now pass")
+            + (" (failing the run: knownFailures: strict)" if mode == "strict" else "")
+        )
+    expected = o["expectedFailures"]
+    if mode == "fail":
+        parts.append(
+            f"{o['failed'] + expected} failed"
+            + (f" ({expected} marked knownFailure; knownFailures: fail)" if expected else "")
+        )
+    else:
+        if expected:
+            parts.append(
+                _plural(expected, "expected failure", "expected failures") + " (knownFailure)"
+            )
+        parts.append(f"{o['failed']} failed")
+    return f"{report['summary']['cases']} cases: " + ", ".join(parts)
+
+
 def build_report(
     results: Sequence[CaseResult],
     orphaned_fixtures: Sequence[str],
     inputs: Mapping[str, str],
+    known_failures: str = DEFAULT_KNOWN_FAILURES,
 ) -> dict[str, Any]:
-    """Assemble the JSON score report from scored cases."""
+    """Assemble the JSON score report from scored cases; ``known_failures`` is the
+    ``knownFailures`` mode its ``outcome`` counts with."""
+    cases = [case_entry(r) for r in results]
     return {
         "schemaVersion": REPORT_SCHEMA_VERSION,
         "kind": REPORT_KIND,
@@ -90,8 +161,9 @@ def build_report(
             name: {value: agg.to_json() for value, agg in group(results, key).items()}
             for name, key in GROUP_KEYS.items()
         },
-        "cases": [case_entry(r) for r in results],
+        "cases": cases,
         "orphanedFixtures": sorted(orphaned_fixtures),
+        "outcome": outcome(cases, known_failures),
     }
 
 
@@ -186,11 +258,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     summary = report["summary"]
     levels = summary["hitLevels"]
     private = report.get("privacy") is True
+    mode = report_outcome(report)["knownFailures"]
     lines = [
         "# ragsnap retrieval report",
         "",
-        f"**{summary['passed']} of {summary['cases']} cases passed** "
-        f"({percent(summary['passRate'])}); Recall@K {percent(summary['recallAtK'])}, "
+        f"**{outcome_text(report)}** "
+        f"(pass rate {percent(summary['passRate'])}); Recall@K {percent(summary['recallAtK'])}, "
         f"strong hit rate {percent(summary['strongHitRate'])}, "
         f"{summary['missCount']} miss(es).",
         "",
@@ -214,6 +287,21 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             ),
         ]
     lines += _metrics_section(report)
+    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
+    if fixed:
+        lines += [
+            "",
+            f"## Known failures that now pass ({len(fixed)})",
+            "",
+            (
+                "These fail the run (`knownFailures: strict`): "
+                if mode == "strict"
+                else "These pass although marked `knownFailure`: "
+            )
+            + "remove `knownFailure` from them so a new failure counts again:",
+            "",
+            *[f"- `{case_id}`" for case_id in fixed],
+        ]
     failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
     lines += ["", f"## Failing cases ({len(failing)})", ""]
     if failing:
@@ -231,7 +319,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             "",
             f"## Known failures ({len(known)})",
             "",
-            "These cases fail as their `knownFailure` says; they do not fail the run.",
+            "These cases fail as their `knownFailure` says; "
+            + (
+                "with `knownFailures: fail` they fail the run."
+                if mode == "fail"
+                else "they are expected failures and do not fail the run."
+            ),
             "",
             markdown_table(
                 ("case", "hit level", "reasons", "known failure")[: 3 if private else 4],
@@ -242,16 +335,6 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                     for c in known
                 ],
             ),
-        ]
-    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
-    if fixed:
-        lines += [
-            "",
-            f"## Known failures that now pass ({len(fixed)})",
-            "",
-            "Remove `knownFailure` from these cases so a new failure counts again:",
-            "",
-            *[f"- `{case_id}`" for case_id in fixed],
         ]
     cases = report["cases"]
     if len(cases) <= ALL_CASES_LISTED:
@@ -322,7 +405,9 @@ def _all_cases_table(cases: Sequence[Mapping[str, Any]], private: bool) -> str:
                 "no-answer" if c["noAnswer"] else c["hitLevel"],
                 c["firstExpectedRank"],
                 *pipeline,
-                "known failure" if not c["passed"] and c.get("knownFailure") else c["passed"],
+                c["passed"]
+                if not c.get("knownFailure")
+                else case_outcome(c["passed"], c["knownFailure"]),
             ]
         )
     headers = [h for h in _ALL_HEADERS if not private or h not in _ALL_HEADERS[6:10]]

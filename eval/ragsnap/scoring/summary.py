@@ -10,7 +10,7 @@ from typing import Any
 
 from ..io.markdown import cell
 from .diff import cause_lines, verdict
-from .report import percent
+from .report import outcome_text, percent, report_outcome
 
 __all__ = ["diff_lines", "score_lines"]
 
@@ -23,13 +23,14 @@ def _listed(items: Sequence[str], limit: int, where: str) -> list[str]:
 
 
 def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]:
-    """Summary and failing cases of a score report."""
+    """Summary and failing cases of a score report: first what passed, what is expected
+    to fail and what failed (``outcome_text``), then the known failures that now pass
+    (their fix, and whether they fail the run), the failing cases, the expected ones."""
     s = report["summary"]
-    known = s.get("knownFailures", 0)
+    outcome = report_outcome(report)
+    mode = outcome["knownFailures"]
     lines = [
-        f"{s['cases']} cases: {s['passed']} passed, {s['failed']} failed"
-        + (f" ({known} known)" if known else "")
-        + " "
+        outcome_text(report) + " "
         f"(pass rate {percent(s['passRate'])}); Recall@K {percent(s['recallAtK'])}, "
         f"strong {percent(s['strongHitRate'])}, {s['missCount']} miss(es), "
         f"{s['noAnswerFalsePositives']} no-answer false positive(s)"
@@ -41,21 +42,33 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
             f"Graded ({judged} judged case(s)): "
             + ", ".join(f"{name} {v['mean']:.3f}" for name, v in graded.items())
         )
+    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
+    if fixed:
+        lines.append(
+            (
+                "Known failures that now pass, failing the run (knownFailures: strict); "
+                if mode == "strict"
+                else "Known failures that now pass; "
+            )
+            + "remove their knownFailure:"
+        )
+        lines += _listed(fixed, limit, str(where))
     failing = [c for c in report["cases"] if not c["passed"] and not c.get("knownFailure")]
     if failing:
         lines.append("Failed cases:")
         lines += _listed(
             [f"{c['id']}: {'; '.join(c['reasons'])}" for c in failing], limit, str(where)
         )
-    if known:
-        lines.append(
-            f"Known failures: {known} case(s) fail as their knownFailure says; see {where}"
+    known = [c for c in report["cases"] if not c["passed"] and c.get("knownFailure")]
+    if known and mode == "fail":
+        lines.append("Known failures, failing the run (knownFailures: fail):")
+        lines += _listed(
+            [f"{c['id']}: {'; '.join(c['reasons'])}" for c in known], limit, str(where)
         )
-    fixed = [c["id"] for c in report["cases"] if c["passed"] and c.get("knownFailure")]
-    if fixed:
+    elif known:
         lines.append(
-            f"Known failures that now pass (remove their knownFailure): {', '.join(fixed[:limit])}"
-            + (" ..." if len(fixed) > limit else "")
+            f"Expected failures: {len(known)} case(s) fail as their knownFailure says, "
+            f"not failing the run; see {where}"
         )
     skipped = Counter(
         name for case in report["cases"] for name in case.get("skippedExpectations", ())

@@ -36,7 +36,8 @@ def test_one_testcase_per_case_failures_and_known_failures() -> None:
     assert failure.get("message", "").startswith("hit level miss: hit level miss is below")
     assert "q bad" in (failure.text or "")
     skipped = cases["known"].find("skipped")
-    assert skipped is not None and skipped.get("message") == "known failure: tracked in #12"
+    assert skipped is not None and skipped.get("type") == "xfail"
+    assert skipped.get("message") == "expected failure (knownFailure: tracked in #12)"
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("3", "1", "1")
 
 
@@ -54,3 +55,44 @@ def test_regressions_fail_and_aggregates_get_their_suite() -> None:
     rows = {c.get("name"): c.find("failure") for c in aggregates.findall("testcase")}
     assert rows["passRate"] is not None and rows["noAnswerFalsePositiveRate"] is None
     assert "passRate 100.0% -> 50.0% (-50.0 pp" in (rows["passRate"].get("message") or "")
+
+
+def _known_report(mode: str) -> dict:  # type: ignore[type-arg]
+    """One unmarked passing case, one expected failure, one marked case that now passes."""
+    results = []
+    for case_id, source, known in (
+        ("ok", "mysql-pool", None),
+        ("xfail", "x", "tracked in #12"),
+        ("xpass", "mysql-pool", "tracked in #13"),
+    ):
+        extra = {"knownFailure": known} if known else {}
+        case = GoldenCase.from_json(make_case(case_id, query=f"q {case_id}", **extra), {})
+        fixture = Fixture.from_json(make_fixture(case_id, [block(1, source)], query=case.query))
+        results.append(score_case(case, fixture))
+    return build_report(results, [], INPUTS, mode)
+
+
+def test_known_failures_follow_the_mode() -> None:
+    def cases(mode: str) -> dict[str, ET.Element]:
+        root = ET.fromstring(render_junit_xml(_known_report(mode), None))
+        return {c.get("name", ""): c for c in root.iter("testcase")}
+
+    expected = cases("expected")
+    assert expected["xfail"].find("skipped") is not None
+    out = expected["xpass"].find("system-out")
+    assert expected["xpass"].find("failure") is None and out is not None
+    assert out.text == (
+        "known failure now passes: remove its knownFailure (knownFailure: tracked in #13)"
+    )
+    strict = cases("strict")
+    assert strict["xfail"].find("skipped") is not None
+    failure = strict["xpass"].find("failure")
+    assert failure is not None and failure.get("type") == "XPASS(strict)"
+    assert failure.get("message", "").startswith("[XPASS(strict)] known failure now passes")
+    fail = cases("fail")
+    failure = fail["xfail"].find("failure")
+    assert failure is not None and fail["xfail"].find("skipped") is None
+    assert failure.get("message", "").endswith(
+        "(knownFailure: tracked in #12; knownFailures: fail)"
+    )
+    assert fail["xpass"].find("failure") is None and fail["ok"].find("failure") is None
