@@ -15,10 +15,12 @@ file (``cases/golden-cases.json::db-err-4031-order-repository``). The items are
 added by a session-level hook, so they are collected whatever the project's
 ``testpaths`` say, and before ``-k``, ``-m`` and ``--deselect`` select from them.
 
-**What an item checks.** Exactly what ``ragsnap score`` checks, with its code:
-the case's fixture in ``ragsnap_fixtures`` (default ``fixtures``) is scored by
-``ragsnap.scoring.hits.score_case`` with its graded metrics from
-``ragsnap.scoring.casemetrics.case_metrics`` and the measures of
+**What an item checks.** Exactly what ``ragsnap score`` checks, with its code, the
+fixtures' provenance first: a case whose fixture was captured before a seed document
+or a lookup setting changed fails with the cause (``ragsnap.snapshot.provenance``),
+known failure or not. Then the case's fixture in ``ragsnap_fixtures`` (default
+``fixtures``) is scored by ``ragsnap.scoring.hits.score_case`` with its graded
+metrics from ``ragsnap.scoring.casemetrics.case_metrics`` and the measures of
 ``ragsnap_config`` (default ``ragsnap.yaml`` when it exists). A failing case
 fails with ``hit level <level>: <reason>; <reason>``, the reasons ``ragsnap
 score`` lists. A case with ``knownFailure`` follows ``knownFailures`` in the
@@ -68,11 +70,20 @@ import pytest
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from .io.inputs import CaseSet
+    from .config import Config
+    from .io.inputs import CaseSet, FixtureSet
     from .models import Fixture, GoldenCase
     from .scoring.hits import CaseResult
+    from .snapshot.provenance import Staleness
 
-__all__ = ["CaseFailed", "CaseItem", "CasesFile", "FixtureMissing", "RagsnapRun"]
+__all__ = [
+    "CaseFailed",
+    "CaseItem",
+    "CasesFile",
+    "FixtureMissing",
+    "FixtureStale",
+    "RagsnapRun",
+]
 
 #: ``ragsnap score``'s defaults (``ragsnap.commands.DEFAULT_CASES``, ``DEFAULT_FIXTURES``,
 #: ``ragsnap.config.DEFAULT_CONFIG``; a test keeps them equal), spelled out here so
@@ -84,6 +95,11 @@ DEFAULT_CONFIG = "ragsnap.yaml"
 
 class CaseFailed(Exception):
     """A golden case whose fixture does not satisfy it; the message is the reasons."""
+
+
+class FixtureStale(Exception):
+    """A case's fixture was captured before its corpus or settings changed: it fails,
+    known failure or not (its xfail expects ``CaseFailed`` only)."""
 
 
 class FixtureMissing(Exception):
@@ -203,6 +219,8 @@ class RagsnapRun:
         named = _setting(config, "config")
         self.config_file = None if named is None else Path(named)
         self.case_set: CaseSet | None = None
+        self.settings: Config | None = None
+        self.staleness: Staleness | None = None
         self.measures: tuple[str, ...] = ()
         self.skip: frozenset[str] = frozenset()
         self.known_failures = "expected"  # ragsnap.yaml's knownFailures, read at collection
@@ -240,6 +258,7 @@ class RagsnapRun:
                 )
         with _usage_errors("reading the inputs"), _inside(self.root):
             settings = load_config(self.config_file)
+            self.settings = settings
             self.measures = settings.measures
             self.skip = frozenset(settings.skip_expectations)
             self.known_failures = settings.known_failures
@@ -267,7 +286,10 @@ class RagsnapRun:
         from .ir.metrics import parse_measures
         from .scoring.casemetrics import case_metrics
 
-        self.saved = self._read_fixtures()
+        fixture_set = self._read_fixtures()
+        self.saved = {} if fixture_set is None else fixture_set.fixtures
+        if fixture_set is not None:
+            self.staleness = self._provenance(fixture_set)
         self.graded = case_metrics(selected, self.saved, parse_measures(self.measures))
         self.unused = [f"{name}.json" for name in self.saved if name not in self._case_ids()]
 
@@ -306,16 +328,20 @@ class RagsnapRun:
         folder = self.root / self.fixtures
         if not folder.is_dir():
             return []
-        return sorted(p.name for p in folder.iterdir() if p.name.endswith(".json") and p.is_file())
+        return sorted(
+            p.name
+            for p in folder.iterdir()
+            if p.name.endswith(".json") and p.name != "_manifest.json" and p.is_file()
+        )
 
-    def _read_fixtures(self) -> dict[str, Fixture]:
-        """Every fixture, as ``ragsnap score`` reads them; none when the folder is absent
+    def _read_fixtures(self) -> FixtureSet | None:
+        """Every fixture, as ``ragsnap score`` reads them; None when the folder is absent
         (every case then fails saying how to create its fixture)."""
         from .io.inputs import load_fixtures
 
         folder = self.root / self.fixtures
         if not folder.exists():
-            return {}
+            return None
         if not folder.is_dir():
             raise pytest.UsageError(
                 f"ragsnap: {self.fixtures}: a file, not a folder of fixtures; set "
@@ -323,7 +349,15 @@ class RagsnapRun:
                 "to the folder"
             )
         with _usage_errors("reading the fixtures"), _inside(self.root):
-            return load_fixtures(self.fixtures).fixtures
+            return load_fixtures(self.fixtures)
+
+    def _provenance(self, fixture_set: FixtureSet) -> Staleness:
+        """The fixtures' provenance check, as ``ragsnap score`` runs it."""
+        from .commands._provenance import check_fixtures
+
+        assert self.settings is not None  # read at collection
+        with _usage_errors("checking the fixtures' provenance"), _inside(self.root):
+            return check_fixtures(self.settings, fixture_set, self.fixtures, self._case_ids())
 
     # -- one case ---------------------------------------------------------------------
 
@@ -341,6 +375,11 @@ class RagsnapRun:
                 f"`ragsnap snapshot --case {case.id}` to create it from the knowledge base "
                 "(`ragsnap seed` builds the embedded one), or delete the case"
             )
+        stale = self.staleness.cases.get(case.id) if self.staleness is not None else None
+        if stale:
+            from .snapshot.provenance import STALE_FIX
+
+            raise FixtureStale("stale fixture: " + "; ".join(stale) + f"; {STALE_FIX}")
         result = score_case(case, fixture, self.graded.get(case.id), skip=self.skip)
         item.user_properties.extend(_properties(result))
         if not result.passed:
@@ -353,6 +392,8 @@ class RagsnapRun:
         lines = [line for line in self.snapshot_report if not line.startswith("orphaned")]
         if self.deleted:
             lines.append(f"{_fixtures(len(self.deleted))} unused, deleted: {_names(self.deleted)}")
+        if self.staleness is not None:
+            lines += self.staleness.lines() + self.staleness.note_lines()
         if self.unused:
             fix = (
                 "run with --ragsnap-update and every case selected to delete them"
@@ -428,7 +469,7 @@ class CaseItem(pytest.Item):
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
     ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, CaseFailed | FixtureMissing):
+        if isinstance(excinfo.value, CaseFailed | FixtureMissing | FixtureStale):
             return str(excinfo.value)  # the message is the whole story: no traceback
         return super().repr_failure(excinfo, style)
 

@@ -347,3 +347,24 @@ def test_known_failures_are_xfail_strict_as_configured(
     result = ragsnap(pytester)
     result.assert_outcomes(passed=18 + 1, failed=11)  # ORDER passes, marked or not
     assert result.ret == 1
+
+
+def test_an_edited_seed_document_fails_every_case_captured_before_it(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    """Stale fixtures fail as they fail `ragsnap score`: each case captured from the old
+    corpus fails with the cause, a known failure too (staleness is not what it expects)."""
+    doc = example / "seed-docs" / "mysql-slow-query-log.md"
+    doc.write_text(doc.read_text().replace("kept for 14 days", "kept for 15 days"))
+    result = ragsnap(pytester, "-k", f"{ORDER} or {KNOWN}", "-rf")
+    result.assert_outcomes(failed=2, deselected=28)
+    cause = (
+        "seed-docs/mysql-slow-query-log.md changed after fixtures/db-noanswer-druid-other-"
+        "team.json, fixtures/obs-log-retention-days.json (citing it) were captured"
+    )
+    result.stdout.fnmatch_lines(
+        [f"stale fixture: {cause}; run `ragsnap seed && ragsnap snapshot`*", f"  {cause}"]
+    )
+    doc.write_text(doc.read_text().replace("kept for 15 days", "kept for 14 days"))
+    fresh = ragsnap(pytester, "-k", ORDER)
+    fresh.assert_outcomes(passed=1, deselected=29)

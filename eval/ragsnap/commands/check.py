@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         f"{_count(errors, 'error')}, {_count(warnings, 'warning')}; {verdict}"
     ]
     lines += [f.line(cases_name) for f in findings]
-    lines += staleness.lines()
+    lines += staleness.lines() + staleness.note_lines()
     if args.json_report is not None:
         lines.append(f"Report: {args.json_report.as_posix()}")
     print("\n".join(lines))

@@ -130,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         lines += diff_lines(diff, args.max_listed, diff_markdown)
     lines += staleness.lines()
     lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
+    lines += staleness.note_lines()
     print("\n".join(lines))
     failed = report["outcome"]["casesFailingRun"] > 0  # by the knownFailures mode
     regressed = diff is not None and diff["regressed"]

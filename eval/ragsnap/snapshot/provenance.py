@@ -35,8 +35,9 @@ fixtures captured before it, and notes for what it cannot check: a manifest that
 is missing, a fixture with no record (hand-written, or from an older ragsnap), a
 service's corpus (only ``snapshot --check`` against the service can tell).
 A fixture whose bytes differ from the manifest's record was edited after it was
-captured, and is stale too. ``score``, ``check`` and ``pytest --ragsnap`` fail
-(exit 1) on any problem; notes never fail a run.
+captured: a note, since ``snapshot --check`` (which re-runs its lookup) is the
+judge of an edit. ``score``, ``check`` and ``pytest --ragsnap`` fail (exit 1) on
+any problem; notes never fail a run.
 """
 
 from __future__ import annotations
@@ -167,19 +168,25 @@ class Staleness:
 
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: each stale fixture's case id -> the problems that make it stale
+    cases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def stale(self) -> bool:
         return bool(self.problems)
 
     def lines(self) -> list[str]:
-        """What the terminal shows: the problems with the fix, then the notes."""
-        out: list[str] = []
-        if self.problems:
-            out.append(f"Stale fixtures ({len(self.problems)} cause(s)); {STALE_FIX}:")
-            out += [f"  {problem}" for problem in self.problems]
-        out += [f"note: {note}" for note in self.notes]
-        return out
+        """What the terminal shows of the problems: a count with the fix, one a line."""
+        if not self.problems:
+            return []
+        return [
+            f"Stale fixtures ({len(self.problems)} cause(s)); {STALE_FIX}:",
+            *(f"  {problem}" for problem in self.problems),
+        ]
+
+    def note_lines(self) -> list[str]:
+        """What the terminal shows of the notes, after everything else."""
+        return [f"note: {note}" for note in self.notes]
 
     def to_json(self) -> dict[str, Any]:
         return {"stale": list(self.problems), "notes": list(self.notes), "fix": STALE_FIX}
@@ -250,10 +257,14 @@ def check_provenance(
     edited = sorted(
         c for c in digests if c in manifest.fixtures and manifest.fixtures[c][1] != digests[c]
     )
-    for case_id in edited:
-        problems.append(
-            f"{file_of(case_id)} was edited after it was captured (its bytes differ from "
-            f"{manifest_path}); re-capture it with `ragsnap snapshot --case {case_id}`"
+    stale: dict[str, list[str]] = {}
+    if edited:
+        files = [file_of(c) for c in edited]
+        notes.append(
+            f"{_named(files, len(digests), folder)} {_were(files)} edited after capture (the "
+            f"bytes differ from {manifest_path}); `ragsnap snapshot --check` compares "
+            f"{'it' if len(files) == 1 else 'them'} with the knowledge base, and "
+            "`ragsnap snapshot` records the bytes it keeps"
         )
     by_capture: dict[str, list[str]] = {}
     for case_id in sorted(digests):
@@ -263,52 +274,82 @@ def check_provenance(
     for case_id, sources in (cited or {}).items():
         for source in sources:
             cited_by.setdefault(source, set()).add(case_id)
-    total = len(digests)
-
+    context = _Context(current, folder, len(digests), cited_by, paths, config_name)
     for key, case_ids in by_capture.items():
-        captured = manifest.captures[key]
-        files = [file_of(c) for c in case_ids]
-        after = f"after {_named(files, total, folder)} {_were(files)} captured"
-        if captured.documents is None:
-            revision = (
-                "" if captured.revision is None else f" (corpus revision {captured.revision})"
-            )
-            notes.append(
-                f"{_named(files, total, folder)} came from a service{revision}: the corpus and "
-                "the service's settings cannot be checked offline; "
-                "`ragsnap snapshot --check --backend http` compares them with the service"
-            )
-            continue
-        changed_settings = sorted(
-            name
-            for name in set(captured.settings) | set(current.settings)
-            if captured.settings.get(name) != current.settings.get(name)
+        first = len(problems)
+        _capture_problems(manifest.captures[key], case_ids, context, problems, notes)
+        for case_id in case_ids if len(problems) > first else ():
+            stale.setdefault(case_id, []).extend(problems[first:])
+    return Staleness(
+        tuple(problems), tuple(notes), {c: tuple(lines) for c, lines in sorted(stale.items())}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every capture of one check is compared with, and how things are named."""
+
+    current: Capture
+    folder: str
+    total: int
+    cited_by: Mapping[str, set[str]]
+    paths: Mapping[str, str]
+    config_name: str
+
+    def file_of(self, case_id: str) -> str:
+        return f"{self.folder}/{case_id}.json"
+
+
+def _capture_problems(
+    captured: Capture,
+    case_ids: list[str],
+    context: _Context,
+    problems: list[str],
+    notes: list[str],
+) -> None:
+    """Append what changed since ``captured`` for the fixtures of ``case_ids``."""
+    current, folder, total = context.current, context.folder, context.total
+    paths, cited_by, file_of = context.paths, context.cited_by, context.file_of
+    config_name = context.config_name
+    files = [file_of(c) for c in case_ids]
+    after = f"after {_named(files, total, folder)} {_were(files)} captured"
+    if captured.documents is None:
+        revision = "" if captured.revision is None else f" (corpus revision {captured.revision})"
+        notes.append(
+            f"{_named(files, total, folder)} came from a service{revision}: the corpus and "
+            "the service's settings cannot be checked offline; "
+            "`ragsnap snapshot --check --backend http` compares them with the service"
         )
-        for name in changed_settings:
-            before, now = captured.settings.get(name), current.settings.get(name)
-            problems.append(
-                f"{config_name}: {name} changed ({_value(before)} -> {_value(now)}) {after}"
-            )
-        if current.documents is None:
+        return
+    changed_settings = sorted(
+        name
+        for name in set(captured.settings) | set(current.settings)
+        if captured.settings.get(name) != current.settings.get(name)
+    )
+    for name in changed_settings:
+        before, now = captured.settings.get(name), current.settings.get(name)
+        problems.append(
+            f"{config_name}: {name} changed ({_value(before)} -> {_value(now)}) {after}"
+        )
+    if current.documents is None:
+        return
+    if "kb.chunking" in changed_settings:
+        return  # every document's index hash moved with it: said once above
+    old, new = captured.documents, current.documents
+    for source in sorted(set(old) | set(new)):
+        if old.get(source) == new.get(source):
             continue
-        if "kb.chunking" in changed_settings:
-            continue  # every document's index hash moved with it: said once above
-        old, new = captured.documents, current.documents
-        for source in sorted(set(old) | set(new)):
-            if old.get(source) == new.get(source):
-                continue
-            where = paths.get(source, f"source {source!r}")
-            citing = [file_of(c) for c in case_ids if c in cited_by.get(source, ())]
-            named = (
-                f"after {_named(citing, total, folder)} (citing it) {_were(citing)} captured"
-                if citing
-                else after
-            )
-            if source not in new:
-                what = f"{where} was removed from the corpus"
-            elif source not in old:
-                what = f"{where} was added"
-            else:
-                what = f"{where} changed"
-            problems.append(f"{what} {named}")
-    return Staleness(tuple(problems), tuple(notes))
+        where = paths.get(source, f"source {source!r}")
+        citing = [file_of(c) for c in case_ids if c in cited_by.get(source, ())]
+        named = (
+            f"after {_named(citing, total, folder)} (citing it) {_were(citing)} captured"
+            if citing
+            else after
+        )
+        if source not in new:
+            what = f"{where} was removed from the corpus"
+        elif source not in old:
+            what = f"{where} was added"
+        else:
+            what = f"{where} changed"
+        problems.append(f"{what} {named}")

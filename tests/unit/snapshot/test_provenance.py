@@ -74,12 +74,13 @@ def test_a_chunking_change_is_said_once_not_per_document() -> None:
     assert "kb.chunking" in problems[0]
 
 
-def test_a_fixture_edited_after_capture_is_stale() -> None:
-    problems = check(captured(), digests={"c1": "a" * 64, "c2": "f" * 64})
-    assert problems == [
-        "fixtures/c2.json was edited after it was captured (its bytes differ from "
-        "fixtures/_manifest.json); re-capture it with `ragsnap snapshot --case c2`"
-    ]
+def test_a_fixture_edited_after_capture_is_a_note() -> None:
+    digests = {"c1": "a" * 64, "c2": "f" * 64}
+    result = check_provenance(manifest_of(captured(), DIGESTS), digests, captured(), folder="fx")
+    assert not result.stale and not result.cases
+    assert result.notes[0].startswith(
+        "fx/c2.json was edited after capture (the bytes differ from fx/_manifest.json)"
+    )
 
 
 def test_only_the_fixtures_of_an_older_capture_are_stale() -> None:
@@ -89,6 +90,8 @@ def test_only_the_fixtures_of_an_older_capture_are_stale() -> None:
     assert len(manifest.to_json()["captures"]) == 2
     problems = check(newer, manifest)
     assert problems == ["seed-docs/a.md changed after fixtures/c1.json was captured"]
+    result = check_provenance(manifest, DIGESTS, newer, folder="fixtures", paths=PATHS)
+    assert dict(result.cases) == {"c1": tuple(problems)}  # c2 is current
 
 
 def test_unrecorded_fixtures_and_a_missing_manifest_are_notes_not_failures() -> None:
