@@ -485,5 +485,6 @@ def test_the_workflow_init_writes_runs_from_the_wheel_on_a_clean_and_a_regressin
     errors = [line for line in last["out"].splitlines() if line.startswith("::error::")]
     assert errors == [
         "::error::ragsnap score exited 1: a case failed or regressed against "
-        "reports/baseline.json; see the pull request comment or the ragsnap-reports artifact"
+        "reports/baseline.json, or a fixture is stale; see the pull request comment or the "
+        "ragsnap-reports artifact"
     ]

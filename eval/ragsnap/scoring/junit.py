@@ -13,7 +13,10 @@ no host names). One ``testcase`` per golden case, in the report's order:
   its ``knownFailure``); with ``knownFailures: strict`` it is a ``failure`` of type
   ``XPASS(strict)``, as pytest reports it;
 * with a diff, a second suite holds one ``testcase`` per overall aggregate row,
-  failing when the row is a regression.
+  failing when the row is a regression;
+* when the report has a ``provenance`` (stale fixtures, or what could not be
+  checked), a suite ``ragsnap.fixtures`` holds one ``testcase`` ``provenance``,
+  failing with one line per stale cause; its notes go in ``system-out``.
 """
 
 from __future__ import annotations
@@ -124,6 +127,25 @@ def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) 
                     f"({delta_text(metric, row['delta'])}, tolerance {row['tolerance']})",
                 )
         totals.append(_count(rows))
+    provenance = report.get("provenance")
+    if provenance is not None:
+        fixtures = _suite(root, "ragsnap.fixtures")
+        item = ET.SubElement(fixtures, "testcase", classname="ragsnap.fixtures", name="provenance")
+        stale = provenance.get("stale")
+        count = len(stale) if stale is not None else provenance["staleCauses"]
+        if count:
+            failure = ET.SubElement(
+                item,
+                "failure",
+                type="StaleFixtures",
+                message=f"stale fixtures: {count} cause(s)",
+            )
+            if stale is not None:  # a private report keeps the count only
+                failure.text = "\n".join([*stale, provenance["fix"]])
+        notes = provenance.get("notes")
+        if isinstance(notes, list) and notes:
+            ET.SubElement(item, "system-out").text = "\n".join(notes)
+        totals.append(_count(fixtures))
     root.set("tests", str(sum(t[0] for t in totals)))
     root.set("failures", str(sum(t[1] for t in totals)))
     root.set("errors", "0")

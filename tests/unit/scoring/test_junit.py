@@ -96,3 +96,26 @@ def test_known_failures_follow_the_mode() -> None:
         "(knownFailure: tracked in #12; knownFailures: fail)"
     )
     assert fail["xpass"].find("failure") is None and fail["ok"].find("failure") is None
+
+
+def test_stale_fixtures_fail_their_own_suite_and_notes_are_output() -> None:
+    current = report({"ok": "mysql-pool"})
+    assert [s.get("name") for s in ET.fromstring(render_junit_xml(current, None))] == [
+        "ragsnap.cases"
+    ]  # no provenance in the report: no suite
+    cause = "seed-docs/a.md changed after fixtures/ok.json (citing it) was captured"
+    current["provenance"] = {"stale": [cause], "notes": ["n1"], "fix": "run it"}
+    root = ET.fromstring(render_junit_xml(current, None))
+    suite = root.findall("testsuite")[-1]
+    assert suite.get("name") == "ragsnap.fixtures"
+    (item,) = suite.findall("testcase")
+    failure = item.find("failure")
+    assert failure is not None and failure.get("message") == "stale fixtures: 1 cause(s)"
+    assert failure.text == f"{cause}\nrun it"
+    assert item.findtext("system-out") == "n1"
+    assert (root.get("tests"), root.get("failures")) == ("2", "1")
+    current["provenance"] = {"staleCauses": 2, "notes": 0}  # a private report: counts
+    private = ET.fromstring(render_junit_xml(current, None)).findall("testsuite")[-1]
+    failure = private.find("testcase/failure")
+    assert failure is not None and failure.get("message") == "stale fixtures: 2 cause(s)"
+    assert failure.text is None
