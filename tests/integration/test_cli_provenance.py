@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import Run, run_cli
+from conftest import Run, Served, run_cli
 
 DOC = "seed-docs/log-retention.md"
 FIXTURE = "fixtures/obs-log-retention.json"
@@ -151,3 +152,34 @@ def test_a_project_without_a_manifest_gets_a_note_not_a_failure(project: Path) -
     assert "note: fixtures/_manifest.json is missing" in run.out
     check = run_cli("snapshot", "--check", cwd=project)
     assert check.code == 1 and "_manifest.json is missing" in check.out
+
+
+def test_a_service_corpus_is_its_revision(
+    project: Path, serve: Callable[..., Served], tmp_path: Path
+) -> None:
+    """Fixtures from a service record the corpus revision its health answer reports;
+    offline checks say they cannot check it, `snapshot --check` against the service
+    fails once the service's corpus moved."""
+    served_kb = tmp_path / "served.sqlite"
+    assert run_cli("seed", "--kb", str(served_kb), cwd=project).code == 0
+    server = serve("--kb", str(served_kb), cwd=project)
+    via = ("--backend", "http", "--base-url", server.base_url)
+    run = run_cli("snapshot", *via, "--skip-eval", cwd=project)
+    assert run.code == 0, run.out + run.err
+    manifest = json.loads((project / "fixtures" / "_manifest.json").read_text())
+    (capture,) = manifest["captures"].values()
+    revision = capture["corpus"]["revision"]
+    assert capture["settings"] == {"backend": "http"} and len(revision) == 64
+    offline = score(project)
+    assert offline.code == 0, offline.out + offline.err
+    assert f"came from a service (corpus revision {revision})" in offline.out
+    assert run_cli("snapshot", *via, "--check", cwd=project).code == 0
+
+    # fixtures recorded at another revision of the service's corpus, lookups unchanged
+    path = project / "fixtures" / "_manifest.json"
+    path.write_text(path.read_text().replace(revision, "0" * 64), encoding="utf-8")
+    check = run_cli("snapshot", *via, "--check", cwd=project)
+    assert check.code == 1, check.out + check.err
+    assert "0 would change, 0 new, 3 unchanged" in check.out
+    assert "_manifest.json records another corpus or settings" in check.out
+    assert f"the service's corpus revision changed ({'0' * 64} -> {revision})" in check.out

@@ -47,7 +47,7 @@ from ..io.schema import validate
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
-from ..snapshot.provenance import Capture, Manifest
+from ..snapshot.provenance import Capture, Manifest, check_provenance
 from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
 from ._kb import backend_of
 from ._provenance import captured_documents, settings_of
@@ -281,6 +281,11 @@ def run(args: argparse.Namespace) -> int:
                 f"snapshot --check: the fixtures' lookups are unchanged, but {manifest_path} "
                 f"{state}; run `ragsnap snapshot` and commit it"
             )
+            if old_manifest is not None:
+                moved = check_provenance(
+                    old_manifest, digests, capture, folder=folder.as_posix().rstrip("/") or "."
+                )
+                print("\n".join(f"  {line}" for line in moved.problems))
             return 1
         print("snapshot --check: fixtures are up to date")
         return 0

@@ -313,6 +313,13 @@ def _capture_problems(
     config_name = context.config_name
     files = [file_of(c) for c in case_ids]
     after = f"after {_named(files, total, folder)} {_were(files)} captured"
+    if captured.documents is None and current.documents is None and current.revision:
+        if captured.revision != current.revision:  # both from the service: comparable
+            problems.append(
+                f"the service's corpus revision changed ({captured.revision} -> "
+                f"{current.revision}) {after}"
+            )
+        return
     if captured.documents is None:
         revision = "" if captured.revision is None else f" (corpus revision {captured.revision})"
         notes.append(

@@ -13,6 +13,7 @@ service that speaks it needs no mapping at all::
       retries: 3                   # connection errors and 5xx only, with backoff
       concurrency: 4               # snapshot requests in flight
       health: /api/health          # null: the service has none
+      corpusRevision: corpusRevision  # where health reports the corpus revision (or null)
       envelope: null               # or {code: code, message: message, data: data, ok: 0}
       lookup:
         path: /api/knowledge/lookup
@@ -139,6 +140,7 @@ class HttpMapping:
     concurrency: int = 4
     pipeline_version: str | None = None
     health: str | None = "/api/health"
+    corpus_revision: str | None = "corpusRevision"
     envelope: Envelope | None = None
     lookup_path: str = "/api/knowledge/lookup"
     lookup_request: Mapping[str, str | None] = field(
@@ -181,6 +183,7 @@ class HttpMapping:
             concurrency=int(data.get("concurrency", d.concurrency)),
             pipeline_version=data.get("pipelineVersion"),
             health=data.get("health", d.health),
+            corpus_revision=data.get("corpusRevision", d.corpus_revision),
             envelope=None if envelope is None else Envelope.from_json(envelope),
             lookup_path=lookup.get("path", d.lookup_path),
             lookup_request={**d.lookup_request, **lookup.get("request", {})},
@@ -339,9 +342,16 @@ class HttpService:
 
     def corpus(self) -> tuple[dict[str, tuple[str, str | None]] | None, str | None]:
         """A service's corpus is its own: no document digests, and the revision its health
-        answer reports as ``corpusRevision`` (None when it reports none)."""
-        revision = (self.health() or {}).get("corpusRevision")
-        if isinstance(revision, bool) or not isinstance(revision, (str, int)):
+        answer reports where ``corpusRevision`` of the mapping says (None when the mapping
+        names none or the answer has none)."""
+        path = self.mapping.corpus_revision
+        if path is None:
+            return None, None
+        try:
+            revision = _get(self.health() or {}, path)
+        except _Missing:
+            return None, None
+        if isinstance(revision, bool) or not isinstance(revision, str | int):
             return None, None
         return None, str(revision)
 
