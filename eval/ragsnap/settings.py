@@ -44,6 +44,7 @@ __all__ = [
     "LookupSettings",
     "Method",
     "default_fusion",
+    "method_settings",
 ]
 
 #: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values;
@@ -230,3 +231,23 @@ class ChunkSettings:
     def fingerprint(self) -> str:
         """Identity of these settings, part of every document's index hash."""
         return f"md-headings-v1:h{self.heading_level}:max{self.max_chars}:ov{self.overlap_chars}"
+
+
+def method_settings(settings: LookupSettings, spec: Method) -> dict[str, Any]:
+    """The lookup knobs that shape a lookup of ``spec`` under ``settings``: the method's
+    own floors and fusion where it sets them, the lookup's otherwise (what a fixture's
+    ``generator.settings`` and the fixture manifest record)."""
+    s = settings
+    fusion = spec.fusion or s.fusion
+    return {
+        "candidates": s.candidates,
+        "minScore": s.min_score if spec.min_score is None else spec.min_score,
+        "relativeScore": s.relative_score if spec.relative_score is None else spec.relative_score,
+        "weakScore": s.weak_score,
+        "sufficientScore": s.sufficient_score,
+        "contextBudgetChars": s.context_budget_chars,
+        "hints": s.hints,
+        "fusion": fusion.to_json() if spec.fused else None,
+        "reranker": spec.reranker,
+        "rerankDepth": s.rerank_depth if spec.reranker else None,
+    }

@@ -36,11 +36,9 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
     """
     if backend == "http":
         return {"backend": backend}
-    from ..settings import PIPELINE_VERSION
+    from ..settings import PIPELINE_VERSION, method_settings
 
-    s = config.lookup
-    spec = s.method_spec(method or s.method)
-    fusion = spec.fusion or s.fusion
+    spec = config.lookup.method_spec(method or config.lookup.method)
     kb = config.kb
     out: dict[str, Any] = {
         "backend": backend,
@@ -48,18 +46,7 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
         "method.retrievers": list(spec.retrievers),
         "method.embedder": spec.embedder,
         "pipelineVersion": PIPELINE_VERSION,
-        "lookup.candidates": s.candidates,
-        "lookup.minScore": s.min_score if spec.min_score is None else spec.min_score,
-        "lookup.relativeScore": (
-            s.relative_score if spec.relative_score is None else spec.relative_score
-        ),
-        "lookup.weakScore": s.weak_score,
-        "lookup.sufficientScore": s.sufficient_score,
-        "lookup.contextBudgetChars": s.context_budget_chars,
-        "lookup.hints": s.hints,
-        "lookup.fusion": fusion.to_json() if spec.fused else None,
-        "lookup.reranker": spec.reranker,
-        "lookup.rerankDepth": s.rerank_depth if spec.reranker else None,
+        **{f"lookup.{k}": v for k, v in method_settings(config.lookup, spec).items()},
         "kb.segmenter": kb.segmenter,
         "kb.stemmer": kb.stemmer,
         "kb.stopWords": kb.stop_words,

@@ -75,7 +75,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 import numpy as np
 
 from ..errors import BackendError, UsageError
-from ..settings import METHODS, PIPELINE_VERSION, FusionProfile, LookupSettings, Method
+from ..settings import (
+    METHODS,
+    PIPELINE_VERSION,
+    FusionProfile,
+    LookupSettings,
+    Method,
+    method_settings,
+)
 from .backends import (
     ChunkRef,
     Filter,
@@ -286,19 +293,8 @@ def describe_method(
     settings: LookupSettings, spec: Method, segmenter: str, analyzer: str | None
 ) -> dict[str, Any]:
     """Every setting that can change a lookupResult of ``spec`` under ``settings``."""
-    s = settings
-    fusion = spec.fusion or s.fusion
     return {
-        "candidates": s.candidates,
-        "minScore": s.min_score if spec.min_score is None else spec.min_score,
-        "relativeScore": s.relative_score if spec.relative_score is None else spec.relative_score,
-        "weakScore": s.weak_score,
-        "sufficientScore": s.sufficient_score,
-        "contextBudgetChars": s.context_budget_chars,
-        "hints": s.hints,
-        "fusion": fusion.to_json() if spec.fused else None,
-        "reranker": spec.reranker,
-        "rerankDepth": s.rerank_depth if spec.reranker else None,
+        **method_settings(settings, spec),
         "segmenter": segmenter,
         "analyzer": analyzer,
         "scoreGrid": GRID,
