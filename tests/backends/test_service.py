@@ -28,6 +28,7 @@ from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import parse_seed_doc
 from ragsnap.kb.embedders import make_embedder
 from ragsnap.kb.pipeline import PIPELINE_VERSION, score_label
+from ragsnap.kb.seeding import corpus_revision
 
 TOKEN = "srv-token-4b1d9e77-SECRET"
 SEED_DOCS = REPO / "seed-docs"
@@ -98,6 +99,8 @@ def test_health_names_backend_embedder_and_counts(url: str, kb: Path) -> None:
     health = answer.json()
     with SqliteKnowledgeBase(kb, create=False) as store:
         chunks = store.count()
+        hashes = {source: info.index_hash for source, info in store.documents().items()}
+    assert health.pop("corpusRevision") == corpus_revision(hashes)
     assert health == {
         "status": "ok",
         "backend": "embedded",

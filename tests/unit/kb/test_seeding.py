@@ -13,7 +13,14 @@ from ragsnap.kb.backends import DocumentInfo
 from ragsnap.kb.corpus import ChunkSettings, SeedDocument, parse_seed_doc
 from ragsnap.kb.embedders import Fingerprint
 from ragsnap.kb.numeric import VECTOR_ENCODING
-from ragsnap.kb.seeding import SeedPlan, check_compatible, index_hash, plan_seed
+from ragsnap.kb.seeding import (
+    SeedPlan,
+    check_compatible,
+    corpus_revision,
+    document_digest,
+    index_hash,
+    plan_seed,
+)
 
 SETTINGS = ChunkSettings()
 
@@ -173,3 +180,29 @@ def test_other_tokenizer_is_refused() -> None:
     message = str(info.value)
     assert "bigram-v1" in message and "jieba-v1" in message
     assert message.endswith("; rebuild it")
+
+
+RAW = b"---\nsource: pool\ntitle: Pool\ntags: [a, b]\n---\n\n## Size\n\nThe pool holds 20.\n"
+
+
+def test_a_documents_digest_ignores_line_endings_and_header_layout() -> None:
+    """What the fixture manifest records is the same on a Windows checkout (CRLF) and on
+    a reformatted header with the same values; the index hash (the bytes) is not."""
+    lf = parse_seed_doc(Path("pool.md"), RAW)
+    crlf = parse_seed_doc(Path("pool.md"), RAW.replace(b"\n", b"\r\n"))
+    spaced = parse_seed_doc(Path("pool.md"), RAW.replace(b"title: Pool", b"title:   'Pool'"))
+    assert index_hash(lf, SETTINGS) != index_hash(crlf, SETTINGS)
+    assert document_digest(lf, SETTINGS) == document_digest(crlf, SETTINGS)
+    assert document_digest(lf, SETTINGS) == document_digest(spaced, SETTINGS)
+    body = parse_seed_doc(Path("pool.md"), RAW.replace(b"holds 20", b"holds 30"))
+    meta = parse_seed_doc(Path("pool.md"), RAW.replace(b"tags: [a, b]", b"tags: [a]"))
+    digests = {document_digest(d, SETTINGS) for d in (lf, body, meta)}
+    assert len(digests) == 3
+    assert document_digest(lf, SETTINGS) != document_digest(lf, ChunkSettings(max_chars=600))
+
+
+def test_corpus_revision_is_order_free_and_moves_with_any_document() -> None:
+    hashes = {"a": "1" * 64, "b": "2" * 64}
+    assert corpus_revision(hashes) == corpus_revision(dict(reversed(list(hashes.items()))))
+    assert corpus_revision(hashes) != corpus_revision({**hashes, "b": "3" * 64})
+    assert corpus_revision(hashes) != corpus_revision({"a": "1" * 64})
