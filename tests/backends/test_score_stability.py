@@ -28,7 +28,7 @@ import pytest
 
 from conftest import REPO, require_numba
 from ragsnap.config import Config
-from ragsnap.io.inputs import load_cases
+from ragsnap.io.inputs import FIXTURE_MANIFEST, load_cases
 from ragsnap.io.jsonio import dump_json
 from ragsnap.kb.backends import Filter
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
@@ -133,7 +133,12 @@ def fixtures_from(pipeline: Pipeline) -> dict[str, bytes]:
 
 
 def committed() -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(FIXTURES.glob("*.json"))}
+    """The committed fixtures' bytes (the manifest beside them is not a fixture)."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(FIXTURES.glob("*.json"))
+        if p.name != FIXTURE_MANIFEST
+    }
 
 
 def pipeline_over(store: Any, **fusion: float) -> Pipeline:

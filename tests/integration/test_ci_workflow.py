@@ -201,6 +201,8 @@ def test_every_ragsnap_command_is_accepted_by_the_parser() -> None:
             "github=reports/pr-comment.md",
             "--junit-xml",
             "reports/junit.xml",
+            "--history",
+            "reports/history",
         ],
     ]
     parser = build_parser()

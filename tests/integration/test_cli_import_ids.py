@@ -75,10 +75,13 @@ def ok(run: Run) -> Run:
 
 
 def score(root: Path) -> Run:
-    """``ragsnap score`` of ``out/fixtures`` against ``out/golden-cases.json``; it must pass."""
+    """``ragsnap score`` of ``out/fixtures`` against ``out/golden-cases.json``, with the
+    settings they were captured with (``out/ragsnap.yaml``); it must pass."""
     return ok(
         run_cli(
             "score",
+            "--config",
+            "out/ragsnap.yaml",
             "--cases",
             "out/golden-cases.json",
             "--fixtures",
@@ -152,7 +155,7 @@ def test_ids_with_spaces_go_through_import_seed_snapshot_score_export_metrics_tr
     )
     fixtures = out / "fixtures"
     assert sorted(p.name for p in fixtures.iterdir()) == sorted(
-        [f"{FORMS[ATTENTION]}.json", f"{FORMS[MASKED]}.json", "q-resnet.json"]
+        ["_manifest.json", f"{FORMS[ATTENTION]}.json", f"{FORMS[MASKED]}.json", "q-resnet.json"]
     )
     fixture = json.loads((fixtures / f"{FORMS[ATTENTION]}.json").read_text(encoding="utf-8"))
     top = fixture["lookupResult"]["evidenceBlocks"][0]

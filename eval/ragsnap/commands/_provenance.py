@@ -166,7 +166,11 @@ def check_fixtures(
         folder=folder.as_posix().rstrip("/") or ".",
         cited=cited,
         paths=None if state is None else state.paths,
-        config_name=_shown(config.source),
+        config_name=(
+            _shown(config.source)
+            if Path(config.source).is_file()
+            else f"the built-in settings (no {config.source} was loaded)"
+        ),
     )
     if state is None and manifest is not None:
         seed = config.kb.seed_docs.as_posix()
