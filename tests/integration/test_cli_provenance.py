@@ -54,7 +54,7 @@ def test_fresh_fixtures_pass_every_check(project: Path) -> None:
     assert json.loads((project / "fixtures" / "_manifest.json").read_text())["fixtures"]
     for run in (score(project), run_cli("check", cwd=project)):
         assert run.code == 0, run.out + run.err
-        assert "Stale" not in run.out and "note:" not in run.out
+        assert "Stale" not in run.out and "note:" not in run.out + run.err
     check = run_cli("snapshot", "--check", cwd=project)
     assert check.code == 0 and "fixtures are up to date" in check.out
 
@@ -126,7 +126,7 @@ def test_a_hand_edited_fixture_is_a_note_and_snapshot_check_judges_it(project: P
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     run = score(project)
     assert run.code == 0, run.out + run.err
-    assert f"note: {FIXTURE} was edited after capture" in run.out
+    assert f"note: {FIXTURE} was edited after capture" in run.err
     check = run_cli("snapshot", "--check", cwd=project)
     assert check.code == 1 and "obs-log-retention:" in check.out
 
@@ -149,7 +149,7 @@ def test_a_project_without_a_manifest_gets_a_note_not_a_failure(project: Path) -
     (project / "fixtures" / "_manifest.json").unlink()
     run = score(project)
     assert run.code == 0, run.out + run.err
-    assert "note: fixtures/_manifest.json is missing" in run.out
+    assert "note: fixtures/_manifest.json is missing" in run.err
     check = run_cli("snapshot", "--check", cwd=project)
     assert check.code == 1 and "_manifest.json is missing" in check.out
 
@@ -172,7 +172,7 @@ def test_a_service_corpus_is_its_revision(
     assert capture["settings"] == {"backend": "http"} and len(revision) == 64
     offline = score(project)
     assert offline.code == 0, offline.out + offline.err
-    assert f"came from a service (corpus revision {revision})" in offline.out
+    assert f"came from a service (corpus revision {revision})" in offline.err
     assert run_cli("snapshot", *via, "--check", cwd=project).code == 0
 
     # fixtures recorded at another revision of the service's corpus, lookups unchanged

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from typing import Any
 
 from ..config import load_config
@@ -100,10 +101,12 @@ def run(args: argparse.Namespace) -> int:
         f"{_count(errors, 'error')}, {_count(warnings, 'warning')}; {verdict}"
     ]
     lines += [f.line(cases_name) for f in findings]
-    lines += staleness.lines() + staleness.note_lines()
+    lines += staleness.lines()
     if args.json_report is not None:
         lines.append(f"Report: {args.json_report.as_posix()}")
     print("\n".join(lines))
+    for note in staleness.note_lines():
+        print(note, file=sys.stderr)
     if errors:
         return EXIT_ERRORS
     return 1 if staleness.stale else 0

@@ -7,9 +7,10 @@ a bad fixture leaves every existing report untouched.
 (``score_case``'s ``skip``); the report and the summary say which were skipped.
 
 Before scoring, the fixtures' provenance is checked (``ragsnap.snapshot.provenance``):
-a fixture captured before a seed document or a lookup setting changed, or edited
-after capture, makes the run fail (exit 1) with one line per cause, after the
-reports are written; what cannot be checked is a note.
+a fixture captured before a seed document or a lookup setting changed makes the
+run fail (exit 1) with one line per cause, after the reports are written (the
+JSON report's ``provenance`` holds them); what cannot be checked is a note on
+stderr.
 
 ``--privacy`` writes the privacy views (``ragsnap.scoring.privacy``) of every
 report: the diff is computed on the full report, then made private. A diff
@@ -25,6 +26,7 @@ report into DIR under a dated name (``ragsnap.scoring.trend.history_name``), wha
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -88,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         },
         config.known_failures,
     )
-    if staleness.problems or staleness.notes:
+    if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
         report["provenance"] = staleness.to_json()
     diff = None
     if baseline is not None:
@@ -130,8 +132,9 @@ def _run(args: argparse.Namespace) -> int:
         lines += diff_lines(diff, args.max_listed, diff_markdown)
     lines += staleness.lines()
     lines.append("Reports: " + ", ".join(path.as_posix() for path, _ in outputs))
-    lines += staleness.note_lines()
     print("\n".join(lines))
+    for note in staleness.note_lines():
+        print(note, file=sys.stderr)
     failed = report["outcome"]["casesFailingRun"] > 0  # by the knownFailures mode
     regressed = diff is not None and diff["regressed"]
     return 1 if failed or regressed or staleness.stale else 0
