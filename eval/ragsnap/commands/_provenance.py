@@ -139,6 +139,10 @@ def captured_documents(
     return documents, behind
 
 
+def _folder_name(folder: Path) -> str:
+    return folder.as_posix().rstrip("/") or "."
+
+
 def check_fixtures(
     config: Config, fixture_set: FixtureSet, folder: Path, case_ids: Collection[str]
 ) -> Staleness:
@@ -149,7 +153,9 @@ def check_fixtures(
     if not digests:
         return Staleness()
     raw = read_manifest(folder)
-    manifest = None if raw is None else Manifest.from_json(raw)
+    if raw is None:  # nothing to compare with: no need to read the corpus
+        return check_provenance(None, digests, Capture({}), folder=_folder_name(folder))
+    manifest = Manifest.from_json(raw)
     state = seed_state(config)
     current = Capture(
         settings_of(config, config.kb.backend), documents=None if state is None else state.digests
@@ -163,7 +169,7 @@ def check_fixtures(
         manifest,
         digests,
         current,
-        folder=folder.as_posix().rstrip("/") or ".",
+        folder=_folder_name(folder),
         cited=cited,
         paths=None if state is None else state.paths,
         config_name=(
@@ -172,7 +178,7 @@ def check_fixtures(
             else f"the built-in settings (no {config.source} was loaded)"
         ),
     )
-    if state is None and manifest is not None:
+    if state is None:
         seed = config.kb.seed_docs.as_posix()
         return Staleness(
             result.problems,
