@@ -248,8 +248,9 @@ def provenance_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
         lines += [f"- {cause}" for cause in causes[:limit]]
         if len(causes) > limit:
             lines.append(f"- … and {len(causes) - limit} more")
-        lines.append("")
-    lines += [f"> note: {note}" for note in provenance["notes"][:limit]]
+    notes = provenance["notes"][:limit]
+    if notes:
+        lines += ["", *(f"> note: {note}" for note in notes)]
     return lines
 
 
@@ -259,6 +260,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     levels = summary["hitLevels"]
     private = report.get("privacy") is True
     mode = report_outcome(report)["knownFailures"]
+    stale = provenance_lines(report)
     lines = [
         "# ragsnap retrieval report",
         "",
@@ -272,7 +274,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{summary['noAnswer']} no-answer case(s), "
         f"{summary['noAnswerFalsePositives']} returned evidence.",
         "",
-        *provenance_lines(report),
+        *([*stale, ""] if stale else []),
         "## Aggregates",
         "",
         markdown_table(_AGG_HEADERS, [_aggregate_row("all cases", summary)]),
