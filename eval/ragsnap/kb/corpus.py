@@ -27,7 +27,8 @@ is. Chunking is pure: chunk 0 is the text before the first heading of
 heading section, the heading line included; a section longer than
 ``max_chars`` is cut at paragraph, line or word boundaries into pieces of at
 most ``max_chars`` that overlap by about ``overlap_chars``. Chunk ids are
-``<source>#<n>``, numbered in document order.
+``<source>#<n>``, numbered in document order. Chunking is linear in the body's
+size: each cut is searched for inside its window only.
 """
 
 from __future__ import annotations
@@ -369,17 +370,24 @@ def _sections(body: str, level: int) -> list[tuple[str | None, str]]:
     return [(heading, "\n".join(lines).strip()) for heading, lines in sections]
 
 
-def _cut_point(text: str, limit: int) -> int:
-    """Where to end a piece of at most ``limit`` characters: the last paragraph
-    break, else line break, else space, past half of the window."""
+def _cut_point(text: str, start: int, limit: int) -> int:
+    """Where to end the piece of ``text`` that starts at ``start`` and is at most
+    ``limit`` characters long, as an offset from ``start``: the last paragraph break,
+    else line break, else space, past half of the window.
+
+    Only the window ``text[start + limit // 2 : start + limit]`` is searched, in
+    place: copying the rest of the text for every piece made chunking quadratic in
+    the section's length."""
     for sep in ("\n\n", "\n", " "):
-        at = text.rfind(sep, limit // 2, limit)
-        if at > 0:
-            return at
+        at = text.rfind(sep, start + limit // 2, start + limit)
+        if at > start:
+            return at - start
     return limit
 
 
 def _split_long(text: str, settings: ChunkSettings) -> list[str]:
+    """``text`` cut into pieces of at most ``max_chars`` that overlap by about
+    ``overlap_chars`` (module docstring); the work is linear in ``len(text)``."""
     if len(text) <= settings.max_chars:
         return [text]
     pieces: list[str] = []
@@ -388,7 +396,7 @@ def _split_long(text: str, settings: ChunkSettings) -> list[str]:
         if len(text) - start <= settings.max_chars:
             pieces.append(text[start:].strip())
             break
-        end = start + _cut_point(text[start:], settings.max_chars)
+        end = start + _cut_point(text, start, settings.max_chars)
         pieces.append(text[start:end].strip())
         # next piece starts about overlap_chars earlier, at a word boundary
         back = max(end - settings.overlap_chars, start + 1)
