@@ -33,6 +33,7 @@ size: each cut is searched for inside its window only.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import re
@@ -42,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..io.jsonio import parse_yaml, read_bytes
+from ..io.jsonio import MAX_INPUT_BYTES, parse_yaml, read_bytes
 from ..settings import ChunkSettings
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
     "Chunk",
     "ChunkSettings",
     "SeedCorpus",
@@ -57,6 +59,28 @@ __all__ = [
     "parse_jsonl_doc",
     "parse_seed_doc",
 ]
+
+#: the largest seed document, whatever reads it: a Markdown file, a line of a JSONL
+#: corpus (``ragsnap seed``, ``check``, ``prepare``) or a document ``ragsnap import``
+#: writes into one (``io.jsonio.MAX_INPUT_BYTES["seed document"]``: 16 MiB)
+MAX_DOCUMENT_BYTES = MAX_INPUT_BYTES["seed document"]
+#: the fix of a document over ``MAX_DOCUMENT_BYTES``
+TOO_LARGE_FIX = (
+    "split it into several documents (each is chunked anyway), or check that this is the "
+    "document you meant"
+)
+
+
+def too_large(where: Path | str, size: int, pointer: str | None = None) -> InputError:
+    """The error of a seed document of ``size`` bytes, over ``MAX_DOCUMENT_BYTES``."""
+    return InputError(
+        where,
+        f"is a seed document of {size:,} bytes, more than the {MAX_DOCUMENT_BYTES:,} "
+        "(16 MiB) one may have",
+        TOO_LARGE_FIX,
+        pointer,
+    )
+
 
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,199}$")
 _STRING_FIELDS = ("title", "breadcrumb", "category", "kb_scope", "doc_id")
@@ -239,7 +263,10 @@ class SeedCorpus:
 
     Iterating reads and parses them afresh, one at a time, so a corpus of any
     size can be planned in one pass and uploaded in a second without holding
-    every body in memory. Each pass checks that sources are unique.
+    every body in memory. Each pass checks that sources are unique. A document
+    (a Markdown file, a line of the JSONL corpus) over ``MAX_DOCUMENT_BYTES`` is an
+    ``InputError`` naming it, its size, the cap and the fix; no more of it is read
+    than the cap.
     """
 
     def __init__(self, path: Path):
@@ -271,6 +298,9 @@ class SeedCorpus:
 
     def _markdown(self) -> Iterator[SeedDocument]:
         for path in self._paths:
+            with contextlib.suppress(OSError):  # read_bytes says what is wrong
+                if (size := path.stat().st_size) > MAX_DOCUMENT_BYTES and path.is_file():
+                    raise too_large(path, size)
             yield parse_seed_doc(
                 path,
                 read_bytes(
@@ -289,7 +319,12 @@ class SeedCorpus:
             ) from None
         empty = True
         with handle:
-            for line_no, raw in enumerate(handle, 1):
+            for line_no, raw in enumerate(iter(lambda: _line(handle), b""), 1):
+                body = len(raw.rstrip(b"\r\n"))
+                if body > MAX_DOCUMENT_BYTES:
+                    whole = raw.endswith(b"\n")  # else only its start was read
+                    size = body if whole else len(raw) + _rest_of_line(handle)
+                    raise too_large(self.path, size, f"line {line_no}")
                 if raw.strip():
                     empty = False
                     yield parse_jsonl_doc(self.path, line_no, raw)
@@ -310,6 +345,23 @@ class SeedCorpus:
                 )
             seen[doc.source] = doc.path
             yield doc
+
+
+def _line(handle: Any) -> bytes:
+    """The next line of ``handle``, or its first ``MAX_DOCUMENT_BYTES + 3`` bytes: no
+    more of a line is read than a seed document may have."""
+    line: bytes = handle.readline(MAX_DOCUMENT_BYTES + 3)
+    return line
+
+
+def _rest_of_line(handle: Any) -> int:
+    """How many bytes the current line has left before its line break, read in steps."""
+    rest = 0
+    while True:
+        step: bytes = handle.readline(1 << 20)
+        if not step or step.endswith(b"\n"):
+            return rest + len(step.rstrip(b"\r\n"))
+        rest += len(step)
 
 
 def open_seed_docs(path: Path) -> SeedCorpus:
