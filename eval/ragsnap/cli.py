@@ -1164,9 +1164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if root is None or root == here:
         return _run(args)
     rebase(args, _command_parser(parser, args.command), here, root)
+    found = root / PROJECT_FILE
+    # --config names the settings itself; the file found still makes the root
+    using = f"using {found}" if getattr(args, "config", None) is None else f"{found} marks the root"
     print(
-        f"ragsnap: using {root / PROJECT_FILE} (found in a parent folder); working in the "
-        f"project root {os.path.relpath(root, here)}, the paths below are relative to it",
+        f"ragsnap: {using} (found in a parent folder); working in the project root "
+        f"{os.path.relpath(root, here)}, the paths below are relative to it",
         file=sys.stderr,
     )
     os.chdir(root)

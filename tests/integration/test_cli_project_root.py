@@ -192,3 +192,14 @@ def test_the_home_folder_stops_the_walk(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("InputError: cases/golden-cases.json: file not found")
+
+
+def test_with_config_the_found_file_only_marks_the_root(project: Project) -> None:
+    root = _project(project)
+    (root / "other.yaml").write_text("diff:\n  tolerances: {passRate: 0.0}\n")
+    run = run_cli("score", "--config", "../other.yaml", cwd=root / "cases")
+    assert run.code == 0, run.out + run.err
+    assert run.err.splitlines()[0] == (
+        f"ragsnap: {root / 'ragsnap.yaml'} marks the root (found in a parent folder); "
+        "working in the project root .., the paths below are relative to it"
+    )
