@@ -15,7 +15,7 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
@@ -1062,13 +1062,48 @@ PROJECT_FILE = "ragsnap.yaml"
 ROOTLESS = frozenset({"init"})
 
 
-def find_root(start: Path) -> Path | None:
-    """The nearest folder, from ``start`` upwards, that holds ``ragsnap.yaml``; None
-    when none does."""
+def find_root(start: Path, warn: Callable[[str], None] | None = None) -> Path | None:
+    """The nearest folder, from ``start`` upwards, that holds a ``ragsnap.yaml`` nobody
+    else could have planted; None when none does.
+
+    The walk stops at the first folder that is a repository root (it holds ``.git``,
+    a folder or a file) or the user's home, after looking in it. A ``ragsnap.yaml`` in a
+    parent folder is skipped, with a warning passed to ``warn``, when it or its folder
+    is untrusted (``io.ownership``: world-writable, like the system temp folder, or
+    owned by another user): another user could have put it there to send your token
+    to their server. ``start`` itself is the folder you chose, and is not judged.
+    """
+    from .io.ownership import untrusted_because
+
+    try:
+        home: Path | None = Path.home()
+    except (KeyError, RuntimeError, OSError):  # no home: walk to a repository root or /
+        home = None
     for folder in (start, *start.parents):
+        candidate = folder / PROJECT_FILE
         try:
-            if (folder / PROJECT_FILE).exists():
+            found = candidate.exists()
+            if found and folder != start:
+                why = next(
+                    (
+                        f"{where} {reason}"
+                        for where, path in (("the folder", folder), ("the file", candidate))
+                        if (reason := untrusted_because(path.stat())) is not None
+                    ),
+                    None,
+                )
+                if why is not None:
+                    found = False
+                    if warn is not None:
+                        warn(
+                            f"ragsnap: ignoring {candidate}: {why}, so another user could "
+                            "have put it there; move your project to a folder of your own "
+                            "(or pass --config)"
+                        )
+            if found:
                 return folder
+            if folder == home or (folder / ".git").exists():
+                return None
         except OSError:  # a folder above that cannot be read: no project there
             return None
     return None
@@ -1109,8 +1144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ragsnap`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
 
     Every command but ``init`` runs in the project root: the nearest folder, from the
-    current one upwards, that holds ``ragsnap.yaml`` (the current folder when none
-    does). Default paths (``cases/golden-cases.json``, ``fixtures``, ``reports/...``,
+    current one upwards to the repository root or your home, that holds a
+    ``ragsnap.yaml`` nobody else could have planted (``find_root``; the current folder
+    when none does); when it is a parent folder, stderr says which file was loaded.
+    Default paths (``cases/golden-cases.json``, ``fixtures``, ``reports/...``,
     ``ragsnap.yaml``, ``.ragsnap/kb.sqlite``, ``seed-docs``) are therefore the root's,
     and so is the working folder that outputs must stay inside; paths the user typed
     keep meaning what they meant from the current folder (they are rebased onto the
@@ -1123,13 +1160,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         here = Path.cwd()
     except OSError:  # the current folder was deleted: nothing to look for
         return _run(args)
-    root = None if args.command in ROOTLESS else find_root(here)
+    root = None if args.command in ROOTLESS else find_root(here, _warn)
     if root is None or root == here:
         return _run(args)
     rebase(args, _command_parser(parser, args.command), here, root)
+    found = root / PROJECT_FILE
+    # --config names the settings itself; the file found still makes the root
+    using = f"using {found}" if getattr(args, "config", None) is None else f"{found} marks the root"
     print(
-        f"ragsnap: working in the project root {os.path.relpath(root, here)} (the nearest "
-        f"folder with {PROJECT_FILE}); the paths below are relative to it",
+        f"ragsnap: {using} (found in a parent folder); working in the project root "
+        f"{os.path.relpath(root, here)}, the paths below are relative to it",
         file=sys.stderr,
     )
     os.chdir(root)
@@ -1138,6 +1178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         with contextlib.suppress(OSError):
             os.chdir(here)
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -397,6 +398,30 @@ def test_read_token_empty_file(tmp_path: Path, content: str) -> None:
 def test_read_token_folder_is_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot be read"):
         read_token(tmp_path, None)
+
+
+def test_read_token_fifo_does_not_block(tmp_path: Path) -> None:
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file") as info:
+        read_token(fifo, None)
+    assert info.value.path == str(fifo)
+
+
+def test_read_token_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_bytes(b"\xff\xfe-token\n")
+    with pytest.raises(InputError, match="is not UTF-8 text"):
+        read_token(path, None)
+
+
+def test_read_token_reads_at_most_the_cap(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_bytes(b"t" * 65_536)
+    assert read_token(path, None) == "t" * 65_536
+    path.write_bytes(b"t" * 65_537)
+    with pytest.raises(InputError, match="is 65,537 bytes, more than the 65,536"):
+        read_token(path, None)
 
 
 @pytest.mark.parametrize("value", [None, "", "   "])

@@ -540,16 +540,21 @@ def test_a_token_in_the_query_string_is_redacted_from_the_access_log(
     )
     url = server.base_url
     other_key = "k-5e2a-ANOTHER-KEY"  # not the token, but under a parameter named like a key
+    fully = "".join(f"%{b:02x}" for b in TOKEN.encode())
     for query in (
         f"query=pool&token={TOKEN}",
         f"access_token={TOKEN}&query=pool",
         f"Api_Key={other_key}&query=pool",
         f"query={TOKEN}",  # under any name, the token itself
         f"query=pool&q={urllib.parse.quote(TOKEN + '/x', safe='')}",  # percent-encoded
+        f"query=pool&q={fully}",  # every byte percent-encoded
+        f"query=pool&{fully}",
+        "authorization=Bearer%20abc-123&sig=sig-456&session=ses-789&pwd=pw-012&query=pool",
     ):
         answer = requests.get(f"{url}{SIMILAR}?{query}", timeout=30)
         assert answer.status_code == 401, (query, answer.text)
     assert requests.get(f"{url}/api/documents/{TOKEN}", timeout=30).status_code in (401, 404)
+    assert requests.get(f"{url}/api/documents/{fully}", timeout=30).status_code in (401, 404)
     good = {"Authorization": f"Bearer {TOKEN}"}
     answer = requests.get(url + SIMILAR, params={"query": "pool"}, headers=good, timeout=30)
     assert answer.status_code == 200
@@ -563,6 +568,9 @@ def test_a_token_in_the_query_string_is_redacted_from_the_access_log(
     assert "access_token=***&query=pool" in log and "Api_Key=***&query=pool" in log
     assert f"{SIMILAR}?query=*** HTTP/1.1" in log and "/api/documents/*** HTTP/1.1" in log
     assert "query=pool&q=*** HTTP/1.1" in log
+    assert fully not in log and fully.upper() not in log
+    assert log.count("query=pool&q=*** HTTP/1.1") == 2 and "query=pool&*** HTTP/1.1" in log
+    assert "authorization=***&sig=***&session=***&pwd=***&query=pool HTTP/1.1" in log
     assert f"{SIMILAR}?query=pool HTTP/1.1" in log  # nothing else is redacted
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import urllib.parse
 import urllib.request
@@ -410,3 +411,23 @@ def test_the_right_token_passes_and_is_never_written(
     _no_token_anywhere(tmp_path, by_file, by_env)
     out, err = guarded.stop()
     assert TOKEN not in out + err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+def test_a_token_file_that_is_not_a_small_regular_file_is_exit_2(tmp_path: Path, kind: str) -> None:
+    """A FIFO used to block forever and /dev/zero to run out of memory: both are refused
+    before anything is read, naming the file (no service is needed to get there)."""
+    if kind == "fifo":
+        token = tmp_path / "token"
+        os.mkfifo(token)
+        problem = "cannot be read: it is not a regular file (a pipe or a device?)"
+    elif kind == "device":
+        token = Path("/dev/zero")
+        problem = "cannot be read: it is not a regular file (a pipe or a device?)"
+    else:
+        token = tmp_path / "token"
+        token.write_bytes(b"x" * (64 * 1024 + 1))
+        problem = "is 65,537 bytes, more than the 65,536 a token file may have"
+    run = live_check("http://127.0.0.1:9", "--token-file", str(token), cwd=tmp_path)
+    assert run.code == 2, run.out + run.err
+    assert run.err.splitlines()[-1].startswith(f"InputError: {token}: {problem}")

@@ -323,3 +323,20 @@ def test_killed_import_leaves_the_previous_kb(tmp_path: Path) -> None:
         assert len(kb.documents()) == 3000
         assert kb.count() == 3000 * 6
         assert lexical_sources(kb, "alphaonly") == set()
+
+
+def test_a_fifo_as_the_writer_lock_is_exit_2(tmp_path: Path) -> None:
+    """It used to end in "Illegal seek", exit 3 (an internal error)."""
+    good_corpus(tmp_path / "seed-docs")
+    (tmp_path / ".ragsnap").mkdir()
+    lock = tmp_path / ".ragsnap" / ".kb.sqlite.lock"
+    os.mkfifo(lock)
+    run = seed_cli(tmp_path)
+    assert run.code == 2, run.out + run.err
+    assert run.err.splitlines()[-1] == (
+        "OutputError: .ragsnap/.kb.sqlite.lock: the writer lock is not a regular file (a "
+        "pipe, a device or a folder?); remove it (`rm .ragsnap/.kb.sqlite.lock`: ragsnap "
+        "creates it again) and run this again"
+    )
+    lock.unlink()
+    assert seed_cli(tmp_path).code == 0

@@ -7,13 +7,19 @@ refused, yet its request line would still reach the access log
 ``uvicorn.error`` loggers passes through ``RedactSecrets`` first, which
 writes ``***`` for
 
-* the value of a query parameter whose name, case-insensitively, contains
-  ``token``, ``secret``, ``password``, ``passwd``, ``apikey`` or ``api_key``
-  / ``api-key``, or is ``key`` or ends in ``_key`` / ``-key``
-  (``access_token``, ``X-Api-Key``, ``client_secret``), percent-encoded
-  names included; and
-* the configured bearer token wherever it appears (as sent or
-  percent-encoded), and any query value that decodes to something holding it.
+* the value of a query parameter with a secret's name (``_secret_name``): its
+  name, percent-decoded and cut into words at ``_ - .`` blanks and camelCase, has
+  a word that contains ``token``, ``secret``, ``passw``, ``passphrase``, ``pwd``,
+  ``auth`` (``authorization``, ``oauth``), ``signature``, ``session``,
+  ``sessid``, ``credential``, ``cookie``, ``jwt``, ``bearer`` or ``apikey``, or is ``key``,
+  ``sig``, ``pass``, ``sid`` or ``otp`` (``access_token``, ``X-Api-Key``, ``apiKey``,
+  ``client_secret``, ``X-Amz-Signature``, ``sig``, ``sessionId``, ``pwd``); and
+* the configured bearer token in any encoding: as sent, and every piece of a
+  line (between blanks, double quotes and ``/ ? & = ;``) that decodes to text
+  holding it, where decoding is percent-decoding (any case of hex digits,
+  ``+`` as a blank) repeated up to three times, so a fully or doubly
+  percent-encoded token is caught in the path, a parameter's name or its value;
+  a word of the line that still decodes to it is written as ``***`` whole.
 
 Worker processes (``--workers N``). A lookup is CPU-bound Python: one process
 answers one lookup at a time whatever the number of connections, as its threads
@@ -46,7 +52,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import TYPE_CHECKING
-from urllib.parse import quote, quote_plus, unquote_plus
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 from ..config import Config, load_config
 from ..errors import BackendError, MissingDependency, RagsnapError, UsageError
@@ -84,7 +90,59 @@ _LOGGERS = ("uvicorn.access", "uvicorn.error")
 #: ``name=value`` after ``?`` or ``&`` (a request line's query parameters; a value runs to
 #: the next ``&``, blank or double quote, so a stray ``;``, ``#`` or ``'`` stays inside it)
 _PARAMETER = re.compile(r"(?<=[?&])([^=&\s\"]+)=([^&\s\"]*)")
-_SECRET_NAME = re.compile(r"token|secret|passw(?:or)?d|api[_-]?key|^key$|[_-]key$", re.IGNORECASE)
+#: a piece of a line that may hold an encoded token on its own
+_PIECE = re.compile(r"[^\s\"/?&=;]+")
+#: a word of a line: what lies between blanks and double quotes
+_WORD = re.compile(r"[^\s\"]+")
+#: the words of a parameter's name (``X-Api-Key``, ``apiKey``, ``client_secret``)
+_NAME_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+#: a name word that contains one of these names a secret ...
+_SECRET_PARTS = (
+    "token",
+    "secret",
+    "passw",
+    "passphrase",
+    "pwd",
+    "auth",
+    "signature",
+    "session",
+    "sessid",
+    "credential",
+    "cookie",
+    "jwt",
+    "bearer",
+    "apikey",
+)
+#: ... and so does a name word that is one of these
+_SECRET_WORDS = frozenset({"key", "sig", "pass", "sid", "otp"})
+
+
+def _secret_name(name: str) -> bool:
+    """Whether a query parameter called ``name`` (as sent) holds a secret (module
+    docstring)."""
+    words = [w.lower() for w in _NAME_WORD.findall(unquote_plus(unquote_plus(name)))]
+    glued = "".join(words)  # api_key -> apikey
+    return any(w in _SECRET_WORDS for w in words) or any(part in glued for part in _SECRET_PARTS)
+
+
+def _decodings(text: str) -> set[str]:
+    """``text`` and what percent-decoding makes of it, up to three times over, with
+    ``+`` kept and read as a blank: a doubly encoded secret is still found."""
+    found = {text}
+    layer = {text}
+    for _ in range(3):
+        layer = {decode(t) for t in layer for decode in (unquote, unquote_plus)} - found
+        if not layer:
+            break
+        found |= layer
+    return found
+
+
+def _holds(text: str, token: str | None) -> bool:
+    """Whether ``text`` holds ``token`` as sent or in any decoding (``_decodings``)."""
+    if not token:
+        return False
+    return any(token in t for t in _decodings(text))
 
 
 class RedactSecrets(logging.Filter):
@@ -105,12 +163,18 @@ class RedactSecrets(logging.Filter):
         text = _PARAMETER.sub(self._parameter, text)
         for form in self._forms:
             text = text.replace(form, "***")
+        if self._token:
+            text = _PIECE.sub(self._holds_token, text)
+            text = _WORD.sub(self._holds_token, text)
         return text
+
+    def _holds_token(self, match: re.Match[str]) -> str:
+        piece = match.group(0)
+        return "***" if _holds(piece, self._token) else piece
 
     def _parameter(self, match: re.Match[str]) -> str:
         name, value = match.group(1), match.group(2)
-        secret = _SECRET_NAME.search(unquote_plus(name)) is not None
-        if secret or (self._token and self._token in unquote_plus(value)):
+        if _secret_name(name) or _holds(value, self._token):
             return f"{name}=***"
         return match.group(0)
 

@@ -43,6 +43,7 @@ from typing import Any
 import orjson
 
 from ..errors import InputError, UsageError
+from ..kb.corpus import MAX_DOCUMENT_BYTES
 from . import ImportOptions, SourceDoc, SourceJudgment, SourceQuery, VectorSpace
 from .ids import id_problem
 from .idset import IdSet
@@ -65,16 +66,30 @@ def open_binary(path: Path) -> io.BufferedIOBase:
         raise InputError(path, f"cannot be read ({exc.strerror})", "check the path") from None
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+#: the longest line read from a corpus, queries or qrels file: a document's line holds
+#: its text (at most ``kb.corpus.MAX_DOCUMENT_BYTES``, 16 MiB, once imported), which
+#: JSON escapes may make longer; no more of a longer line is read
+MAX_LINE_BYTES = 64 << 20
+
+
+def read_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of ``path``, gunzipped when it ends in ``.gz``.
 
-    The file is read as a stream, one line at a time; a file that cannot be
-    opened or a broken gzip stream is an ``InputError``.
+    The file is read as a stream, one line at a time, each of at most ``limit``
+    bytes; a longer line, a file that cannot be opened or a broken gzip stream is
+    an ``InputError``.
     """
     line_no = 0
     try:
         with open_binary(path) as handle:
-            for line_no, raw in enumerate(handle, 1):
+            for line_no, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), 1):
+                if len(raw) > limit and len(raw.rstrip(b"\r\n")) > limit:
+                    raise InputError(
+                        path,
+                        f"line {line_no} is more than {limit:,} bytes long (a document may "
+                        f"have at most {MAX_DOCUMENT_BYTES:,} bytes once imported)",
+                        "split the document into several, or check that this is the file you meant",
+                    )
                 yield line_no, raw[3:] if line_no == 1 and raw.startswith(_BOM) else raw
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(

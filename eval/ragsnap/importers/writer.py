@@ -17,7 +17,9 @@ keys), and the original is kept: ``original_source`` / ``original_doc_id``
 in the seed document, the tag ``original-id:<id>`` on the case, and a line
 of ``ids.tsv``. An import in which two ids would share a ragsnap id fails.
 
-Documents are streamed to a temporary file as they are read (memory holds
+A document whose corpus line would be over the seed document cap
+(``kb.corpus.MAX_DOCUMENT_BYTES``, 16 MiB) stops the import, naming it: ``ragsnap
+seed`` would refuse it. Documents are streamed to a temporary file as they are read (memory holds
 their ids, not their text); every output is committed only after the whole
 input was read and checked, so a bad input replaces none of the files of an
 earlier import. Output is deterministic: the format's order, sorted keys.
@@ -36,7 +38,13 @@ import orjson
 from ..errors import InputError, OutputError
 from ..io.jsonio import AtomicFile, dump_json
 from ..io.progress import Progress
-from ..kb.corpus import ChunkSettings, SeedDocument, chunk_document
+from ..kb.corpus import (
+    MAX_DOCUMENT_BYTES,
+    ChunkSettings,
+    SeedDocument,
+    chunk_document,
+    too_large,
+)
 from . import Importer, SourceDoc, SourceQuery
 from .ids import SOURCE, IdMap, id_problem, ragsnap_id
 from .idset import IdSet
@@ -217,7 +225,10 @@ def write_import(
             if doc.doc_id is not None:
                 _check_id(doc.doc_id, "parent document id", origin)
                 doc_id = id_map.doc_id(doc.doc_id, origin)
-            corpus.handle.write(_doc_line(doc, kb_scope, source_id, doc_id))
+            line = _doc_line(doc, kb_scope, source_id, doc_id)
+            if len(line) - 1 > MAX_DOCUMENT_BYTES:  # `ragsnap seed` would refuse it
+                raise too_large(origin, len(line) - 1)
+            corpus.handle.write(line)
             chunks = chunk_document(_as_seed(doc, source_id), settings)
             summary.documents += 1
             summary.chunks += len(chunks)

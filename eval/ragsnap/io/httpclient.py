@@ -117,15 +117,19 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+#: the largest token file read: a bearer token is a line, not a megabyte
+MAX_TOKEN_FILE_BYTES = 64 << 10
+
+
 def read_token(token_file: Path | None, token_env: str | None) -> str | None:
-    """The bearer token from ``token_file`` (first line) or ``$token_env``; None if neither."""
+    """The bearer token from ``token_file`` (first line) or ``$token_env``; None if neither.
+
+    The token file is checked like every input: only a regular file of at most
+    ``MAX_TOKEN_FILE_BYTES`` is read (a FIFO would block forever, ``/dev/zero``
+    never ends); it is opened without blocking, then judged by its ``fstat``.
+    """
     if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise InputError(
-                token_file, f"cannot be read ({exc.strerror})", "pass a readable token file"
-            ) from None
+        token = _read_token_file(token_file).strip()
         if not token:
             raise InputError(token_file, "is empty", "write the token into the file")
         return token.splitlines()[0].strip()
@@ -138,6 +142,47 @@ def read_token(token_file: Path | None, token_env: str | None) -> str | None:
             )
         return token
     return None
+
+
+def _read_token_file(path: Path) -> str:
+    """The text of token file ``path`` (see ``read_token``)."""
+    import stat
+
+    fix = "pass a readable token file (a regular file holding the token on its first line)"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(path, "cannot be read: it is a folder, not a file", fix)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(
+                path, "cannot be read: it is not a regular file (a pipe or a device?)", fix
+            )
+        if info.st_size > MAX_TOKEN_FILE_BYTES:
+            raise InputError(
+                path,
+                f"is {info.st_size:,} bytes, more than the {MAX_TOKEN_FILE_BYTES:,} a token "
+                "file may have",
+                "check that this is the token file you meant",
+            )
+        raw = os.read(fd, MAX_TOKEN_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", fix) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_TOKEN_FILE_BYTES:  # it grew after its fstat
+        raise InputError(
+            path,
+            f"is more than the {MAX_TOKEN_FILE_BYTES:,} bytes a token file may have",
+            "check that this is the token file you meant",
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(path, "is not UTF-8 text", "write the token as text") from None
 
 
 class _DeadlineMissed(Exception):

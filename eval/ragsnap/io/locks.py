@@ -6,7 +6,8 @@ delete, so two writers never plan against the same state and then both write
 (two seeds of different corpora used to leave a store that matched neither).
 The lock is a non-blocking POSIX ``flock`` on a hidden file beside the store,
 ``.<name>.lock`` (mode 0600), which records the holder's pid, command and
-start time; a second writer fails at once, naming the holder. The operating
+start time; a second writer fails at once, naming the holder. Anything but a
+regular file there (a FIFO, a device) is refused, exit 2, without blocking. The operating
 system releases the lock when the holder exits or crashes; the file stays (a
 new lock on a re-created file would not exclude a holder of the old one).
 Readers never take it: a lookup reads one consistent state on its own.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -44,13 +46,19 @@ def writer_lock(store: Path, what: str | None = None) -> Iterator[None]:
         )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), 0o600)  # a FIFO: no wait
     except OSError as exc:
         raise OutputError(
             f"{path}: cannot create the writer lock ({exc.strerror}); choose a writable place "
             "for the knowledge base"
         ) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutputError(
+                f"{path}: the writer lock is not a regular file (a pipe, a device or a "
+                f"folder?); remove it (`rm {path}`: ragsnap creates it again) and run this again"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -61,8 +69,15 @@ def writer_lock(store: Path, what: str | None = None) -> Iterator[None]:
         command = what or " ".join(["ragsnap", *sys.argv[1:2]])
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         record = f"pid {os.getpid()} ({command}, since {stamp})\n".encode()
-        os.pwrite(fd, record, 0)  # written, then cut: a reader never sees it empty
-        os.ftruncate(fd, len(record))
+        try:
+            os.pwrite(fd, record, 0)  # written, then cut: a reader never sees it empty
+            os.ftruncate(fd, len(record))
+        except OSError as exc:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            raise OutputError(
+                f"{path}: cannot write the writer lock ({exc.strerror}); choose a writable "
+                "place for the knowledge base"
+            ) from None
         try:
             yield
         finally:

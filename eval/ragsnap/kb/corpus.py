@@ -27,11 +27,13 @@ is. Chunking is pure: chunk 0 is the text before the first heading of
 heading section, the heading line included; a section longer than
 ``max_chars`` is cut at paragraph, line or word boundaries into pieces of at
 most ``max_chars`` that overlap by about ``overlap_chars``. Chunk ids are
-``<source>#<n>``, numbered in document order.
+``<source>#<n>``, numbered in document order. Chunking is linear in the body's
+size: each cut is searched for inside its window only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import re
@@ -41,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..io.jsonio import parse_yaml, read_bytes
+from ..io.jsonio import MAX_INPUT_BYTES, parse_yaml, read_bytes
 from ..settings import ChunkSettings
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
     "Chunk",
     "ChunkSettings",
     "SeedCorpus",
@@ -56,6 +59,28 @@ __all__ = [
     "parse_jsonl_doc",
     "parse_seed_doc",
 ]
+
+#: the largest seed document, whatever reads it: a Markdown file, a line of a JSONL
+#: corpus (``ragsnap seed``, ``check``, ``prepare``) or a document ``ragsnap import``
+#: writes into one (``io.jsonio.MAX_INPUT_BYTES["seed document"]``: 16 MiB)
+MAX_DOCUMENT_BYTES = MAX_INPUT_BYTES["seed document"]
+#: the fix of a document over ``MAX_DOCUMENT_BYTES``
+TOO_LARGE_FIX = (
+    "split it into several documents (each is chunked anyway), or check that this is the "
+    "document you meant"
+)
+
+
+def too_large(where: Path | str, size: int, pointer: str | None = None) -> InputError:
+    """The error of a seed document of ``size`` bytes, over ``MAX_DOCUMENT_BYTES``."""
+    return InputError(
+        where,
+        f"is a seed document of {size:,} bytes, more than the {MAX_DOCUMENT_BYTES:,} "
+        "(16 MiB) one may have",
+        TOO_LARGE_FIX,
+        pointer,
+    )
+
 
 _SOURCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,199}$")
 _STRING_FIELDS = ("title", "breadcrumb", "category", "kb_scope", "doc_id")
@@ -238,7 +263,10 @@ class SeedCorpus:
 
     Iterating reads and parses them afresh, one at a time, so a corpus of any
     size can be planned in one pass and uploaded in a second without holding
-    every body in memory. Each pass checks that sources are unique.
+    every body in memory. Each pass checks that sources are unique. A document
+    (a Markdown file, a line of the JSONL corpus) over ``MAX_DOCUMENT_BYTES`` is an
+    ``InputError`` naming it, its size, the cap and the fix; no more of it is read
+    than the cap.
     """
 
     def __init__(self, path: Path):
@@ -270,6 +298,9 @@ class SeedCorpus:
 
     def _markdown(self) -> Iterator[SeedDocument]:
         for path in self._paths:
+            with contextlib.suppress(OSError):  # read_bytes says what is wrong
+                if (size := path.stat().st_size) > MAX_DOCUMENT_BYTES and path.is_file():
+                    raise too_large(path, size)
             yield parse_seed_doc(
                 path,
                 read_bytes(
@@ -288,7 +319,12 @@ class SeedCorpus:
             ) from None
         empty = True
         with handle:
-            for line_no, raw in enumerate(handle, 1):
+            for line_no, raw in enumerate(iter(lambda: _line(handle), b""), 1):
+                body = len(raw.rstrip(b"\r\n"))
+                if body > MAX_DOCUMENT_BYTES:
+                    whole = raw.endswith(b"\n")  # else only its start was read
+                    size = body if whole else len(raw) + _rest_of_line(handle)
+                    raise too_large(self.path, size, f"line {line_no}")
                 if raw.strip():
                     empty = False
                     yield parse_jsonl_doc(self.path, line_no, raw)
@@ -309,6 +345,23 @@ class SeedCorpus:
                 )
             seen[doc.source] = doc.path
             yield doc
+
+
+def _line(handle: Any) -> bytes:
+    """The next line of ``handle``, or its first ``MAX_DOCUMENT_BYTES + 3`` bytes: no
+    more of a line is read than a seed document may have."""
+    line: bytes = handle.readline(MAX_DOCUMENT_BYTES + 3)
+    return line
+
+
+def _rest_of_line(handle: Any) -> int:
+    """How many bytes the current line has left before its line break, read in steps."""
+    rest = 0
+    while True:
+        step: bytes = handle.readline(1 << 20)
+        if not step or step.endswith(b"\n"):
+            return rest + len(step.rstrip(b"\r\n"))
+        rest += len(step)
 
 
 def open_seed_docs(path: Path) -> SeedCorpus:
@@ -369,17 +422,24 @@ def _sections(body: str, level: int) -> list[tuple[str | None, str]]:
     return [(heading, "\n".join(lines).strip()) for heading, lines in sections]
 
 
-def _cut_point(text: str, limit: int) -> int:
-    """Where to end a piece of at most ``limit`` characters: the last paragraph
-    break, else line break, else space, past half of the window."""
+def _cut_point(text: str, start: int, limit: int) -> int:
+    """Where to end the piece of ``text`` that starts at ``start`` and is at most
+    ``limit`` characters long, as an offset from ``start``: the last paragraph break,
+    else line break, else space, past half of the window.
+
+    Only the window ``text[start + limit // 2 : start + limit]`` is searched, in
+    place: copying the rest of the text for every piece made chunking quadratic in
+    the section's length."""
     for sep in ("\n\n", "\n", " "):
-        at = text.rfind(sep, limit // 2, limit)
-        if at > 0:
-            return at
+        at = text.rfind(sep, start + limit // 2, start + limit)
+        if at > start:
+            return at - start
     return limit
 
 
 def _split_long(text: str, settings: ChunkSettings) -> list[str]:
+    """``text`` cut into pieces of at most ``max_chars`` that overlap by about
+    ``overlap_chars`` (module docstring); the work is linear in ``len(text)``."""
     if len(text) <= settings.max_chars:
         return [text]
     pieces: list[str] = []
@@ -388,7 +448,7 @@ def _split_long(text: str, settings: ChunkSettings) -> list[str]:
         if len(text) - start <= settings.max_chars:
             pieces.append(text[start:].strip())
             break
-        end = start + _cut_point(text[start:], settings.max_chars)
+        end = start + _cut_point(text, start, settings.max_chars)
         pieces.append(text[start:end].strip())
         # next piece starts about overlap_chars earlier, at a word boundary
         back = max(end - settings.overlap_chars, start + 1)

@@ -17,10 +17,16 @@ no host names). One ``testcase`` per golden case, in the report's order:
 * when the report has a ``provenance`` (stale fixtures, or what could not be
   checked), a suite ``ragsnap.fixtures`` holds one ``testcase`` ``provenance``,
   failing with one line per stale cause; its notes go in ``system-out``.
+
+Any text (case ids, queries, reasons, ``knownFailure`` notes) may hold characters
+XML 1.0 forbids (the C0 controls but tab, newline and carriage return; U+FFFE,
+U+FFFF, lone surrogates): each is written as its Python escape (``\\x0b``), so
+the file is always well-formed.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +36,14 @@ from .hits import case_outcome
 from .report import report_outcome
 
 __all__ = ["render_junit_xml"]
+
+#: characters no XML 1.0 document may hold, even escaped as a character reference
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids written as its escape (``\\x0b``)."""
+    return _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def _suite(parent: ET.Element, name: str) -> ET.Element:
@@ -151,4 +165,7 @@ def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) 
     root.set("errors", "0")
     root.set("skipped", str(sum(t[2] for t in totals)))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    # the serialised text holds the forbidden characters only where report text put them
+    return _xml_safe(
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    )

@@ -12,7 +12,7 @@ import pytest
 
 from ragsnap.errors import InputError, UsageError
 from ragsnap.importers import ImportOptions, SourceJudgment, SourceQuery, make_importer
-from ragsnap.importers.beir import BeirImporter
+from ragsnap.importers.beir import BeirImporter, read_lines
 from ragsnap.importers.writer import write_import
 
 CORPUS = [
@@ -444,3 +444,15 @@ def test_no_usable_query_says_why(tmp_path: Path) -> None:
         "(4 queries with no judgment in qrels/test.tsv; 1 query with no relevant document: "
         "every judgment is grade 0); judge at least one query's document with a grade above 0"
     )
+
+
+@pytest.mark.parametrize("name", ["corpus.jsonl", "corpus.jsonl.gz"])
+def test_read_lines_reads_no_line_longer_than_its_limit(tmp_path: Path, name: str) -> None:
+    data = b"0123456789\n" + b"x" * 11 + b"\n" + b"y" * 5
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    lines = read_lines(path, limit=10)
+    assert next(lines) == (1, b"0123456789\n")  # ten bytes and the line break: read
+    with pytest.raises(InputError, match="line 2 is more than 10 bytes long") as info:
+        next(lines)
+    assert info.value.path == str(path)

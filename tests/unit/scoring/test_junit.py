@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from conftest import block, make_case, make_fixture
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.diff import Tolerances, diff_reports
@@ -119,3 +121,38 @@ def test_stale_fixtures_fail_their_own_suite_and_notes_are_output() -> None:
     failure = private.find("testcase/failure")
     assert failure is not None and failure.get("message") == "stale fixtures: 2 cause(s)"
     assert failure.text is None
+
+
+@pytest.mark.parametrize("code", range(32))
+def test_every_c0_control_character_leaves_the_xml_well_formed(code: int) -> None:
+    """XML 1.0 forbids most C0 controls even as character references: a knownFailure,
+    query, reason, category or case id holding one used to make the file unreadable."""
+    char = chr(code)
+    current = report({"bad": "x", "known": "y"}, known=f"tracked{char}in #12")
+    for case in current["cases"]:
+        case["id"] = f"{case['id']}{char}id"
+        case["query"] = f"query{char}text"
+        case["category"] = f"cat{char}egory"
+        case["reasons"] = [f"reason{char}one", *case["reasons"]]
+    text = render_junit_xml(current, None)
+    root = ET.fromstring(text)  # well-formed
+    shown = char if char in "\t\n\r" else f"\\x{code:02x}"
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert names == [f"bad{shown}id", f"known{shown}id"]
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None
+    assert f"reason{shown}one" in (failure.get("message") or "")
+    # (an XML parser reads a carriage return in text as a newline)
+    assert f"query{shown.replace(chr(13), chr(10))}text" in (failure.text or "")
+    skipped = root.find("testsuite/testcase/skipped")
+    assert skipped is not None
+    if char not in "\t\n\r":  # attribute values normalise whitespace; the rest is kept
+        assert skipped.get("message") == f"expected failure (knownFailure: tracked{shown}in #12)"
+
+
+def test_non_characters_and_lone_surrogates_are_escaped_too() -> None:
+    current = report({"bad": "x"})
+    current["cases"][0]["query"] = "a\ufffeb\uffffc\ud800d\x7fe"
+    failure = ET.fromstring(render_junit_xml(current, None)).find("testsuite/testcase/failure")
+    assert failure is not None
+    assert "query: a\\ufffeb\\uffffc\\ud800d\x7fe" in (failure.text or "")
