@@ -96,6 +96,11 @@ MAX_QUERY = 4000
 MAX_TOP_K = 1000
 #: how long a write waits for the store's writer lock before answering 409 (seconds)
 WRITER_WAIT = 10.0
+#: the longest pause between two tries of a busy writer lock (seconds)
+_POLL = 0.002
+#: a process with writes queued pauses ``_HAND_OVER`` seconds after this many in a row
+_HAND_OVER_EVERY = 4
+_HAND_OVER = 0.005
 Method = Literal["lexical", "vector", "hybrid", "hybrid+rerank"]
 assert set(METHODS) == {"lexical", "vector", "hybrid", "hybrid+rerank"}
 
@@ -117,6 +122,9 @@ class ServiceState:
     writer_wait: float = WRITER_WAIT
     receipts: Receipts = field(init=False)
     writers: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _queued: int = field(init=False, default=0)  # writes waiting for ``writers``
+    _streak: int = field(init=False, default=0)  # writes in a row with others queued
+    _count: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.receipts = Receipts(self.kb)
@@ -128,13 +136,21 @@ class ServiceState:
         exclusive side of ``access``."""
         deadline = time.monotonic() + self.writer_wait
         with contextlib.ExitStack() as stack:
-            if not self.writers.acquire(timeout=max(self.writer_wait, 0.001)):
+            with self._count:
+                self._queued += 1
+            try:
+                turn = self.writers.acquire(timeout=max(self.writer_wait, 0.001))
+            finally:
+                with self._count:
+                    self._queued -= 1
+            if not turn:
                 raise KnowledgeBaseBusy(
                     f"{self.where}: {self.writer_wait:g} s were not enough for the uploads and "
                     "deletes queued before this one in this process; send fewer at once"
                 )
             stack.callback(self.writers.release)
-            pause = 0.001
+            stack.callback(self._hand_over)  # after the store's lock is released
+            pause = 0.0005
             while True:
                 try:
                     stack.enter_context(self.store_lock())
@@ -143,9 +159,21 @@ class ServiceState:
                     if time.monotonic() + pause > deadline:
                         raise
                     time.sleep(pause)
-                    pause = min(pause * 2, 0.01)
+                    pause = min(pause * 2, _POLL)
             stack.enter_context(self.access.write())
             yield
+
+    def _hand_over(self) -> None:
+        """After every ``_HAND_OVER_EVERY`` writes in a row with more queued here, pause
+        before the next: a worker process polling for the store's lock gets its turn,
+        so a busy worker cannot starve another beyond its wait."""
+        with self._count:
+            self._streak = self._streak + 1 if self._queued else 0
+            due = self._streak >= _HAND_OVER_EVERY
+            if due:
+                self._streak = 0
+        if due:
+            time.sleep(_HAND_OVER)
 
 
 #: receipt keys: an answered idempotency key, a source's server id
