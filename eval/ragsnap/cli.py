@@ -858,6 +858,14 @@ def build_parser() -> argparse.ArgumentParser:
         "lookups run at once (default: the CPUs, at most 4, for the embedded store; 1 for "
         "milvus)",
     )
+    serve.add_argument(
+        "--write-wait",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long an upload or delete waits for the store's writer lock while another "
+        "worker or `ragsnap seed` holds it, before a 409 with Retry-After (default: 10)",
+    )
     serve.set_defaults(handler="serve")
     for command in sub.choices.values():  # --debug after the command works too
         command.add_argument(
@@ -1027,6 +1035,17 @@ def _add_token(parser: argparse.ArgumentParser, what: str, configured: bool = Tr
         metavar="VAR",
         help=f"{what}, read from the environment variable VAR ({default})",
     )
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 3600 seconds")
+    return value
 
 
 def _positive_int(text: str) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ragsnap.errors import BackendError, InputError, RagsnapError, UsageError
-from ragsnap.io.httpclient import HttpClient, check_url, read_token
+from ragsnap.io.httpclient import HttpClient, check_url, nesting_over, read_token
 
 from .conftest import LoopbackServer, send
 
@@ -308,6 +308,55 @@ def test_non_json_body_is_backend_error(server: Server, body: str) -> None:
     err = backend_error(client(server).get_json, "x")
     assert "not JSON" in str(err) and "check the endpoint path" in str(err)
     assert len(server.hits("/x")) == 1
+
+
+@pytest.mark.parametrize("kind", ["application/json", "application/json; charset=utf-8", ""])
+def test_a_utf8_byte_order_mark_before_the_json_is_accepted(server: Server, kind: str) -> None:
+    headers = {"Content-Type": kind} if kind else {}
+    server.route("/x", Reply(200, "\ufeff" + json.dumps({"ok": "ü"}), headers))
+    assert client(server).get_json("x") == {"ok": "ü"}  # was: "the answer is not JSON"
+
+
+@pytest.mark.parametrize("depth", [65, 5_000, 200_000])
+def test_an_answer_nested_too_deep_is_refused_before_parsing(server: Server, depth: int) -> None:
+    server.route("/deep", Reply(200, "[" * depth + "]" * depth))
+    err = backend_error(client(server).get_json, "deep")  # was RecursionError from 200 000
+    assert f"GET {server.url}/deep: the answer nests JSON {depth} levels deep" in str(err)
+    assert "more than the 64" in str(err)
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(server: Server) -> None:
+    text = '[[{"a": "' + "[{" * 500 + '\\"]]"}]]'
+    server.route("/x", Reply(200, text))
+    assert client(server).get_json("x") == [[{"a": "[{" * 500 + '"]]'}]]
+    assert nesting_over("[" * 64 + "]" * 64) is None
+    assert nesting_over("[" * 65 + "]" * 65) == 65
+
+
+def test_a_409_with_retry_after_is_retried(server: Server) -> None:
+    busy = Reply(409, {"error": "the store is being written"}, {"Retry-After": "1"})
+    server.route("/x", busy, Reply(200, {"ok": True}))
+    start = time.monotonic()
+    assert client(server).post_json("x", {}) == {"ok": True}  # was: HTTP 409 at once
+    assert len(server.hits("/x")) == 2
+    assert time.monotonic() - start >= 0.9
+
+
+def test_a_409_with_retry_after_gives_up_after_the_retries(server: Server) -> None:
+    server.route("/x", Reply(409, {"error": "still busy"}, {"Retry-After": "0"}))
+    err = backend_error(client(server, retries=2).post_json, "x", {})
+    assert len(server.hits("/x")) == 3
+    assert "HTTP 409: still busy" in str(err)
+
+
+@pytest.mark.parametrize(("status", "headers"), [(409, {}), (429, {"Retry-After": "0"})])
+def test_a_conflict_or_too_many_requests_is_not_retried(
+    server: Server, status: int, headers: dict[str, str]
+) -> None:
+    server.route("/x", Reply(status, {"error": "key used for another document"}, headers))
+    err = backend_error(client(server).post_json, "x", {})
+    assert len(server.hits("/x")) == 1
+    assert f"HTTP {status}" in str(err)
 
 
 # --- the token --------------------------------------------------------------------------

@@ -33,6 +33,12 @@ def run(args: argparse.Namespace) -> int:
         )
         where = service.base_url
     c = result.counters
+    if result.recreated:
+        print(
+            f"prepare: the service had lost {len(result.recreated)} document(s) of "
+            f"{args.state} (first: {result.recreated[0]}); uploaded again under new "
+            "idempotency keys"
+        )
     elapsed = time.perf_counter() - started
     verdict = "verified" if not result.failures else f"{len(result.failures)} failure(s)"
     print(

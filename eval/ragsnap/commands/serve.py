@@ -28,7 +28,10 @@ checks the knowledge base, then starts ``N`` worker processes (spawned, not
 forked) that share the listening socket; each opens the knowledge base itself
 (never creating one) and runs its own event loop, so ``N`` lookups run at once
 on ``N`` cores. The banner is printed once every worker is ready. Uploads and
-deletes hold the store's writer lock across processes, and a lookup in one
+deletes hold the store's writer lock across processes, one at a time: a write
+waits for it up to ``--write-wait`` seconds (default 10) while another worker
+or ``ragsnap seed`` holds it, so uploads of different documents sent to
+different workers never conflict (``ragsnap.live.service``); and a lookup in one
 worker reads one state of the store whatever another worker writes (as with
 ``ragsnap seed`` from another process). The default is the number of CPUs, at
 most ``MAX_DEFAULT_WORKERS``, for the embedded store, and 1 for Milvus (a Milvus
@@ -271,6 +274,7 @@ def _serve(
         where=store_name(backend, args, config),
         token=token,
         store_lock=lambda: store_lock(backend, args, config),
+        writer_wait=args.write_wait,
     )
     app = create_app(state, max_body=args.max_body)
     server = uvicorn.Server(

@@ -33,7 +33,16 @@
   (retries + 1) x timeout plus the pauses. 4xx answers (429 included: the
   service asks for less, not for the same again), redirects, answers over
   the size cap and answers that are not JSON are not retried (the request or
-  the endpoint is wrong; asking again gets the same).
+  the endpoint is wrong; asking again gets the same), but for a 409 that
+  carries ``Retry-After``: the service's writer is busy (``ragsnap serve``
+  while ``ragsnap seed`` writes its store), so it is retried like a 503,
+  within the same ``retries``. A 409 without it (an idempotency key used for
+  another document) is a true conflict and is not retried.
+* An answer is parsed as JSON once its nesting is known to be at most
+  ``MAX_DEPTH`` (64) levels of arrays and objects (``nesting_over`` counts it
+  without parsing), so a service cannot make a parser recurse without bound;
+  a deeper one is a ``BackendError`` naming the endpoint. A UTF-8 byte order
+  mark before the JSON is accepted.
 * Answers are capped at ``max_bytes`` (64 MiB unless the caller passes
   another): a ``Content-Length`` over the cap is refused before the body is
   read, and a body without one (chunked, or ended by closing the connection)
@@ -70,7 +79,15 @@ from ..errors import BackendError, InputError, ServiceUnreachable, UsageError
 if TYPE_CHECKING:
     from urllib3.util import Retry
 
-__all__ = ["MAX_BYTES", "HttpClient", "check_url", "is_loopback", "read_token"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "HttpClient",
+    "check_url",
+    "is_loopback",
+    "nesting_over",
+    "read_token",
+]
 
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 #: the default cap on an answer's body
@@ -357,6 +374,19 @@ def _watched_adapter() -> type[Any]:
     return WatchedAdapter
 
 
+@functools.cache
+def _retry_class() -> type[Retry]:
+    """urllib3's ``Retry`` that obeys ``Retry-After`` on a 409 and a 503 only (module
+    docstring): a 409 with it is a service asking to come back (its writer is busy); one
+    without it (or a 413 or 429) is an answer that asking again would not change."""
+    from urllib3.util import Retry
+
+    class RetryAfter(Retry):
+        RETRY_AFTER_STATUS_CODES = frozenset({409, 503})
+
+    return RetryAfter
+
+
 def _cause(exc: Exception) -> str:
     """The name of what failed: requests reports retries that ran out as a
     ``ConnectionError`` around urllib3's ``MaxRetryError``, whose reason says more."""
@@ -401,6 +431,32 @@ def _error_detail(text: str, kind: str) -> str:
 
 _NOT_JSON = object()
 _TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<[^>]*>", re.DOTALL | re.IGNORECASE)
+
+
+#: the deepest nesting of arrays and objects an answer may have (``json_depth``)
+MAX_DEPTH = 64
+#: a JSON string (escapes included) or a bracket outside one
+_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def nesting_over(text: str | bytes | bytearray, limit: int = MAX_DEPTH) -> int | None:
+    """How deep arrays and objects nest in the JSON ``text`` when that is more than
+    ``limit``, else None; counted without parsing, so an answer nested thousands of
+    levels deep is refused before a parser recurses into it (text that is not JSON
+    gets some count, and fails to parse afterwards)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    if text.count("[") + text.count("{") <= limit:
+        return None
+    depth = deepest = 0
+    for match in _NESTING.finditer(text):
+        token = match.group()
+        if token == "[" or token == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token == "]" or token == "}":
+            depth -= 1
+    return deepest if deepest > limit else None
 
 
 def _size(n: int) -> str:
@@ -475,9 +531,7 @@ class HttpClient:
 
     def _retry_policy(self) -> Retry:
         """The urllib3 ``Retry`` of every request (the module docstring's rules)."""
-        from urllib3.util import Retry
-
-        return Retry(
+        return _retry_class()(
             total=self._retries,
             redirect=False,  # never followed: a 3xx comes back and is refused
             allowed_methods=None,  # every method (see the module docstring)
@@ -512,10 +566,27 @@ class HttpClient:
             )
         if not body:
             return None
+        answer: str | bytearray
         try:  # in the charset the answer declares, as requests' Response.json() does;
             # undeclared, json.loads detects UTF-8, -16 or -32 (a BOM included)
-            return json.loads(body.decode(encoding, errors="replace") if encoding else body)
-        except (ValueError, LookupError):  # LookupError: a charset Python does not know
+            answer = body.decode(encoding, errors="replace") if encoding else body
+        except LookupError:  # a charset Python does not know
+            raise BackendError(
+                f"{method} {shown}: the answer declares a charset Python does not know "
+                f"({encoding}); check the service's Content-Type"
+            ) from None
+        if isinstance(answer, str):
+            answer = answer.removeprefix("\ufeff")  # a UTF-8 BOM before the JSON: allowed
+        depth = nesting_over(answer)
+        if depth is not None:
+            raise BackendError(
+                f"{method} {shown}: the answer nests JSON {depth} levels deep, more than the "
+                f"{MAX_DEPTH} any answer of the contract needs; check the endpoint path and "
+                "the service"
+            )
+        try:
+            return json.loads(answer)
+        except (ValueError, RecursionError):
             raise BackendError(
                 f"{method} {shown}: the answer is not JSON; check the endpoint path"
             ) from None

@@ -105,8 +105,11 @@ def raw_fields(answer: Any, results_path: str) -> dict[str, list[str] | None]:
 
 
 def _short(value: Any) -> Any:
-    """A JSON scalar as it is (strings cut to ``MAX_CHARS``); anything else as a short string."""
-    if value is None or isinstance(value, (bool, int, float)):
+    """A JSON scalar as it is (strings cut to ``MAX_CHARS``); anything else, and an integer
+    beyond 64 bits (which no JSON writer need carry), as a short string."""
+    if value is None or isinstance(value, (bool, float)):
+        return value
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
         return value
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"

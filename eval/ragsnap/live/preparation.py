@@ -5,8 +5,11 @@ document with a deterministic idempotency key, and what the service answered
 is recorded in a state file (JSON, mode 0600)::
 
     {"format": "ragsnap-prepare-state/1", "service": "http://...", "complete": true,
+     "epoch": null,                   # a random string once --reset-state started it over
      "documents": {"<source>": {"contentSha256": ..., "idempotencyKey": ..., "id": ...,
-                                "revision": ..., "embedding": ..., "kbScope": ...}},
+                                "revision": ..., "embedding": ..., "kbScope": ...,
+                                "attempt": 1}},
+     "attempts": {"<source>": 2},     # documents the service lost, to be uploaded again
      "counters": {"lastRun": {...}, "total": {...}},  # requests, uploads, skipped, verified
      "verification": {"passed": true, "documents": 70, "failures": []}}
 
@@ -22,12 +25,21 @@ Steps, in order:
    still there with the same content hash) and the service: one list request
    must show every saved document with its server id, revision and embedding
    identity, ids unique, and no source twice (two records for one source: the
-   service does not honour idempotency keys). A state the service does not
-   know (reset or changed) is refused, never silently rebuilt; ``reset=True``
-   (``--reset-state``) starts over explicitly.
+   service does not honour idempotency keys). Revisions and ids are compared
+   as strings: a service that numbers them (``1944``) matches the state that
+   recorded ``"1944"``. A document the service **lost** (neither its source nor
+   its id listed, say deleted behind ragsnap's back) is dropped from the
+   state's documents and recorded in ``attempts`` with its next attempt
+   number, the state saved, and it is uploaded again in step 4 under a new key.
+   A state the service does not know (a saved document changed, or none of
+   them left: reset or another service) is refused, never silently rebuilt;
+   ``reset=True`` (``--reset-state``) starts over explicitly, with a new random
+   ``epoch``.
 4. **Upload.** Documents not in the state are uploaded with the key
-   ``sha256("<source>\\n<content sha256>")``: a resend after a crash gets the
-   original record back. The state is checkpointed after every
+   ``idempotency_key``: ``sha256("<source>\\n<content sha256>")`` for a first
+   attempt, the attempt number and the epoch added after a loss or a reset
+   (so the service never replays an answer about a record it no longer
+   has). A resend after a crash gets the original record back. The state is checkpointed after every
    ``CHECKPOINT_EVERY`` newly completed documents and at the end (the one
    atomic writer: temporary file mode 0600, fsynced, renamed, folder fsynced;
    a failed folder sync is an error: retry with the same state). A failed
@@ -45,9 +57,15 @@ Step 5 is ``verify_records``, a pure function whose ``Finding`` s carry a kind
 its lookups under the same lock (``ragsnap.live.verification``).
 
 ``max_requests`` bounds the requests of one run: at the ceiling the state is
-checkpointed and ``BudgetExhausted`` says to run the command again. The
-counters (requests, uploads, skipped, verified) of the last run and in total
-are kept in the state.
+checkpointed and ``BudgetExhausted`` says to run the command again. The resume
+check's list request (step 3) is counted in the counters but not against the
+ceiling, so every run uploads at least one document (``--max-requests 1``
+makes progress on an existing state too). The counters (requests, uploads,
+skipped, verified) of the last run and in total are kept in the state.
+
+``load_state`` checks every field a run reads (records, ``attempts``,
+``epoch``, ``counters``, a nesting of at most ``MAX_DEPTH`` levels): a
+tampered state is an ``InputError`` naming the file and the field, exit 2.
 
 Test hook: with ``RAGSNAP_TEST_PREPARE_EXIT_AFTER=N`` in the environment the
 process ends with ``os._exit(137)`` right after its N-th upload of the run (as
@@ -59,6 +77,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +85,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, BudgetExhausted, InputError, OutputError, UsageError
-from ..io.jsonio import read_json, write_json
+from ..io.httpclient import MAX_DEPTH, nesting_over
+from ..io.jsonio import parse_json, read_bytes, write_json
 from ..io.locks import lock_path, writer_lock
 from ..io.progress import Progress
 from ..kb.backends.http import HttpService
@@ -92,11 +112,20 @@ STATE_FORMAT = "ragsnap-prepare-state/1"
 CHECKPOINT_EVERY = 64
 _EXIT_AFTER = "RAGSNAP_TEST_PREPARE_EXIT_AFTER"
 _RECORD_FIELDS = ("contentSha256", "idempotencyKey", "id", "revision")
+_COUNTERS = ("requests", "uploads", "skipped", "verified")
 
 
-def idempotency_key(source: str, content_sha256: str) -> str:
-    """The upload's idempotency key: ``sha256("<source>\\n<content sha256>")`` in hex."""
-    return hashlib.sha256(f"{source}\n{content_sha256}".encode()).hexdigest()
+def idempotency_key(
+    source: str, content_sha256: str, attempt: int = 1, epoch: str | None = None
+) -> str:
+    """The upload's idempotency key: ``sha256("<source>\\n<content sha256>")`` in hex for
+    the first attempt of a state that was never reset; else
+    ``sha256("<source>\\n<content sha256>\\n<epoch>/<attempt>")`` (``epoch`` empty when
+    None), so a re-created document or a reset state never gets an old answer replayed."""
+    text = f"{source}\n{content_sha256}"
+    if attempt != 1 or epoch is not None:
+        text += f"\n{epoch or ''}/{attempt}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass
@@ -126,6 +155,8 @@ class PrepareResult:
     counters: Counters
     failures: list[str] = field(default_factory=list)
     checkpoints: int = 0
+    #: the sources the service had lost, uploaded again in this run (step 3)
+    recreated: list[str] = field(default_factory=list)
 
 
 def check_state_path(state: Path) -> None:
@@ -161,28 +192,78 @@ def load_state(
 ) -> dict[str, Any]:
     """The saved state, checked enough to be trusted by the steps above; ``fix`` ends
     the message of a state that is not one."""
-    data = read_json(path, fix)
+    raw = read_bytes(path, fix)
+    depth = nesting_over(raw)
+    if depth is not None:
+        raise InputError(path, f"nests JSON {depth} levels deep (at most {MAX_DEPTH})", fix)
+    data = parse_json(raw, path)
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         raise InputError(path, f"is not a prepare state ({STATE_FORMAT})", fix, "/format")
     docs = data.get("documents")
     if not isinstance(docs, dict):
         raise InputError(path, "has no `documents` object", fix, "/documents")
     for source, record in docs.items():
-        pointer = "/documents/" + source.replace("~", "~0").replace("/", "~1")
+        pointer = "/documents/" + _escape(source)
         if not isinstance(record, dict):
             raise InputError(path, "a document record is not an object", fix, pointer)
         for name in _RECORD_FIELDS:
             if not isinstance(record.get(name), str) or not record[name]:
                 raise InputError(path, f"`{name}` is missing or empty", fix, f"{pointer}/{name}")
+        if "attempt" in record and not _count(record["attempt"], 1):
+            raise InputError(
+                path, "`attempt` is not a whole number of at least 1", fix, f"{pointer}/attempt"
+            )
+        if record.get("kbScope") is not None and not isinstance(record["kbScope"], str):
+            raise InputError(path, "`kbScope` is not a string", fix, f"{pointer}/kbScope")
+    epoch = data.get("epoch")
+    if epoch is not None and not isinstance(epoch, str):
+        raise InputError(path, "`epoch` is not a string", fix, "/epoch")
+    attempts = data.setdefault("attempts", {})
+    if not isinstance(attempts, dict):
+        raise InputError(path, "`attempts` is not an object", fix, "/attempts")
+    for source, attempt in attempts.items():
+        if not _count(attempt, 2):
+            raise InputError(
+                path,
+                "an attempt is not a whole number of at least 2",
+                fix,
+                "/attempts/" + _escape(source),
+            )
+    counters = data.setdefault("counters", {})
+    if not isinstance(counters, dict):
+        raise InputError(path, "`counters` is not an object", fix, "/counters")
+    for part in ("lastRun", "total"):
+        values = counters.setdefault(part, Counters().to_json())
+        if not isinstance(values, dict):
+            raise InputError(path, f"`{part}` is not an object", fix, f"/counters/{part}")
+        for name in _COUNTERS:
+            if not _count(values.setdefault(name, 0), 0):
+                raise InputError(
+                    path,
+                    f"`{name}` is not a whole number of at least 0",
+                    fix,
+                    f"/counters/{part}/{name}",
+                )
     return data
 
 
-def _new_state(service: str) -> dict[str, Any]:
+def _count(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _escape(key: str) -> str:
+    """``key`` as one JSON pointer token."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _new_state(service: str, epoch: str | None) -> dict[str, Any]:
     return {
         "format": STATE_FORMAT,
         "service": service,
+        "epoch": epoch,
         "complete": False,
         "documents": {},
+        "attempts": {},
         "counters": {"lastRun": Counters().to_json(), "total": Counters().to_json()},
         "verification": None,
     }
@@ -275,7 +356,7 @@ def verify_records(
             )
             continue
         record = match[0]
-        if record.get("revision") != saved["revision"]:
+        if _text(record.get("revision")) != _text(saved["revision"]):
             failures.append(
                 Finding(
                     "changed-revision",
@@ -298,7 +379,7 @@ def verify_records(
         else:
             verified += 1
     for source, records in sorted(by_source.items()):
-        if source not in documents and any(r.get("kbScope") in scopes for r in records):
+        if source not in documents and any(_text(r.get("kbScope")) in scopes for r in records):
             rid = records[0].get("id")
             failures.append(
                 Finding(
@@ -309,6 +390,16 @@ def verify_records(
                 )
             )
     return failures, verified
+
+
+def _text(value: Any) -> str | None:
+    """A listed revision or kb_scope as a string (an integer revision as its digits); a
+    value of another type as None, which no state records."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def verify_state(
@@ -339,13 +430,20 @@ class _Run:
         self.state = state
         self.max_requests = max_requests
         self.counters = Counters()
+        self.budgeted = 0  # the requests counted against max_requests
         self.unsaved = 0
         self.checkpoints = 0
-        self.total = {**Counters().to_json(), **state["counters"].get("total", {})}
+        self.total = {**Counters().to_json(), **state["counters"]["total"]}
+        self.recreated: list[str] = []
 
-    def spend(self) -> None:
-        """Count one request, or stop at the budget with a checkpoint."""
-        if self.max_requests is not None and self.counters.requests >= self.max_requests:
+    def spend(self, *, check: bool = False) -> None:
+        """Count one request, or stop at the budget with a checkpoint; the resume
+        check's list request (``check``) is counted but not against the budget, so
+        every run with one uploads at least one document."""
+        if check:
+            self.counters.requests += 1
+            return
+        if self.max_requests is not None and self.budgeted >= self.max_requests:
             self.checkpoint()
             saved = len(self.state["documents"])
             raise BudgetExhausted(
@@ -353,6 +451,7 @@ class _Run:
                 f"{len(self.docs)} documents in {self.path}; run the same command again to "
                 "continue (raise --max-requests to do more per run)"
             )
+        self.budgeted += 1
         self.counters.requests += 1
 
     def checkpoint(self) -> None:
@@ -372,8 +471,8 @@ class _Run:
         self.unsaved = 0
         self.checkpoints += 1
 
-    def listing(self) -> tuple[list[dict[str, Any]], bool | None]:
-        self.spend()
+    def listing(self, *, check: bool = False) -> tuple[list[dict[str, Any]], bool | None]:
+        self.spend(check=check)
         return self.service.listing()
 
     def resume_check(self) -> None:
@@ -389,16 +488,23 @@ class _Run:
                 "pass --reset-state to prepare again from scratch",
                 "/documents",
             )
-        listed, _ = self.listing()
+        listed, _ = self.listing(check=True)
         by_id = {str(r.get("id")): r for r in listed if r.get("id") is not None}
+        sources = {r.get("source") for r in listed}
+        lost = [s for s, r in sorted(saved.items()) if s not in sources and r["id"] not in by_id]
         unknown = [
             s
             for s, r in sorted(saved.items())
-            if r["id"] not in by_id
-            or by_id[r["id"]].get("source") != s
-            or by_id[r["id"]].get("revision") != r["revision"]
-            or by_id[r["id"]].get("embedding") != r.get("embedding")
+            if s not in lost
+            and (
+                r["id"] not in by_id
+                or by_id[r["id"]].get("source") != s
+                or by_id[r["id"]].get("revision") != r["revision"]
+                or by_id[r["id"]].get("embedding") != r.get("embedding")
+            )
         ]
+        if len(lost) == len(saved):  # nothing of it is left: another or a reset service
+            unknown = lost
         if unknown:
             raise BackendError(
                 f"{self.service.base_url} does not hold {len(unknown)} of the "
@@ -419,20 +525,32 @@ class _Run:
                 "resumed preparation would duplicate documents; clean the service up and "
                 "prepare with --reset-state"
             )
+        attempts: dict[str, int] = self.state["attempts"]
+        for source in lost:  # re-created under a new key, recorded before it is sent
+            attempts[source] = saved.pop(source).get("attempt", 1) + 1
+            self.recreated.append(source)
+        if lost:
+            self.checkpoint()
 
     def upload_missing(self, exit_after: int | None) -> None:
         saved: dict[str, dict[str, Any]] = self.state["documents"]
         pending = [d for d in self.docs if d.source not in saved]
         self.counters.skipped = len(self.docs) - len(pending)
         progress = Progress(len(pending), "prepare", "documents")
+        attempts: dict[str, int] = self.state["attempts"]
+        epoch = self.state.get("epoch")
+        endpoint = f"POST {self.service.base_url}{self.service.mapping.upload_path}"
         try:
             for doc in pending:
                 name, content = markdown_of(doc)
-                key = idempotency_key(doc.source, doc.content_hash)
+                attempt = attempts.get(doc.source, 1)
+                key = idempotency_key(doc.source, doc.content_hash, attempt, epoch)
                 self.spend()
-                record = self.service.stored(self.service.upload(name, content, key))
+                answer = self.service.upload(name, content, key)
+                record = self.service.stored(answer, endpoint)
                 self.counters.uploads += 1
-                saved[doc.source] = self._record(doc, key, record)
+                saved[doc.source] = self._record(doc, key, record, attempt)
+                attempts.pop(doc.source, None)
                 self.unsaved += 1
                 if exit_after is not None and self.counters.uploads >= exit_after:
                     os._exit(137)
@@ -442,7 +560,9 @@ class _Run:
         finally:
             progress.close()
 
-    def _record(self, doc: SeedDocument, key: str, answer: dict[str, Any]) -> dict[str, Any]:
+    def _record(
+        self, doc: SeedDocument, key: str, answer: dict[str, Any], attempt: int
+    ) -> dict[str, Any]:
         where = f"POST {self.service.base_url} ({doc.source})"
         fields = self.service.mapping.source
         if answer.get("source") not in (None, doc.source):
@@ -464,6 +584,7 @@ class _Run:
             "revision": str(answer["revision"]),
             "embedding": answer.get("embedding"),
             "kbScope": doc.kb_scope,
+            "attempt": attempt,
         }
 
     def verify(self) -> tuple[list[str], int]:
@@ -505,7 +626,10 @@ def prepare(
             raise UsageError(
                 f"{path}: no state to verify; run `ragsnap prepare --state {path}` first"
             )
-        state = _new_state(service.base_url) if reset or not path.exists() else load_state(path)
+        if reset or not path.exists():  # a reset never gets an old answer replayed
+            state = _new_state(service.base_url, secrets.token_hex(8) if reset else None)
+        else:
+            state = load_state(path)
         _match_corpus(path, state, docs)
         state["service"] = service.base_url
         run = _Run(service, path, docs, state, max_requests)
@@ -536,7 +660,7 @@ def prepare(
             "failures": failures,
         }
         run.checkpoint()
-    return PrepareResult(len(docs), run.counters, failures, run.checkpoints)
+    return PrepareResult(len(docs), run.counters, failures, run.checkpoints, run.recreated)
 
 
 def _match_corpus(path: Path, state: dict[str, Any], docs: Sequence[SeedDocument]) -> None:

@@ -20,11 +20,21 @@ validated (unknown fields, wrong types and sizes are 4xx answers saying what
 is wrong) and bounded in size; with a token configured, every endpoint but
 health needs ``Authorization: Bearer <token>``. A document whose frontmatter is
 bad (YAML aliases included) is a 400. An upload or delete holds the store's
-writer lock (``ragsnap.io.locks``): while ``ragsnap seed`` writes the same store it
-is a 409 naming the writer. Inside the process, lookups and searches share a
-read lock and uploads and deletes take it exclusively, so a lookup never sees a
-half-applied upload; a write by another process is caught by the lookup itself,
-which reads one state of the store (``Pipeline.lookup``).
+writer lock (``ragsnap.io.locks``), one SQLite file's one writer at a time.
+Writes queue for it: inside a process one at a time (a mutex), and across
+processes (the other workers of ``serve --workers N``, ``ragsnap seed``) by
+trying the lock again every few milliseconds for up to ``writer_wait`` seconds
+(``serve --write-wait``, default ``WRITER_WAIT``), so concurrent uploads of
+different documents all succeed, whatever the number of workers. Only a
+writer that holds the lock beyond the wait (a long ``ragsnap seed``) makes it a
+409 naming that writer, with ``Retry-After: 1`` (``ragsnap``'s HTTP client
+retries such a 409 within its retries; a 409 without it, an idempotency key
+used for another document, is a conflict to fix). Inside the process, lookups
+and searches share a read lock and uploads and deletes take it exclusively
+(once they hold the writer lock, so a waiting write never holds lookups back),
+so a lookup never sees a half-applied upload; a write by another process is
+caught by the lookup itself, which reads one state of the store
+(``Pipeline.lookup``).
 
 Server ids, revisions and idempotency keys. Every document uploaded through
 the service gets a server id (a uuid4) that stays while the source is stored:
@@ -53,6 +63,7 @@ import hashlib
 import json
 import secrets
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -77,12 +88,19 @@ from ..kb.pipeline import PIPELINE_VERSION, Pipeline, score_label
 from ..kb.seeding import corpus_revision, delete_document, index_hash, upsert_document
 from ..settings import METHODS, ChunkSettings
 
-__all__ = ["DEFAULT_MAX_BODY", "Receipts", "ServiceState", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "WRITER_WAIT", "Receipts", "ServiceState", "create_app"]
 
 #: Largest request body accepted (bytes); larger ones get 413.
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 MAX_QUERY = 4000
 MAX_TOP_K = 1000
+#: how long a write waits for the store's writer lock before answering 409 (seconds)
+WRITER_WAIT = 10.0
+#: the longest pause between two tries of a busy writer lock (seconds)
+_POLL = 0.002
+#: a process with writes queued pauses ``_HAND_OVER`` seconds after this many in a row
+_HAND_OVER_EVERY = 4
+_HAND_OVER = 0.005
 Method = Literal["lexical", "vector", "hybrid", "hybrid+rerank"]
 assert set(METHODS) == {"lexical", "vector", "hybrid", "hybrid+rerank"}
 
@@ -100,10 +118,62 @@ class ServiceState:
     access: ReadWriteLock = field(default_factory=lambda: ReadWriteLock())
     #: the store's writer lock across processes (``ragsnap.io.locks``), held per write
     store_lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    #: how long a write waits for ``store_lock`` before its 409 (module docstring)
+    writer_wait: float = WRITER_WAIT
     receipts: Receipts = field(init=False)
+    writers: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _queued: int = field(init=False, default=0)  # writes waiting for ``writers``
+    _streak: int = field(init=False, default=0)  # writes in a row with others queued
+    _count: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.receipts = Receipts(self.kb)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold what a write needs: this process's turn, the store's writer lock (tried
+        again until ``writer_wait`` has passed; then its ``KnowledgeBaseBusy``), and the
+        exclusive side of ``access``."""
+        deadline = time.monotonic() + self.writer_wait
+        with contextlib.ExitStack() as stack:
+            with self._count:
+                self._queued += 1
+            try:
+                turn = self.writers.acquire(timeout=max(self.writer_wait, 0.001))
+            finally:
+                with self._count:
+                    self._queued -= 1
+            if not turn:
+                raise KnowledgeBaseBusy(
+                    f"{self.where}: {self.writer_wait:g} s were not enough for the uploads and "
+                    "deletes queued before this one in this process; send fewer at once"
+                )
+            stack.callback(self.writers.release)
+            stack.callback(self._hand_over)  # after the store's lock is released
+            pause = 0.0005
+            while True:
+                try:
+                    stack.enter_context(self.store_lock())
+                    break
+                except KnowledgeBaseBusy:
+                    if time.monotonic() + pause > deadline:
+                        raise
+                    time.sleep(pause)
+                    pause = min(pause * 2, _POLL)
+            stack.enter_context(self.access.write())
+            yield
+
+    def _hand_over(self) -> None:
+        """After every ``_HAND_OVER_EVERY`` writes in a row with more queued here, pause
+        before the next: a worker process polling for the store's lock gets its turn,
+        so a busy worker cannot starve another beyond its wait."""
+        with self._count:
+            self._streak = self._streak + 1 if self._queued else 0
+            due = self._streak >= _HAND_OVER_EVERY
+            if due:
+                self._streak = 0
+        if due:
+            time.sleep(_HAND_OVER)
 
 
 #: receipt keys: an answered idempotency key, a source's server id
@@ -291,7 +361,8 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
 
     @app.exception_handler(KnowledgeBaseBusy)
     async def _busy(_request: Request, exc: KnowledgeBaseBusy) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=409)
+        # a writer held the lock beyond the wait: come back (the http client retries it)
+        return JSONResponse({"error": str(exc)}, status_code=409, headers={"Retry-After": "1"})
 
     @app.exception_handler(RagsnapError)
     async def _refused(_request: Request, exc: RagsnapError) -> JSONResponse:
@@ -435,7 +506,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
         doc = parse_seed_doc(Path(body.name), raw)
         request = hashlib.sha256(body.name.encode("utf-8") + b"\0" + raw).hexdigest()
         revision = index_hash(doc, state.chunking)
-        with state.access.write(), state.store_lock():
+        with state.writing():
             if idempotency_key is not None:
                 seen = state.receipts.answer(idempotency_key)
                 if seen is not None:
@@ -485,7 +556,7 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
     @app.delete("/api/documents", dependencies=guarded, summary="Delete a document by source")
     def delete(source: Annotated[str, Query(min_length=1, max_length=200)]) -> dict[str, Any]:
         tombstone = {_RECORD + source: ""}
-        with state.access.write(), state.store_lock():
+        with state.writing():
             chunks = delete_document(state.kb, source, state.receipts.stage(tombstone))
             if chunks:
                 state.receipts.committed(tombstone)

@@ -213,6 +213,19 @@ def load_mapping(data: Mapping[str, Any] | None, base: Path | None, source: str)
     return HttpMapping.from_json(data, base or Path(), source)
 
 
+def _kind(value: Any) -> str:
+    """A JSON value's type for a message: ``a list``, ``an object``, ``a boolean``..."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 class _Missing(Exception):
     def __init__(self, path: str):
         self.path = path
@@ -460,7 +473,8 @@ class HttpService:
                 f"{endpoint}: `{self._inside(m.list_field)}` is not a list of objects; check "
                 f"http.documents.listField in {m.source}"
             )
-        stored = [self.stored(d) for d in docs]
+        where = self._inside(m.list_field)
+        stored = [self.stored(d, endpoint, f"{where}[{i}]") for i, d in enumerate(docs)]
         if not all(isinstance(d["source"], str) for d in stored):
             raise BackendError(
                 f"{endpoint}: a listed document has no `{m.document['source']}` (its source, "
@@ -489,16 +503,41 @@ class HttpService:
                 complete = bool(_get(answer, m.list_complete))
             except _Missing:
                 complete = None
-        return [self.stored(d) for d in docs], complete
+        where = self._inside(m.list_field)
+        return [self.stored(d, endpoint, f"{where}[{i}]") for i, d in enumerate(docs)], complete
 
-    def stored(self, raw: Mapping[str, Any]) -> dict[str, Any]:
-        """A listed document or an upload answer in ragsnap's names (missing: None)."""
+    def stored(
+        self, raw: Mapping[str, Any], endpoint: str = "the service", where: str = ""
+    ) -> dict[str, Any]:
+        """A listed document or an upload answer in ragsnap's names (missing: None), its
+        fields checked: ``source`` and ``kbScope`` strings, ``id`` and ``revision``
+        strings or integers, given as strings (a service that numbers its revisions
+        compares equal to the state that recorded them); anything else is a
+        ``BackendError`` naming ``endpoint`` and the field (``where``: the document's
+        path in the answer)."""
         out: dict[str, Any] = {}
         for name, dotted in self.mapping.document.items():
             try:
-                out[name] = _get(raw, dotted)
+                value = _get(raw, dotted)
             except _Missing:
-                out[name] = None
+                value = None
+            if value is None or name == "embedding":  # an embedding identity is any JSON
+                out[name] = value
+                continue
+            if isinstance(value, str):
+                out[name] = value
+                continue
+            number = isinstance(value, int) and not isinstance(value, bool)
+            if number and name in ("id", "revision"):
+                out[name] = str(value)
+                continue
+            expected = "a string or an integer" if name in ("id", "revision") else "a string"
+            at = ".".join(part for part in (where, dotted) if part)
+            raise BackendError(
+                f"{endpoint}: `{at}` is {_kind(value)}, not {expected} (the document's {name}, "
+                f"mapped by http.documents.fields.{name} in {self.mapping.source}); map it to "
+                "the service's field, or fix the service's answer"
+            )
         return out
 
     def upload(self, name: str, content: str, key: str | None = None) -> dict[str, Any]:
