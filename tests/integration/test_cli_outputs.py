@@ -31,24 +31,52 @@ from ragsnap.io.reads import INPUT_OPTIONS
 OUTPUTS: dict[tuple[str, str], list[str]] = {
     ("score", "json_report"): ["score", "--json-report"],
     ("score", "markdown_report"): ["score", "--markdown-report"],
-    ("score", "diff_json_report"): ["score", "--compare-to", "reports/baseline.json",
-                                    "--diff-json-report"],
-    ("score", "diff_markdown_report"): ["score", "--compare-to", "reports/baseline.json",
-                                        "--diff-markdown-report"],
+    ("score", "diff_json_report"): [
+        "score",
+        "--compare-to",
+        "reports/baseline.json",
+        "--diff-json-report",
+    ],
+    ("score", "diff_markdown_report"): [
+        "score",
+        "--compare-to",
+        "reports/baseline.json",
+        "--diff-markdown-report",
+    ],
     ("score", "extra_reports"): ["score", "--report"],
     ("score", "junit_xml"): ["score", "--junit-xml"],
     ("score", "html_report"): ["score", "--html-report"],
     ("score", "history"): ["score", "--history"],
-    ("diff", "diff_json_report"): ["diff", "reports/baseline.json", "reports/baseline.json",
-                                   "--diff-json-report"],
-    ("diff", "diff_markdown_report"): ["diff", "reports/baseline.json",
-                                       "reports/baseline.json", "--diff-markdown-report"],
-    ("diff", "extra_reports"): ["diff", "reports/baseline.json", "reports/baseline.json",
-                                "--report"],
-    ("diff", "junit_xml"): ["diff", "reports/baseline.json", "reports/baseline.json",
-                            "--junit-xml"],
-    ("diff", "html_report"): ["diff", "reports/baseline.json", "reports/baseline.json",
-                              "--html-report"],
+    ("diff", "diff_json_report"): [
+        "diff",
+        "reports/baseline.json",
+        "reports/baseline.json",
+        "--diff-json-report",
+    ],
+    ("diff", "diff_markdown_report"): [
+        "diff",
+        "reports/baseline.json",
+        "reports/baseline.json",
+        "--diff-markdown-report",
+    ],
+    ("diff", "extra_reports"): [
+        "diff",
+        "reports/baseline.json",
+        "reports/baseline.json",
+        "--report",
+    ],
+    ("diff", "junit_xml"): [
+        "diff",
+        "reports/baseline.json",
+        "reports/baseline.json",
+        "--junit-xml",
+    ],
+    ("diff", "html_report"): [
+        "diff",
+        "reports/baseline.json",
+        "reports/baseline.json",
+        "--html-report",
+    ],
     ("trend", "markdown_report"): ["trend", "reports/baseline.json", "--markdown-report"],
     ("trend", "html_report"): ["trend", "reports/baseline.json", "--html-report"],
     ("check", "json_report"): ["check", "--json-report"],
@@ -132,7 +160,11 @@ def _tree(root: Path) -> dict[str, bytes | None]:
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_example(
-        tmp_path_factory.mktemp("example"), "ragsnap.yaml", "cases", "fixtures", "seed-docs",
+        tmp_path_factory.mktemp("example"),
+        "ragsnap.yaml",
+        "cases",
+        "fixtures",
+        "seed-docs",
         "reports",
     )
     (root / "in").mkdir()
@@ -323,8 +355,10 @@ def test_prune_deletes_only_fixtures_and_leaves_other_files_alone(
     assert main(["snapshot", "--prune", "--skip-eval"]) == 0
     out = capsys.readouterr().out
     assert "orphaned fixtures (deleted): retired-case.json" in out
-    assert "not a fixture, left alone (in fixtures, named by no case): misnamed.json, " \
+    assert (
+        "not a fixture, left alone (in fixtures, named by no case): misnamed.json, "
         "notes.json" in out
+    )
     assert not (fixtures / "retired-case.json").exists()
     assert {name: (fixtures / name).read_bytes() for name in kept} == kept
 
@@ -343,8 +377,21 @@ def run_cli_pytest(root: Path) -> str:
     """``pytest --ragsnap --ragsnap-update`` as a real process in ``root``."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "eval")}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ragsnap",
-         "--ragsnap-update", "-rA"],
-        cwd=root, capture_output=True, text=True, env=env, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--ragsnap",
+            "--ragsnap-update",
+            "-rA",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     return proc.stdout + proc.stderr

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import load_config
 from ..errors import UsageError
 from ..io.inputs import load_cases, load_fixtures
-from ..config import load_config
 from ..io.jsonio import check_outputs
 from ..io.reads import labelled, reads_of
 from ..ir.trec import write_qrels, write_run
