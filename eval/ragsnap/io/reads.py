@@ -26,12 +26,34 @@ import argparse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ..config import Config
+from typing import Protocol
 
 __all__ = ["INPUT_OPTIONS", "Read", "labelled", "reads_of"]
+
+
+class _Kb(Protocol):
+    @property
+    def seed_docs(self) -> Path: ...
+
+
+class _Trial(Protocol):
+    @property
+    def aliases(self) -> Path | None: ...
+    @property
+    def gates(self) -> Path | None: ...
+
+
+class Project(Protocol):
+    """What ``reads_of`` needs of ``ragsnap.config.Config`` (io sits below config)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def kb(self) -> _Kb: ...
+    @property
+    def trial(self) -> _Trial: ...
+    @property
+    def history(self) -> Path: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +98,7 @@ _PROJECT = (
 
 def reads_of(
     args: argparse.Namespace,
-    config: Config | None = None,
+    config: Project | None = None,
     *,
     updates: Iterable[str] = (),
     history: bool = False,
