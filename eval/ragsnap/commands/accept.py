@@ -3,9 +3,9 @@
 1. Regenerate the fixtures: exactly ``ragsnap snapshot --skip-eval`` with the same
    options (cases, fixtures, backend, knowledge base, method ...), which lists
    every fixture rewritten or added, and the orphaned ones (deleted with
-   ``--prune``). Nothing is written until every lookup has succeeded, and a
-   failure here (a knowledge base that is missing or unreachable) stops the
-   command before the baseline is touched.
+   ``--prune``: fixtures only, as ``snapshot --prune`` deletes them). Nothing is
+   written until every lookup has succeeded, and a failure here (a knowledge base
+   that is missing or unreachable) stops the command before the baseline is touched.
 2. Score the new fixtures into the baseline, ``reports/baseline.json`` and
    ``reports/baseline.md`` (``--baseline FILE``: FILE and FILE with ``.md``), as
    ``ragsnap score --json-report FILE --markdown-report FILE.md`` does.

@@ -20,6 +20,14 @@ seed-document or settings edit. A fixture whose lookup did not change keeps its
 bytes; only its manifest entry moves to the new capture. ``--check`` also fails
 when the manifest would change (a corpus edit that moved no lookup still needs
 ``ragsnap snapshot`` to record it).
+
+``--prune`` deletes the fixtures no case names, and only fixtures: files that are
+valid against the fixture schema with the ``caseId`` of their name
+(``ragsnap.io.inputs.is_fixture``). Any other ``*.json`` there is listed as "not a
+fixture, left alone", and a ``--fixtures`` folder that holds anything else the
+command reads (the cases file, the configuration: ``--fixtures cases``,
+``--fixtures .``) is refused before anything runs. No fixture is written over or
+into another input (``ragsnap.io.reads``).
 """
 
 from __future__ import annotations
@@ -142,7 +150,7 @@ def _orphans(folder: Path, case_ids: set[str]) -> tuple[list[Path], list[Path]]:
     return fixtures, [path for path in unnamed if path not in fixtures]
 
 
-def check_prune(folder: Path, reads: list[Read]) -> None:
+def _check_prune(folder: Path, reads: list[Read]) -> None:
     """Refuse ``--prune`` of a folder that holds anything the command reads (the cases
     file, the configuration ...): it is not a fixtures folder alone."""
     place = folder.resolve()
@@ -190,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
             allow_outside=args.allow_outside,
         )
         if args.prune:
-            check_prune(folder, reads)
+            _check_prune(folder, reads)
     elif folder.is_dir():
         load_fixtures(folder)  # what score would refuse is bad input here too
     old_manifest = _old_manifest(folder, args.check)
