@@ -291,7 +291,9 @@ def test_import_out_is_new_empty_or_an_earlier_import_of_the_same_format(
     capsys.readouterr()
     assert main([*imported, "other"]) == 2
     err = capsys.readouterr().err
-    assert "--out other: holds package.json, not an earlier import" in err, err
+    assert (
+        "--out other: holds package.json, not an earlier import (it has no ragsnap.yaml)" in err
+    ), err
     marked = (project / "imported" / "ragsnap.yaml").read_text(encoding="utf-8")
     (project / "imported" / "ragsnap.yaml").write_text(
         marked.replace("import goodbuddy", "import beir"), encoding="utf-8"

@@ -21,13 +21,13 @@ def run(args: argparse.Namespace) -> int:
         qrels=args.qrels,
         dev_fraction=args.dev_fraction,
     )
-    importer = make_importer(args.format, args.source, options)
-    check_outputs(
+    check_outputs(  # before the source is read: nothing it reads is replaced
         [("--out", args.out / name) for name in IMPORT_FILES],
         inputs=reads_of(args, config),
         allow_outside=args.allow_outside,
     )
-    check_out_folder(args.out, importer.format)
+    check_out_folder(args.out, args.format)
+    importer = make_importer(args.format, args.source, options)
     summary = write_import(
         importer, args.out, kb_scope=args.kb_scope, settings=config.kb.chunking, source=args.source
     )

@@ -93,8 +93,10 @@ def check_out_folder(out: Path, format: str) -> None:
     held = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
     if first.startswith(b"# written by `ragsnap import "):
         what = f"an import of another format ({first.decode(errors='replace')[2:]})"
-    else:
+    elif config.is_file():
         what = "not an earlier import (its ragsnap.yaml does not start with the import's mark)"
+    else:
+        what = "not an earlier import (it has no ragsnap.yaml)"
     raise UsageError(
         f"{flag}: holds {held}, {what}; an import replaces its files only in an empty "
         f"folder or an earlier `ragsnap import {format}`; {fix}"
