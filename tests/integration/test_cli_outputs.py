@@ -150,6 +150,25 @@ def test_every_path_option_is_classified() -> None:
     assert set(OUTPUTS) <= set(_path_options())
 
 
+#: options that delete or replace what is there: (command, dest); the prunes delete only
+#: fixtures (test_prune_*), --reset-state replaces only the state (test_prepare_state_*)
+DELETES = {("snapshot", "prune"), ("accept", "prune"), ("prepare", "reset_state")}
+
+
+def test_every_delete_option_is_classified() -> None:
+    """A new flag that deletes or starts over must be added to DELETES (and tested)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = {
+        (name, action.dest)
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if any(word in (action.help or "") for word in ("delete", "start over", "replace"))
+        and isinstance(action, argparse._StoreTrueAction)
+    }
+    assert found == DELETES
+
+
 def _tree(root: Path) -> dict[str, bytes | None]:
     return {
         p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else None)
@@ -365,6 +384,14 @@ def test_prune_deletes_only_fixtures_and_leaves_other_files_alone(
     assert {name: (fixtures / name).read_bytes() for name in kept} == kept
 
 
+def test_pytest_update_refuses_to_prune_the_cases_folder(kb_project: Path) -> None:
+    (kb_project / "test_nothing.py").write_text("", encoding="utf-8")
+    before = _tree(kb_project)
+    run = run_cli_pytest(kb_project, "--ragsnap-fixtures", "cases")
+    assert "--fixtures cases: holds cases/golden-cases.json, the golden cases file" in run, run
+    assert _tree(kb_project) == before
+
+
 def test_pytest_update_leaves_a_non_fixture_alone(kb_project: Path) -> None:
     notes = kb_project / "fixtures" / "notes.json"
     notes.write_text('{"note": "keep me"}\n', encoding="utf-8")
@@ -375,7 +402,7 @@ def test_pytest_update_leaves_a_non_fixture_alone(kb_project: Path) -> None:
     assert "deleted: notes.json" not in run
 
 
-def run_cli_pytest(root: Path) -> str:
+def run_cli_pytest(root: Path, *extra: str) -> str:
     """``pytest --ragsnap --ragsnap-update`` as a real process in ``root``."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "eval")}
     proc = subprocess.run(
@@ -389,6 +416,7 @@ def run_cli_pytest(root: Path) -> str:
             "--ragsnap",
             "--ragsnap-update",
             "-rA",
+            *extra,
         ],
         cwd=root,
         capture_output=True,
