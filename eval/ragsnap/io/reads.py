@@ -8,7 +8,8 @@ the one place that knows the input kinds:
   cases file, the fixtures folder, the seed corpus, a plan, a baseline, a state
   file, run and qrels files, the folders ``trend`` reads ...);
 - the files the configuration brings: the configuration actually loaded
-  (``Config.source``; ``ragsnap.yaml`` when none was), ``trial.aliases``,
+  (``Config.source``; ``ragsnap.yaml`` when none was, and the project's
+  ``ragsnap.yaml`` also when ``--config`` named another), ``trial.aliases``,
   ``trial.gates`` and the seed corpus (``kb.seedDocs``, a folder or a
   ``.jsonl`` file);
 - the project's golden cases and fixtures at their default paths, for the
@@ -16,8 +17,10 @@ the one place that knows the input kinds:
   into ``fixtures/`` would break the next ``ragsnap score`` all the same).
 
 An output may not be any of these files, nor lie inside any of these folders.
-One exception: an option whose file the command itself updates (``accept
---baseline``, ``prepare --state``) may name that file, and only that one.
+One exception: an option whose file or folder the command itself updates
+(``accept --baseline``, ``prepare --state``, ``seed --kb``, ``snapshot
+--fixtures``) may name that file or write in that folder; no other option may.
+A prune's rules (only fixtures are deleted) are ``ragsnap.commands.snapshot``'s.
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ INPUT_OPTIONS: dict[str, tuple[str, bool | None]] = {
     "kb": ("the knowledge base", False),
 }
 
+#: the project's configuration file (``ragsnap.config.DEFAULT_CONFIG``)
+_PROJECT_CONFIG = Path("ragsnap.yaml")
 #: the golden cases and fixtures at their default paths (``ragsnap.commands``)
 _PROJECT = (
     ("cases", Path("cases/golden-cases.json"), "the golden cases file", False),
@@ -123,6 +128,8 @@ def reads_of(
         source = Path(config.source)
         loaded = source.is_file()
         reads.append(Read(source, "the loaded configuration" if loaded else "the configuration"))
+        if source != _PROJECT_CONFIG:  # --config named another: the project's stays safe
+            reads.append(Read(_PROJECT_CONFIG, "the project's configuration"))
         corpus = config.kb.seed_docs
         reads.append(Read(corpus, "the seed corpus", folder=corpus.suffix != ".jsonl"))
         for path, what in ((config.trial.aliases, "alias"), (config.trial.gates, "gates")):
@@ -132,7 +139,7 @@ def reads_of(
             reads.append(Read(config.history, "the history folder this command reads", folder=True))
     else:
         named = given.get("config")
-        source = named if isinstance(named, Path) else Path("ragsnap.yaml")
+        source = named if isinstance(named, Path) else _PROJECT_CONFIG
         reads.append(Read(source, "the project's configuration"))
         reads.append(Read(Path("seed-docs"), "the seed corpus", folder=True))
     for dest, path, what, folder in _PROJECT:

@@ -94,3 +94,11 @@ def test_is_fixture_needs_the_schema_and_the_case_id_of_the_file_name(tmp_path: 
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")
     (tmp_path / "_manifest.json").write_text(json.dumps(fixture), encoding="utf-8")
     assert [p.name for p in sorted(tmp_path.iterdir()) if is_fixture(p)] == ["c1.json"]
+
+
+def test_the_projects_configuration_stays_safe_when_another_is_loaded(project: Path) -> None:
+    (project / "other.yaml").write_text("measures: [map]\n", encoding="utf-8")
+    args = argparse.Namespace(handler="score", config=Path("other.yaml"))
+    reads = _paths(reads_of(args, load_config(Path("other.yaml"))))
+    assert reads["other.yaml"] == "the loaded configuration"
+    assert reads["ragsnap.yaml"] == "the project's configuration"
