@@ -43,7 +43,11 @@ items score them. Its report is shown in the terminal summary.
 **Unused fixtures** (``*.json`` files in the fixtures folder that no golden
 case names) are listed in the terminal summary; ``--ragsnap-update`` deletes
 them, but only when every case is selected, since a partial selection says
-nothing about the others (syrupy's rule).
+nothing about the others (syrupy's rule), and only those that are fixtures of
+this project (valid against the fixture schema, ``caseId`` the file's name):
+any other file is listed as "not a fixture, left alone", and a fixtures folder
+that holds the cases file or the configuration is refused (``ragsnap snapshot
+--prune``'s rules).
 
 **Paths** (``--ragsnap-cases``, ``--ragsnap-fixtures``, ``--ragsnap-config``,
 else the ini options of the same names, else ``ragsnap score``'s defaults) are
@@ -320,9 +324,9 @@ class RagsnapRun:
         ):
             snapshot.run(args)
         self.snapshot_report = out.getvalue().splitlines()
-        if every:
-            ids = self._case_ids()
-            self.deleted = [name for name in before if name[: -len(".json")] not in ids]
+        if every:  # what the prune deleted: fixtures only, never another file
+            after = set(self._fixture_names())
+            self.deleted = [name for name in before if name not in after]
 
     def _fixture_names(self) -> list[str]:
         folder = self.root / self.fixtures

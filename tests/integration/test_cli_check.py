@@ -180,7 +180,8 @@ def test_bad_input_exits_2_before_anything_is_written(example: Path) -> None:
 
     run = run_cli("check", "--json-report", CASES, cwd=example)
     assert run.code == 2
-    assert run.err.startswith("UsageError: an output would overwrite the input")
+    assert run.err.startswith("UsageError: --json-report ")
+    assert "is the golden cases file, which ragsnap reads and never overwrites" in run.err
 
     edit_cases(example, lambda cases: cases[0].update(expectedSorces=["x"]))
     run = run_cli("check", cwd=example)

@@ -48,7 +48,7 @@ def test_diff_two_reports(project: Project) -> None:
         "base.json",
         cwd=project.root,
     )
-    assert clobber.code == 2 and "would overwrite the input base.json" in clobber.err
+    assert clobber.code == 2 and "base.json: base.json is the baseline report" in clobber.err
 
 
 def test_help_does_not_import_heavy_modules() -> None:

@@ -219,11 +219,14 @@ def test_metrics_refuses_a_run_score_that_is_not_a_number(tmp_path: Path, score_
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--json-report", "cases.json"), "would overwrite the input cases.json"),
-        (("--markdown-report", "fixtures/x.json"), "is inside fixtures, a folder this command"),
+        (("--json-report", "cases.json"), "cases.json: cases.json is the golden cases file"),
+        (
+            ("--markdown-report", "fixtures/x.json"),
+            "x.json: is inside fixtures, the fixtures folder",
+        ),
         (
             ("--markdown-report", "fixtures/obs-log-retention-days.json"),
-            "is inside fixtures, a folder this command reads",
+            "is inside fixtures, the fixtures folder, and ragsnap never writes into a folder",
         ),
         (("--json-report", "../outside.json"), "is outside the working folder"),
         (("--json-report", "/tmp/ragsnap-outside.json"), "add --allow-outside if you mean it"),
@@ -244,7 +247,7 @@ def test_export_run_never_writes_over_the_cases(work: Path) -> None:
         "export-run", "--cases", "cases.json", "--fixtures", "fixtures", "--out", "cases.json",
         cwd=work,
     )  # fmt: skip
-    refused(run, "would overwrite the input cases.json")
+    refused(run, "--out cases.json: cases.json is the golden cases file, which ragsnap reads")
     assert tree(work) == before
 
 

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from backends.conftest import LoopbackServer, send_json
-from conftest import REPO, Run, Served, run_cli
+from conftest import REPO, Run, Served, make_fixture, run_cli
 
 PINNED = "2026-11-30T00:00:00Z"  # the committed fixtures were taken with this pin
 CASES = REPO / "cases" / "golden-cases.json"
@@ -122,7 +122,8 @@ def test_orphans_are_listed_and_pruned(tmp_path: Path) -> None:
     kb = seed_kb(tmp_path)
     out = tmp_path / "fx"
     out.mkdir()
-    (out / "retired-case.json").write_text("{}", encoding="utf-8")
+    (out / "retired-case.json").write_text(json.dumps(make_fixture("retired-case")), "utf-8")
+    (out / "notes.json").write_text("{}", encoding="utf-8")  # not a fixture: never deleted
     base = (
         "--kb",
         str(kb),
@@ -135,6 +136,7 @@ def test_orphans_are_listed_and_pruned(tmp_path: Path) -> None:
     run = snapshot(tmp_path, *base)
     assert run.code == 0
     assert "orphaned fixtures (no case; --prune deletes them): retired-case.json" in run.out
+    assert f"not a fixture, left alone (in {out}, named by no case): notes.json" in run.out
     assert (out / "retired-case.json").exists()
     both = snapshot(tmp_path, *base, "--check", "--prune")
     assert both.code == 2 and "pick one" in both.err
@@ -142,6 +144,7 @@ def test_orphans_are_listed_and_pruned(tmp_path: Path) -> None:
     assert pruned.code == 0 and "(deleted): retired-case.json" in pruned.out
     assert sorted(p.name for p in out.iterdir()) == [
         "_manifest.json",
+        "notes.json",
         "obs-log-retention-days.json",
     ]
 

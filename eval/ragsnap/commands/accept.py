@@ -3,9 +3,9 @@
 1. Regenerate the fixtures: exactly ``ragsnap snapshot --skip-eval`` with the same
    options (cases, fixtures, backend, knowledge base, method ...), which lists
    every fixture rewritten or added, and the orphaned ones (deleted with
-   ``--prune``). Nothing is written until every lookup has succeeded, and a
-   failure here (a knowledge base that is missing or unreachable) stops the
-   command before the baseline is touched.
+   ``--prune``: fixtures only, as ``snapshot --prune`` deletes them). Nothing is
+   written until every lookup has succeeded, and a failure here (a knowledge base
+   that is missing or unreachable) stops the command before the baseline is touched.
 2. Score the new fixtures into the baseline, ``reports/baseline.json`` and
    ``reports/baseline.md`` (``--baseline FILE``: FILE and FILE with ``.md``), as
    ``ragsnap score --json-report FILE --markdown-report FILE.md`` does.
@@ -36,6 +36,7 @@ from ..config import load_config
 from ..errors import InputError, UsageError
 from ..io.inputs import load_report
 from ..io.jsonio import check_outputs, read_bytes, write_outputs
+from ..io.reads import reads_of
 from ..scoring.report import REPORT_KIND
 from ..scoring.summary import diff_lines
 from ..scoring.trend import history_name
@@ -78,9 +79,12 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     history = config.history
     check_outputs(
-        [baseline, markdown, history / "entry.json"],  # the entry's name comes later
-        inputs=[args.cases, args.config],
-        folders=[args.fixtures],
+        [
+            ("--baseline", baseline),
+            ("--baseline", markdown),
+            ("", history / "entry.json"),  # the entry's name comes later
+        ],
+        inputs=reads_of(args, config, updates=["baseline"]),
         allow_outside=args.allow_outside,
     )
     old_raw, old_report = _previous(baseline)

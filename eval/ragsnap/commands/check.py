@@ -29,6 +29,7 @@ from typing import Any
 from ..config import load_config
 from ..io.inputs import load_cases_document, load_fixtures
 from ..io.jsonio import check_outputs, write_outputs
+from ..io.reads import reads_of
 from ..kb.corpus import open_seed_docs
 from ..scoring.hygiene import CorpusIndex, check_cases, needed_documents, quote_candidates
 from ..snapshot.provenance import Staleness
@@ -49,9 +50,8 @@ def run(args: argparse.Namespace) -> int:
     settings = config.kb.chunking
     if args.json_report is not None:
         check_outputs(
-            [args.json_report],
-            inputs=[args.cases, args.config, folder],
-            folders=[f for f in (folder, args.fixtures) if f.is_dir()],
+            [("--json-report", args.json_report)],
+            inputs=reads_of(args, config),
             allow_outside=args.allow_outside,
         )
     corpus = CorpusIndex.build(

@@ -18,6 +18,7 @@ from ..config import load_config
 from ..errors import UsageError
 from ..io.inputs import load_report, load_trial_report, report_kind
 from ..io.jsonio import check_outputs, write_outputs
+from ..io.reads import labelled, reads_of
 from ..models import TRIAL_REPORT_KIND
 from . import gc_paused
 
@@ -115,8 +116,8 @@ def _run(args: argparse.Namespace) -> int:
 
         outputs[args.html_report] = render_trial_html(current, diff)
     check_outputs(
-        [*outputs],
-        inputs=[args.baseline, args.current, args.config],
+        labelled(args, [*outputs]),
+        inputs=reads_of(args, config),
         allow_outside=args.allow_outside,
     )
     write_outputs(outputs)

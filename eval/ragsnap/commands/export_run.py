@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import load_config
 from ..errors import UsageError
 from ..io.inputs import load_cases, load_fixtures
 from ..io.jsonio import check_outputs
+from ..io.reads import labelled, reads_of
 from ..ir.trec import write_qrels, write_run
 from ..models import JUDGMENT_TARGETS
 
@@ -16,11 +18,9 @@ def run(args: argparse.Namespace) -> int:
     case_set = load_cases(args.cases)
     fixtures = load_fixtures(args.fixtures).fixtures
     outputs = [args.out] + ([args.qrels_out] if args.qrels_out else [])
+    config = load_config(None)  # the project's: its files are inputs no output may replace
     check_outputs(
-        outputs,
-        inputs=[args.cases],
-        folders=[args.fixtures],
-        allow_outside=args.allow_outside,
+        labelled(args, outputs), inputs=reads_of(args, config), allow_outside=args.allow_outside
     )
     ranked: dict[str, list[str]] = {}
     judgments: dict[str, dict[str, int]] = {}

@@ -6,8 +6,9 @@ import argparse
 
 from ..config import load_config
 from ..importers import ImportOptions, make_importer
-from ..importers.writer import IMPORT_FILES, write_import
+from ..importers.writer import IMPORT_FILES, check_out_folder, write_import
 from ..io.jsonio import check_outputs
+from ..io.reads import reads_of
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,13 +21,13 @@ def run(args: argparse.Namespace) -> int:
         qrels=args.qrels,
         dev_fraction=args.dev_fraction,
     )
-    importer = make_importer(args.format, args.source, options)
-    check_outputs(
-        [args.out / name for name in IMPORT_FILES],
-        inputs=[args.source, args.topics, args.qrels, args.config],
-        folders=[args.source if args.source.is_dir() else None],
+    check_outputs(  # before the source is read: nothing it reads is replaced
+        [("--out", args.out / name) for name in IMPORT_FILES],
+        inputs=reads_of(args, config),
         allow_outside=args.allow_outside,
     )
+    check_out_folder(args.out, args.format)
+    importer = make_importer(args.format, args.source, options)
     summary = write_import(
         importer, args.out, kb_scope=args.kb_scope, settings=config.kb.chunking, source=args.source
     )

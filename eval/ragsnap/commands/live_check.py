@@ -31,6 +31,7 @@ from ..io.httpclient import read_token
 from ..io.inputs import load_cases
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.progress import Progress
+from ..io.reads import labelled, reads_of
 from ..kb.backends.http import DEFAULT_BASE_URL, HttpService
 from ..live.livecheck import (
     LiveAnswer,
@@ -91,11 +92,14 @@ def run(args: argparse.Namespace) -> int:
     json_path: Path = args.json_report
     markdown_path: Path = args.markdown_report
     html_path: Path | None = args.html_report
+    reads = reads_of(args, config, updates=["state"])
     check_outputs(
-        [json_path, markdown_path, *([html_path] if html_path is not None else [])],
-        inputs=[args.cases, args.config, args.token_file, args.state],
+        labelled(args, [json_path, markdown_path, *([html_path] if html_path else [])]),
+        inputs=reads,
         allow_outside=args.allow_outside,
     )
+    if args.state is not None:  # updated in place, in a private folder of its own anywhere
+        check_outputs([("--state", args.state)], inputs=reads, allow_outside=True)
     token = read_token(args.token_file, args.token_env)
     if args.state is not None:
         from ..live.preparation import check_state_path

@@ -12,11 +12,17 @@ from ..config import load_config
 
 def run(args: argparse.Namespace) -> int:
     from ..io.httpclient import read_token
+    from ..io.jsonio import check_outputs
+    from ..io.reads import reads_of
     from ..kb.backends.http import HttpService
     from ..kb.corpus import open_seed_docs
     from ..live.preparation import check_state_path, prepare
 
     config = load_config(args.config)
+    # the state is written (replaced by --reset-state): never over another input; it
+    # lives in a private folder of its own, anywhere
+    reads = reads_of(args, config, updates=["state"])
+    check_outputs([("--state", args.state)], inputs=reads, allow_outside=True)
     check_state_path(args.state)  # before the corpus is read or anything is sent
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
     started = time.perf_counter()

@@ -35,6 +35,7 @@ from ..config import load_config
 from ..errors import UsageError
 from ..io.inputs import load_cases, load_fixtures, load_report
 from ..io.jsonio import check_outputs, write_outputs
+from ..io.reads import labelled, reads_of
 from ..ir.metrics import parse_measures
 from ..scoring.casemetrics import case_metrics
 from ..scoring.hits import score_case
@@ -120,9 +121,8 @@ def _run(args: argparse.Namespace) -> int:
     if getattr(args, "history", None) is not None:  # --history DIR: a dated copy
         outputs.append((args.history / history_name(report, datetime.now(timezone.utc)), report))
     check_outputs(
-        [path for path, _ in outputs],
-        inputs=[args.cases, args.compare_to, args.config],
-        folders=[args.fixtures],
+        labelled(args, [path for path, _ in outputs]),
+        inputs=reads_of(args, config),
         allow_outside=args.allow_outside,
     )
     write_outputs(dict(outputs))

@@ -8,17 +8,30 @@ import time
 
 from ..config import Config, load_config
 from ..errors import UsageError
+from ..io.jsonio import check_outputs
 from ..io.progress import Progress
+from ..io.reads import reads_of
 from ..kb.backends import KnowledgeBase
 from ..kb.corpus import SeedCorpus, markdown_of, open_seed_docs
 from ..kb.seeding import SeedPlan, index_hash, seed
 from ..kb.text import has_cjk
-from ._kb import backend_of, open_embedder, open_store, open_tokenizer, store_lock, store_name
+from ._kb import (
+    backend_of,
+    kb_path,
+    open_embedder,
+    open_store,
+    open_tokenizer,
+    store_lock,
+    store_name,
+)
 
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
+    if backend_of(args, config) == "embedded":  # the store is written: never over an input
+        reads = reads_of(args, config, updates=["kb"])
+        check_outputs([("--kb", kb_path(args, config))], inputs=reads, allow_outside=True)
     started = time.perf_counter()
     docs = open_seed_docs(folder)
     backend = backend_of(args, config)

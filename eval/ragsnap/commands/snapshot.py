@@ -20,6 +20,14 @@ seed-document or settings edit. A fixture whose lookup did not change keeps its
 bytes; only its manifest entry moves to the new capture. ``--check`` also fails
 when the manifest would change (a corpus edit that moved no lookup still needs
 ``ragsnap snapshot`` to record it).
+
+``--prune`` deletes the fixtures no case names, and only fixtures: files that are
+valid against the fixture schema with the ``caseId`` of their name
+(``ragsnap.io.inputs.is_fixture``). Any other ``*.json`` there is listed as "not a
+fixture, left alone", and a ``--fixtures`` folder that holds anything else the
+command reads (the cases file, the configuration: ``--fixtures cases``,
+``--fixtures .``) is refused before anything runs. No fixture is written over or
+into another input (``ragsnap.io.reads``).
 """
 
 from __future__ import annotations
@@ -40,9 +48,10 @@ import orjson
 
 from ..config import Config, load_config
 from ..errors import BackendError, InputError, OutputError, UsageError
-from ..io.inputs import FIXTURE_MANIFEST, load_cases, load_fixtures, read_manifest
+from ..io.inputs import FIXTURE_MANIFEST, is_fixture, load_cases, load_fixtures, read_manifest
 from ..io.jsonio import check_outputs, dump_json, read_bytes, write_outputs
 from ..io.progress import Progress
+from ..io.reads import Read, reads_of
 from ..io.schema import validate
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
@@ -132,9 +141,29 @@ def _fixture_files(folder: Path) -> list[str]:
         )
 
 
-def _orphans(folder: Path, case_ids: set[str]) -> list[Path]:
+def _orphans(folder: Path, case_ids: set[str]) -> tuple[list[Path], list[Path]]:
+    """The files in ``folder`` that no case names: the fixtures (what ``--prune``
+    deletes), and the other ``*.json`` files (never deleted, said)."""
     names = _fixture_files(folder)
-    return [folder / name for name in names if name[: -len(".json")] not in case_ids]
+    unnamed = [folder / name for name in names if name[: -len(".json")] not in case_ids]
+    fixtures = [path for path in unnamed if is_fixture(path)]
+    return fixtures, [path for path in unnamed if path not in fixtures]
+
+
+def _check_prune(folder: Path, reads: list[Read]) -> None:
+    """Refuse ``--prune`` of a folder that holds anything the command reads (the cases
+    file, the configuration ...): it is not a fixtures folder alone."""
+    place = folder.resolve()
+    for read in reads:
+        if read.option == "--fixtures" or not read.path.exists():
+            continue
+        if read.path.resolve().is_relative_to(place):
+            raise UsageError(
+                f"--fixtures {folder}: holds {read.path}, {read.what}; --prune deletes what no "
+                "case names in the fixtures folder, so it refuses a folder that holds anything "
+                "else ragsnap reads. Pass the folder of {caseId}.json fixtures (default: "
+                "fixtures), or drop --prune"
+            )
 
 
 def _old_manifest(folder: Path, check: bool) -> Manifest | None:
@@ -162,15 +191,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--fixtures {folder} is a file, not a folder; pass a folder")
     manifest_path = folder / FIXTURE_MANIFEST
     if not args.check:
+        reads = reads_of(args, config, updates=["fixtures"])
         check_outputs(
-            [*(folder / f"{case.id}.json" for case in cases), manifest_path],
-            inputs=[args.cases, args.config],
+            [("--fixtures", p) for p in (*(folder / f"{c.id}.json" for c in cases), manifest_path)],
+            inputs=reads,
             allow_outside=args.allow_outside,
         )
+        if args.prune:
+            _check_prune(folder, reads)
     elif folder.is_dir():
         load_fixtures(folder)  # what score would refuse is bad input here too
     old_manifest = _old_manifest(folder, args.check)
-    orphans = _orphans(folder, {case.id for case in case_set.cases})
+    orphans, strangers = _orphans(folder, {case.id for case in case_set.cases})
     stamp = retrieved_at or utc_now()
     started = time.perf_counter()
 
@@ -261,6 +293,11 @@ def run(args: argparse.Namespace) -> int:
     if orphans:
         action = "deleted" if args.prune else "no case; --prune deletes them"
         print(f"orphaned fixtures ({action}): " + ", ".join(p.name for p in orphans))
+    if strangers:
+        print(
+            f"not a fixture, left alone (in {folder}, named by no case): "
+            + ", ".join(p.name for p in strangers)
+        )
 
     if behind:
         shown = ", ".join(behind[:LISTED]) + (" ..." if len(behind) > LISTED else "")

@@ -23,6 +23,7 @@ from ..config import load_config
 from ..errors import UsageError
 from ..io.inputs import load_report, report_kind
 from ..io.jsonio import check_outputs, write_outputs
+from ..io.reads import labelled, reads_of
 from ..models import REPORT_KIND
 from ..scoring.diff import delta_text, metric_value
 from ..scoring.trend import (
@@ -53,7 +54,8 @@ def _files(paths: list[Path]) -> tuple[list[Path], int]:
 
 def run(args: argparse.Namespace) -> int:
     named = list(args.reports)
-    paths = named or [load_config(getattr(args, "config", None)).history]
+    config = load_config(getattr(args, "config", None))
+    paths = named or [config.history]
     files, skipped = _files([p for p in paths if named or p.is_dir()])
     if not files:
         raise UsageError(
@@ -78,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     outputs: dict[Path, Any] = {args.markdown_report: render_trend_markdown(trend)}
     if args.html_report is not None:
         outputs[args.html_report] = render_trend_html(trend)
-    check_outputs(list(outputs), inputs=files, allow_outside=args.allow_outside)
+    check_outputs(
+        labelled(args, list(outputs)),
+        inputs=[*reads_of(args, config, history=not named), *files],
+        allow_outside=args.allow_outside,
+    )
     write_outputs(outputs)
 
     order = "by the dates in their names" if trend.dated else "in the order given"

@@ -40,6 +40,7 @@ from ..io.jsonio import (
     write_outputs,
 )
 from ..io.progress import Progress
+from ..io.reads import labelled, reads_of
 from ..io.schema import validate
 from ..models import JUDGMENT_TARGETS, GoldenCase
 from ..settings import ALIAS_NOTE, Method
@@ -121,17 +122,8 @@ def run(args: argparse.Namespace) -> int:
     if args.write_plan is not None:
         outputs = [args.write_plan]
     check_outputs(
-        [*outputs, *runs.values()],
-        inputs=[
-            args.cases,
-            args.config,
-            args.plan,
-            gates_path,
-            args.kb,
-            args.aliases,
-            args.compare_to,
-        ],
-        folders=[config.kb.seed_docs],
+        labelled(args, [*outputs, *runs.values()]),
+        inputs=reads_of(args, config),
         allow_outside=args.allow_outside,
     )
 

@@ -8,7 +8,15 @@ In the output folder::
     ids.tsv               kind<TAB>ragsnap id<TAB>original id of every id that got
                           its ragsnap form (only when one did: ``ragsnap.importers.ids``)
     ragsnap.yaml          kb.seedDocs -> corpus.jsonl (and the frozen embedder), so
-                          `ragsnap seed --config DIR/ragsnap.yaml` just works
+                          `ragsnap seed --config DIR/ragsnap.yaml` just works; its
+                          first line, "# written by `ragsnap import FORMAT`", marks
+                          the folder as an import of that format
+
+The output folder must be new, empty, or an earlier import of the same format
+(its ``ragsnap.yaml`` starts with that mark; whatever else it holds, e.g. the
+``kb.sqlite`` seeded from it, stays): never the working folder (the project
+root), nor a folder of anything else, whose files an import would replace or
+mix with its own (``check_out_folder``).
 
 Ids that ragsnap can use are written as the format gives them; any other
 importable id is written in its ragsnap form (``ragsnap.importers.ids``)
@@ -35,7 +43,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, UsageError
 from ..io.jsonio import AtomicFile, dump_json
 from ..io.progress import Progress
 from ..kb.corpus import (
@@ -49,10 +57,58 @@ from . import Importer, SourceDoc, SourceQuery
 from .ids import SOURCE, IdMap, id_problem, ragsnap_id
 from .idset import IdSet
 
-__all__ = ["IMPORT_FILES", "ORIGINAL_ID_TAG", "ImportSummary", "write_import"]
+__all__ = [
+    "IMPORT_FILES",
+    "IMPORT_MARK",
+    "ORIGINAL_ID_TAG",
+    "ImportSummary",
+    "check_out_folder",
+    "write_import",
+]
 
 #: the files an import writes into its output folder
 IMPORT_FILES = ("corpus.jsonl", "golden-cases.json", "vectors.json", "ids.tsv", "ragsnap.yaml")
+
+#: the first line of an import's ragsnap.yaml, which marks its folder as an import
+IMPORT_MARK = "# written by `ragsnap import {format}`"
+
+
+def check_out_folder(out: Path, format: str) -> None:
+    """Refuse ``--out`` unless it is a new or empty folder, or an earlier import of
+    ``format`` (see the module docstring), before anything is read or written."""
+    flag = f"--out {out}"
+    fix = "pass a new or empty folder, e.g. --out imported/" + format
+    if out.resolve() == Path.cwd().resolve():
+        raise UsageError(
+            f"{flag}: is the working folder, the project root; an import writes its own "
+            f"ragsnap.yaml and golden-cases.json and would replace the project's; {fix}"
+        )
+    if not out.exists():
+        return
+    if not out.is_dir() or out.is_symlink():
+        raise UsageError(f"{flag}: is not a folder; {fix}")
+    names = sorted(entry.name for entry in out.iterdir())
+    if not names:
+        return
+    mark = IMPORT_MARK.format(format=format)
+    config = out / "ragsnap.yaml"
+    first = b""
+    if config.is_file() and not config.is_symlink():
+        with config.open("rb") as handle:
+            first = handle.readline(len(mark) + 2).rstrip(b"\r\n")
+    if first == mark.encode():
+        return
+    held = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+    if first.startswith(b"# written by `ragsnap import "):
+        what = f"an import of another format ({first.decode(errors='replace')[2:]})"
+    elif config.is_file():
+        what = "not an earlier import (its ragsnap.yaml does not start with the import's mark)"
+    else:
+        what = "not an earlier import (it has no ragsnap.yaml)"
+    raise UsageError(
+        f"{flag}: holds {held}, {what}; an import replaces its files only in an empty "
+        f"folder or an earlier `ragsnap import {format}`; {fix}"
+    )
 
 
 _RESERVED = frozenset({"source", "text", "title", "breadcrumb", "category", "kb_scope", "doc_id"})
@@ -281,7 +337,7 @@ def write_import(
             f"{settings.overlap_chars}, headingLevel: {settings.heading_level}}}\n"
         )
         outputs[config_path] = (
-            f"# written by `ragsnap import {importer.format}`\n"
+            IMPORT_MARK.format(format=importer.format) + "\n"
             "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + chunking + embedder
         ).encode()
         written = [corpus_path, *outputs]

@@ -30,6 +30,7 @@ __all__ = [
     "FIXTURE_MANIFEST",
     "CaseSet",
     "FixtureSet",
+    "is_fixture",
     "load_cases",
     "load_cases_document",
     "load_fixtures",
@@ -190,6 +191,20 @@ def load_fixtures(folder: Path) -> FixtureSet:
         fixtures[case_id] = Fixture.from_json(data)
         digests[case_id] = own.hexdigest()
     return FixtureSet(fixtures, digest.hexdigest(), digests)
+
+
+def is_fixture(path: Path) -> bool:
+    """Whether ``path`` is a fixture of this project: a regular JSON file, valid against
+    the fixture schema, whose ``caseId`` is its file name's stem. A prune deletes only
+    these; anything else (a cases file, ``package.json``, notes) is never deleted."""
+    if path.name == FIXTURE_MANIFEST or path.suffix != ".json" or path.is_symlink():
+        return False
+    try:
+        data: Any = parse_json(read_bytes(path, "", kind="fixture"), path)
+        validate(data, "fixture", path, "fixture")
+    except InputError:
+        return False
+    return bool(data["caseId"] == path.stem)
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from ..errors import InputError, OutputError, UsageError
+from .reads import Read
 
 __all__ = [
     "FLOAT_DIGITS",
@@ -344,49 +345,51 @@ def write_text(path: Path, text: str) -> None:
 
 
 def check_outputs(
-    outputs: Sequence[Path],
+    outputs: Sequence[Path | tuple[str, Path]],
     *,
-    inputs: Sequence[Path | None] = (),
+    inputs: Sequence[Read | Path | None] = (),
     folders: Sequence[Path | None] = (),
     allow_outside: bool = False,
 ) -> None:
-    """Refuse output paths before anything is written. An output may not
+    """Refuse output paths before anything is written. ``outputs`` are paths, or
+    (option, path) pairs (``("--json-report", path)``) so a message names the option.
+    An output may not
 
-    - name the same file as another output, or as an input of the command
-      (``inputs``: it would replace what it was computed from), or lie in a
-      folder the command reads (``folders``, e.g. the fixtures);
+    - name the same file as another output, or as anything the command reads
+      (``inputs``: ``ragsnap.io.reads.reads_of`` lists them with what each is; a bare
+      path is "an input of this command"), nor lie in a folder it reads (a ``Read``
+      that is a folder, or ``folders``), since it would replace or add to what it is
+      computed from; only the option that updates its own file or folder (a ``Read``
+      with that ``option``: ``accept --baseline``, ``snapshot --fixtures``) may name it;
     - hold a NUL character;
     - leave the working folder (an absolute path elsewhere, or ``..``), unless
       ``allow_outside`` (the commands' ``--allow-outside``);
     - pass through a symbolic link below the working folder, or be one.
     """
-    for path in outputs:
+    named = [item if isinstance(item, tuple) else ("", item) for item in outputs]
+    for _, path in named:
         if "\0" in str(path):
             raise UsageError(f"{str(path)!r} holds a NUL character; pass a plain file name")
     here = Path.cwd()
-    absolute = [Path(os.path.normpath(here / p)) for p in outputs]
+    absolute = [Path(os.path.normpath(here / p)) for _, p in named]
     resolved = [p.resolve() for p in absolute]
     if len(set(resolved)) != len(resolved):
         raise UsageError("two outputs would be written to the same file; give each its own path")
-    for name, target in zip(outputs, resolved, strict=True):
-        for read in inputs:
-            if read is not None and read.resolve() == target:
-                raise UsageError(
-                    f"an output would overwrite the input {read} (the command reads it): "
-                    f"choose another path than {name}"
-                )
-        for folder in folders:
-            if folder is not None and target.is_relative_to(folder.resolve()):
-                raise UsageError(
-                    f"{name} is inside {folder}, a folder this command reads; choose an "
-                    "output path outside it"
-                )
-    for name, path in zip(outputs, absolute, strict=True):
+    reads = [
+        item if isinstance(item, Read) else Read(item, "an input of this command")
+        for item in inputs
+        if item is not None
+    ] + [Read(f, "a folder this command reads", folder=True) for f in folders if f is not None]
+    for (option, name), target in zip(named, resolved, strict=True):
+        for read in reads:
+            _refuse_over(option, name, target, read)
+    for (option, name), path in zip(named, absolute, strict=True):
+        label = f"{option} {name}" if option else str(name)
         if not path.is_relative_to(here):
             if allow_outside:
                 continue
             raise UsageError(
-                f"{name} is outside the working folder {here}; pass a path inside it, or "
+                f"{label} is outside the working folder {here}; pass a path inside it, or "
                 "add --allow-outside if you mean it"
             )
         step = here
@@ -394,9 +397,28 @@ def check_outputs(
             step = step / part
             if step.is_symlink():
                 raise OutputError(
-                    f"{name}: {step} is a symbolic link; ragsnap never writes through links. "
+                    f"{label}: {step} is a symbolic link; ragsnap never writes through links. "
                     "Pass a path without one, or remove the link"
                 )
+
+
+def _refuse_over(option: str, name: Path, target: Path, read: Read) -> None:
+    """Refuse output ``name`` (resolved: ``target``) of ``option`` when it is ``read``,
+    or lies inside it (a folder)."""
+    place = read.path.resolve()
+    label = f"{option} {name}" if option else str(name)
+    fix = f"pass another path to {option}" if option else "choose another output path"
+    if read.option and read.option == option and (place == target or read.folder):
+        return  # the option's own file or folder, which the command updates
+    if place == target:
+        raise UsageError(
+            f"{label}: {read.path} is {read.what}, which ragsnap reads and never overwrites; {fix}"
+        )
+    if read.folder and target.is_relative_to(place):
+        raise UsageError(
+            f"{label}: is inside {read.path}, {read.what}, and ragsnap never writes into a "
+            f"folder it reads; {fix} outside it"
+        )
 
 
 def write_outputs(outputs: Mapping[Path, bytes | str | Any]) -> None:

@@ -70,7 +70,7 @@ def test_check_outputs_refuses_the_same_file_twice_and_inputs(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match="same file"):
         check_outputs([tmp_path / "a", tmp_path / "x" / ".." / "a"])
-    with pytest.raises(UsageError, match="would overwrite the input"):
+    with pytest.raises(UsageError, match="a is an input of this command, which ragsnap reads"):
         check_outputs([Path("a")], inputs=[None, tmp_path / "a"])
     (tmp_path / "fx").mkdir()
     with pytest.raises(UsageError, match="inside fx, a folder this command reads"):
