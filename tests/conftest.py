@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -355,3 +357,37 @@ def serve() -> Iterator[Callable[..., Served]]:
     yield start
     for server in started:
         server.stop()
+
+
+def mutate_json(data: Any, rng: random.Random, odd_values: Sequence[Any]) -> Any:
+    """One structural change somewhere in ``data`` (in place, and returned): a value
+    deleted, replaced by one of ``odd_values``, duplicated in its list, a string reversed
+    or repeated, or a value wrapped in a list. The fuzz tests' one mutator."""
+    holders: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                holders.append((node, key))
+                walk(value)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                holders.append((node, i))
+                walk(value)
+
+    walk(data)
+    if not holders:
+        return copy.deepcopy(rng.choice(odd_values))
+    parent, key = rng.choice(holders)
+    op = rng.randrange(4)
+    if op == 0:
+        del parent[key]
+    elif op == 1:
+        parent[key] = copy.deepcopy(rng.choice(odd_values))
+    elif op == 2 and isinstance(parent, list):
+        parent.insert(key, copy.deepcopy(parent[key]))  # a duplicate (ids, records, cases)
+    elif op == 3 and isinstance(parent[key], str):
+        parent[key] = parent[key][::-1] if rng.random() < 0.5 else parent[key] * 3
+    else:
+        parent[key] = [parent[key]]
+    return data

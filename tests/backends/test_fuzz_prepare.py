@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from conftest import mutate_json
 from ragsnap.cli import main
 
 from .test_prepare_services import STATE, Keyed, write_project
@@ -45,38 +46,6 @@ ENDPOINTS = [
     ("GET", "/api/health"),
     ("GET", "/api/search/similar"),
 ]
-
-
-def mutate_json(data: Any, rng: random.Random) -> Any:
-    """One structural change somewhere in ``data``: delete, replace, duplicate or retype."""
-    holders: list[tuple[Any, Any]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                holders.append((node, key))
-                walk(value)
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                holders.append((node, i))
-                walk(value)
-
-    walk(data)
-    if not holders:
-        return rng.choice(ODD_VALUES)
-    parent, key = rng.choice(holders)
-    op = rng.randrange(4)
-    if op == 0:
-        del parent[key]
-    elif op == 1:
-        parent[key] = copy.deepcopy(rng.choice(ODD_VALUES))
-    elif op == 2 and isinstance(parent, list):
-        parent.insert(key, copy.deepcopy(parent[key]))  # a duplicate record
-    elif op == 3 and isinstance(parent[key], str):
-        parent[key] = parent[key][::-1] if rng.random() < 0.5 else parent[key] * 3
-    else:
-        parent[key] = [parent[key]]
-    return data
 
 
 def mutate_bytes(raw: bytes, rng: random.Random) -> bytes:
@@ -103,7 +72,7 @@ def mutated(raw: bytes, rng: random.Random) -> bytes:
             data = json.loads(raw)
         except ValueError:
             return mutate_bytes(raw, rng)
-        return json.dumps(mutate_json(data, rng)).encode()
+        return json.dumps(_mutate(data, rng)).encode()
     return mutate_bytes(raw, rng)
 
 
@@ -173,3 +142,7 @@ def shaper(endpoint: tuple[str, str], rng: random.Random) -> Callable[[str, str,
         return mutated(data, rng) if (method, path) == endpoint else data
 
     return shape
+
+
+def _mutate(data: Any, rng: random.Random) -> Any:
+    return mutate_json(data, rng, ODD_VALUES)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, mutate_json
 from ragsnap.cli import main
 
 RUNS = int(os.environ.get("RAGSNAP_FUZZ_RUNS", "240"))
@@ -36,38 +36,6 @@ YAML_SNIPPETS = [
     "&a x", "*a", "!!python/object:os.system", "? [a]", "\t", ": :", "{", "[", "'", "\"",
     "~", "null", ".nan", "- - -", "<<: *a", "%YAML 1.1", "---", "...", "\u00a0", "@",
 ]  # fmt: skip
-
-
-def mutate_json(data: Any, rng: random.Random) -> Any:
-    """One structural change somewhere in ``data``: delete, replace, duplicate or retype."""
-    holders: list[tuple[Any, Any]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                holders.append((node, key))
-                walk(value)
-        elif isinstance(node, list):
-            for i, value in enumerate(node):
-                holders.append((node, i))
-                walk(value)
-
-    walk(data)
-    if not holders:
-        return rng.choice(ODD_VALUES)
-    parent, key = rng.choice(holders)
-    op = rng.randrange(4)
-    if op == 0:
-        del parent[key]
-    elif op == 1:
-        parent[key] = rng.choice(ODD_VALUES)
-    elif op == 2 and isinstance(parent, list):
-        parent.insert(key, parent[key])  # a duplicate (ids, blocks, cases)
-    elif op == 3 and isinstance(parent[key], str):
-        parent[key] = parent[key][::-1] if rng.random() < 0.5 else parent[key] * 3
-    else:
-        parent[key] = [parent[key]]
-    return data
 
 
 def mutate_bytes(raw: bytes, rng: random.Random) -> bytes:
@@ -105,7 +73,7 @@ def mutate_file(path: Path, rng: random.Random) -> None:
         except ValueError:  # broken by an earlier mutation: break it further
             path.write_bytes(mutate_bytes(raw, rng))
             return
-        data = mutate_json(data, rng)
+        data = _mutate(data, rng)
         path.write_text(json.dumps(data, ensure_ascii=rng.random() < 0.5), encoding="utf-8")
     elif path.suffix in (".yaml", ".md") and structural:
         path.write_bytes(mutate_text_lines(raw, rng))
@@ -191,3 +159,7 @@ def test_mutated_inputs_exit_0_1_or_2_and_bad_input_changes_nothing(
     assert runs >= 40
     assert outcomes.get(2, 0) > runs // 4  # the mutations really do break things
     assert outcomes.get(0, 0) + outcomes.get(1, 0) > 0  # and some are harmless
+
+
+def _mutate(data: Any, rng: random.Random) -> Any:
+    return mutate_json(data, rng, ODD_VALUES)
