@@ -140,7 +140,9 @@ def _trial_report(rate: float) -> dict[str, Any]:
             "metrics": {"ndcg@10": 1.0 if passed else 0.0},
             "failures": [] if passed else ["hit-level<miss>"],
         }
-        methods = {n: {**result, "knownFailure": not passed and i == 1} for i, n in enumerate(names)}
+        methods = {
+            n: {**result, "knownFailure": not passed and i == 1} for i, n in enumerate(names)
+        }
         methods[names[1]]["hitLevel"] = "weak" if not passed else "strong"
         return {
             "id": case_id,
@@ -175,7 +177,13 @@ def _trial_report(rate: float) -> dict[str, Any]:
             for n in names
         },
         "gates": [
-            {"method": names[1], "gate": "passRate>=0.6", "value": rate, "ran": True, "passed": False},
+            {
+                "method": names[1],
+                "gate": "passRate>=0.6",
+                "value": rate,
+                "ran": True,
+                "passed": False,
+            },
             {"method": "lexical", "gate": "p95<&>", "value": 2.0, "ran": False, "passed": False},
         ],
         "determinism": {
@@ -190,7 +198,7 @@ def _trial_report(rate: float) -> dict[str, Any]:
         "timing": {
             "warmup": True,
             "repetitions": 1,
-            "latency": {n: latency for n in names},
+            "latency": dict.fromkeys(names, latency),
             "wallSeconds": 1.0,
             "cpuSeconds": 1.0,
             "peakRssMiB": 1.0,
@@ -231,7 +239,10 @@ def _live_pages() -> dict[str, str]:
         checked_at="2026-12-01T00:00:00Z",
         overrides={"kbScope": None, "topK": None},
     )
-    return {"live": render_live_html(report), "live-private": render_live_html(private_live(report))}
+    return {
+        "live": render_live_html(report),
+        "live-private": render_live_html(private_live(report)),
+    }
 
 
 PAGES: dict[str, Callable[[], dict[str, str]]] = {
