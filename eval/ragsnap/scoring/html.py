@@ -108,7 +108,8 @@ _MAX_MOVES = 200
 
 
 def esc(value: Any) -> str:
-    """Text for HTML content or a quoted attribute."""
+    """Text for SVG content or a quoted attribute in a chart (the charts are
+    generated here; everything the templates write is escaped by Jinja2)."""
     return html.escape(str(value), quote=True)
 
 
