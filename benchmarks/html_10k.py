@@ -15,7 +15,7 @@ Steps:
    (``render_score_html``) ``--repeat`` times; print the median render time
    and the page's size (also gzipped, as a CI artifact would travel).
 3. When chromium is installed: open the page in headless Chromium
-   (``tests/browser.py``: DevTools protocol, the machine's flags) ``--repeat``
+   (``tests/browser.py``: Playwright, the machine's flags) ``--repeat``
    times, each in a fresh browser, and time the load event, the first rows of
    the case table, a text filter over all rows, a status filter, and the
    next page; count the console errors (must be 0).

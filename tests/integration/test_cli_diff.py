@@ -59,7 +59,7 @@ def test_help_does_not_import_heavy_modules() -> None:
         "    try: main(['--help'])\n"
         "    except SystemExit: pass\n"
         "heavy = {'numpy', 'jsonschema', 'yaml', 'tabulate', 'deepdiff', 'requests', 'torch',"
-        " 'pymilvus', 'fastapi', 'jsonschema_rs', 'orjson'}\n"
+        " 'pymilvus', 'fastapi', 'jsonschema_rs', 'orjson', 'jinja2', 'markupsafe', 'tqdm'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )
     out = subprocess.run(

@@ -4,7 +4,8 @@ The example project with one fixture degraded (so there is a regression) and one
 query holding markup, scored with ``--compare-to`` and ``--html-report``: the page
 loads without a console error, every chart drew the elements the report implies,
 the injected markup stays text, the case table filters and unfolds, and a
-screenshot is taken. Skipped without chromium, failed under ``CI=true``.
+screenshot is taken (Playwright driving the system Chromium, ``tests/browser.py``).
+Skipped without chromium or Playwright, failed under ``CI=true``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -141,6 +144,49 @@ def test_the_html_report_draws_in_chromium(tmp_path: Path) -> None:
         assert browser.evaluate("document.querySelectorAll('#case-rows details').length") == 1
         assert browser.errors() == [], browser.errors()
     assert shot.startswith(b"\x89PNG") and len(shot) > 20_000
+
+
+def test_a_script_the_policy_does_not_allow_is_blocked_and_reported(tmp_path: Path) -> None:
+    executable = chromium_or_skip()
+    root = _example(tmp_path)
+    run = run_cli("score", "--html-report", "reports/r.html", cwd=root)
+    assert run.code == 1, run.out + run.err
+    page = root / "reports/r.html"
+    text = page.read_text(encoding="utf-8")
+    # one character more in the page's script: its hash no longer matches the policy
+    tampered = root / "reports/tampered.html"
+    tampered.write_text(text.replace("(function () {", "(function () { ", 1), encoding="utf-8")
+    with Chromium(executable) as browser:
+        browser.load(page)
+        assert browser.errors() == []
+        assert browser.evaluate("document.body.getAttribute('data-ready')") == "1"
+        browser.load(tampered)
+        assert browser.evaluate("document.body.getAttribute('data-ready')") is None
+        assert any("Content Security Policy" in e for e in browser.errors()), browser.errors()
+
+
+def test_score_without_a_page_imports_no_template_engine(tmp_path: Path) -> None:
+    # ``ragsnap score`` writing JSON and Markdown only stays light: Jinja2 is imported
+    # when a page is rendered, and only then
+    root = _example(tmp_path)
+    code = (
+        "import sys\n"
+        "from ragsnap.cli import main\n"
+        "try: main(sys.argv[1:])\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'jinja2', 'markupsafe'}))\n"
+    )
+    env = {"PYTHONPATH": str(REPO / "eval"), "PATH": "/usr/bin:/bin"}
+    for argv, loaded in ((["score"], "[]"), (["score", "--html-report", "r.html"], "'jinja2'")):
+        out = subprocess.run(
+            [sys.executable, "-c", code, *argv],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout
+        assert loaded in out.splitlines()[-1], out
 
 
 def test_the_privacy_report_shows_no_text(tmp_path: Path) -> None:

@@ -109,8 +109,10 @@ def test_the_wheel_holds_the_package_data_the_license_and_complete_metadata(
         metadata = email.message_from_bytes(wheel.read(f"{info}/METADATA"))
         license_text = wheel.read(f"{info}/licenses/LICENSE").decode()
         entry_points = wheel.read(f"{info}/entry_points.txt").decode()
-    assert len(_package_data()) > 20  # the schemas and the project template
+    assert len(_package_data()) > 20  # the schemas, the project template, the HTML templates
     assert set(_package_data()) <= names
+    for page in ("page.html.j2", "_macros.html.j2", "score.html.j2", "page.css", "page.js"):
+        assert f"ragsnap/templates/html/{page}" in names
     modules = {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py")}
     assert modules <= names
     assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", "eval/"))]
@@ -135,6 +137,9 @@ def test_the_wheel_holds_the_package_data_the_license_and_complete_metadata(
     # no invented or placeholder address: the project has none published yet
     assert metadata.get_all("Project-URL") is None
     assert metadata["Home-page"] is None
+    requires = metadata.get_all("Requires-Dist")
+    for library in ("jinja2>=3.1", "tqdm>=4.66"):  # the HTML templates, the progress bar
+        assert library in requires, requires
     assert "ragsnap = ragsnap.cli:main" in entry_points
     assert "ragsnap = ragsnap.pytest_plugin" in entry_points
 

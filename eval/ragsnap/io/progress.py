@@ -1,17 +1,21 @@
-"""Progress for long work: a bar on a terminal, sparse lines in a log.
+"""Progress for long work: a tqdm bar on a terminal, sparse lines in a log.
 
-On a terminal the bar redraws in place
-(``seed 42/180 documents [#######       ] 3.5/s ETA 0:40``); when the stream is
-not a terminal (CI logs, pipes) a line is printed at each tenth of the work
-once the job has run for a second (``seed: 18/180 documents (3.6/s, ETA
-0:45)``), so a log shows a long job is alive without flooding it, and a short
-one stays quiet. Both go to stderr unless the caller passes another stream.
+On a terminal the bar is tqdm's, redrawn in place at most ten times a second
+(``seed 42/180 documents [#######       ] 3.5/s ETA 00:40``; a job of unknown
+length shows a running count and its rate); tqdm is imported when the first
+bar is drawn, so a command that draws none never loads it. When the stream
+is not a terminal (CI logs, pipes) a plain line is printed at each tenth of
+the work once the job has run for a second (``seed: 18/180 documents (3.6/s,
+ETA 0:45)``), so a log shows a long job is alive without flooding it, and a
+short one stays quiet. Both go to stderr unless the caller passes another
+stream.
 
-The rate is the units done so far over the time since the ``Progress`` was
-made (a mean over the whole job, so it settles rather than jitters); the ETA
-is the units left at that rate, written ``M:SS`` (``H:MM:SS`` from an hour
-on). Neither is shown before any time has passed or any unit is done; a job
-of unknown length shows the rate alone.
+In the plain lines the rate is the units done so far over the time since the
+``Progress`` was made (a mean over the whole job, so it settles rather than
+jitters); the ETA is the units left at that rate, written ``M:SS``
+(``H:MM:SS`` from an hour on). Neither is shown before any time has passed or
+any unit is done; a job of unknown length gets a line with the count and the
+rate every ten seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # imported when a terminal bar is first drawn
+    from tqdm import tqdm
 
 __all__ = ["Progress"]
 
@@ -28,7 +35,8 @@ class Progress:
     """Counts ``total`` units of work named ``unit`` under ``label``.
 
     ``total=None`` is for streams of unknown length: a terminal shows a
-    running count, a log gets a line every ten seconds.
+    running count, a log gets a line every ten seconds. A total of zero or
+    less draws nothing.
     """
 
     def __init__(self, total: int | None, label: str, unit: str, stream: TextIO | None = None):
@@ -40,35 +48,51 @@ class Progress:
         self._stream = stream if stream is not None else sys.stderr
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
         self._next_line = max(1, -(-(total or 0) // 10))
-        self._last_draw = 0.0
+        self._last_line = 0.0
         self._started = time.monotonic()
-        self._drawn = False
-        self._width = 0  # of the last frame drawn on the terminal
+        self._bar: tqdm[Any] | None = None  # the terminal's bar, made at the first advance
 
     def advance(self, n: int = 1) -> None:
         """Record ``n`` more units done (safe to call from several threads)."""
         with self._lock:
-            self._advance(n)
+            self.done += n
+            if self.total is not None and self.total <= 0:
+                return
+            if self._tty:
+                self._draw(n)
+            elif self.total is None:
+                self._count_line()
+            else:
+                self._line()
 
-    def _advance(self, n: int) -> None:
-        self.done += n
-        if self.total is None:
-            self._count()
-            return
-        if self.total <= 0:
-            return
-        if self._tty:
-            now = time.monotonic()
-            if now - self._last_draw >= 0.1 or self.done >= self.total:
-                self._last_draw = now
-                filled = int(30 * self.done / self.total)
-                bar = "#" * filled + " " * (30 - filled)
-                pace = _pace(self.done, self.total, now - self._started, sep=" ")
-                self._draw(
-                    f"{self.label} {self.done}/{self.total} {self.unit} [{bar}]"
-                    + (f" {pace}" if pace else "")
-                )
-        elif self.done >= self._next_line and self.done < self.total:
+    def _draw(self, n: int) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            unit = self.unit.replace("{", "{{").replace("}", "}}")
+            shape = (
+                f"{{desc}} {{n:,}} {unit} {{rate_noinv_fmt}}"
+                if self.total is None
+                else f"{{desc}} {{n}}/{{total}} {unit} [{{bar:30}}] {{rate_noinv_fmt}} ETA "
+                "{remaining}"
+            )
+            self._bar = tqdm(
+                total=self.total,
+                desc=self.label,
+                file=self._stream,
+                bar_format=shape,
+                ascii=" #",
+                unit="",
+                unit_scale=True,
+                mininterval=0.1,
+                initial=self.done,  # drawn now, with the units done so far
+            )
+        else:
+            self._bar.update(n)
+
+    def _line(self) -> None:
+        assert self.total is not None
+        if self.done >= self._next_line and self.done < self.total:
             while self._next_line <= self.done:
                 self._next_line += max(1, -(-self.total // 10))
             elapsed = time.monotonic() - self._started
@@ -81,22 +105,10 @@ class Progress:
                 )
                 self._stream.flush()
 
-    def _draw(self, frame: str) -> None:
-        """Redraw the terminal line; blanks cover what a longer frame left."""
-        self._stream.write(f"\r{frame.ljust(self._width)}")
-        self._stream.flush()
-        self._width = len(frame)
-        self._drawn = True
-
-    def _count(self) -> None:
+    def _count_line(self) -> None:
         now = time.monotonic()
-        if self._tty:
-            if now - self._last_draw >= 0.1:
-                self._last_draw = now
-                pace = _pace(self.done, None, now - self._started)
-                self._draw(f"{self.label} {self.done:,} {self.unit}" + (f" {pace}" if pace else ""))
-        elif now - max(self._last_draw, self._started) >= 10.0:
-            self._last_draw = now
+        if now - max(self._last_line, self._started) >= 10.0:
+            self._last_line = now
             pace = _pace(self.done, None, now - self._started)
             self._stream.write(
                 f"{self.label}: {self.done:,} {self.unit}" + (f" ({pace})" if pace else "") + "\n"
@@ -104,12 +116,11 @@ class Progress:
             self._stream.flush()
 
     def close(self) -> None:
-        """End the bar's line (the caller prints its own summary)."""
-        if self._drawn:
-            self._stream.write("\n")
-            self._stream.flush()
-            self._drawn = False
-            self._width = 0
+        """End the bar's line, its last frame drawn (the caller prints its own summary)."""
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
 
 
 def _pace(done: int, total: int | None, elapsed: float, sep: str = ", ") -> str:

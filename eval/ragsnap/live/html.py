@@ -1,11 +1,11 @@
 """The live-check report as one self-contained HTML page (``live-check --html-report``).
 
 A pure function of the live-check report dict, built from the shared pieces of
-``ragsnap.scoring.html``: the verdict, one stacked bar of passed / failed /
-known failures / skipped cases, and the case table, each row unfolded to the
-service's top results (rank, source, title, breadcrumb, score) and the reason.
-A privacy report (``"privacy": true``) shows ids, counts, ranks and id-based
-reasons only.
+``ragsnap.scoring.html`` and rendered through ``templates/html/live.html.j2``:
+the verdict, one stacked bar of passed / failed / known failures / skipped
+cases, and the case table, each row unfolded to the service's top results
+(rank, source, title, breadcrumb, score) and the reason. A privacy report
+(``"privacy": true``) shows ids, counts, ranks and id-based reasons only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scoring.html import CaseTable, esc, page, stacked_bars
+from ..scoring.html import CaseTable, markup, render, stacked_bars
 from .livecheck import is_known_failure
 
 __all__ = ["render_live_html"]
@@ -77,17 +77,14 @@ def render_live_html(report: Mapping[str, Any]) -> str:
                 ("known failure", case["knownFailure"] or ""),
             ]
         table.add(cells, [status], detail)
-    where = "" if private else f" against {report['baseUrl']} ({report['endpoint']})"
-    body = [
-        "<h1>ragsnap live check</h1>",
-        f'<div class="verdict {"good" if s["verdict"] == "pass" else "bad"}" id="verdict">'
-        f"{esc(head)}</div>",
-        f'<p class="muted">Checked {esc(report["checkedAt"])}{esc(where)}.</p>',
-        stacked_bars("live-status", [("cases", counts)], _SEGMENTS),
-        f"<h2>Cases ({len(report['cases'])})</h2>",
-    ]
-    return page(
-        "ragsnap live check",
-        body,
-        table.html([name for name, _ in _SEGMENTS]),
+    return render(
+        "live.html.j2",
+        title="ragsnap live check",
+        good=s["verdict"] == "pass",
+        verdict=head,
+        where="" if private else f" against {report['baseUrl']} ({report['endpoint']})",
+        checked_at=report["checkedAt"],
+        chart=markup(stacked_bars("live-status", [("cases", counts)], _SEGMENTS)),
+        cases=len(report["cases"]),
+        case_rows=table.context([name for name, _ in _SEGMENTS]),
     )

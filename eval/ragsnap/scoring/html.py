@@ -21,7 +21,16 @@ What a page holds, summaries first:
   evidence (top sources with their ranks, the reasons, the pipeline fields,
   the metrics, what changed against the baseline).
 
-Safety and size: every text is escaped (``html.escape``); the case table's
+Templates: the markup lives in Jinja2 templates shipped as package data
+(``ragsnap/templates/html/``: ``page.html.j2`` the document every page
+extends, ``_macros.html.j2`` the shared tables, cards and case table, one
+template per page kind, and the page's ``page.css`` and ``page.js``); the
+Python here computes what they show. Charts stay generated data: the chart
+functions build the inline SVG (escaping their labels) and hand it to the
+templates as ``Markup``. Jinja2 is imported only when a page is rendered.
+
+Safety and size: the templates autoescape every value (entities spelled as
+``html.escape`` spells them, so the pages keep their bytes); the case table's
 rows travel as JSON in a ``<script type="application/json">`` block with
 ``<``, ``>`` and ``&`` escaped, and are drawn with ``textContent`` only, so a
 query holding ``<script>`` stays text. The Content-Security-Policy allows no
@@ -32,23 +41,28 @@ A privacy report (``"privacy": true``) holds no text to show: its page shows
 ids, hit levels, ranks, metrics and id-based reasons only, and hashes for
 inputs.
 
-The building blocks (``page``, ``CaseTable``, the charts) are shared by the
+The building blocks (``render``, ``CaseTable``, the charts) are shared by the
 trial, live-check and trend pages.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import HIT_LEVELS
 from .diff import REGRESSION, delta_text, metric_value, verdict
 from .report import outcome_text, percent, report_outcome
+
+if TYPE_CHECKING:  # imported when a page is rendered
+    import jinja2
+    from markupsafe import Markup
 
 __all__ = [
     "LEVEL_COLORS",
@@ -57,9 +71,10 @@ __all__ = [
     "bar_chart",
     "esc",
     "line_chart",
-    "page",
+    "markup",
     "paired_bars",
     "rank_movement",
+    "render",
     "render_score_html",
     "stacked_bars",
 ]
@@ -91,118 +106,10 @@ _STATUS_ORDER = ("regression", "improvement", "changed", "added", "removed")
 #: the case rows shown in the rank-movement plot, worst moves first
 _MAX_MOVES = 200
 
-_STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;
-margin:0 auto;max-width:1100px;padding:16px 24px;color:#1f2328;background:#fff}
-h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px;
-border-bottom:1px solid #d0d7de;padding-bottom:4px}
-.verdict{padding:10px 14px;border-radius:6px;font-weight:600;margin:8px 0}
-.verdict.bad{background:#ffebe9;border:1px solid #cf222e}
-.verdict.good{background:#dafbe1;border:1px solid #1a7f37}
-.cards{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}
-.card{border:1px solid #d0d7de;border-radius:6px;padding:6px 12px;min-width:90px}
-.card b{display:block;font-size:18px}.card span{color:#57606a;font-size:12px}
-.charts{display:flex;flex-wrap:wrap;gap:24px}
-svg.chart{display:block;max-width:100%}svg.chart text{font-size:12px;fill:#1f2328}
-table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;
-padding:3px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-.regression{color:#cf222e}.improvement{color:#1a7f37}
-.legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;
-width:10px;height:10px;margin-right:4px;vertical-align:middle}
-.controls{display:flex;gap:8px;align-items:center;margin:8px 0;flex-wrap:wrap}
-.controls input{padding:4px 8px;min-width:260px}
-#case-rows details{border-bottom:1px solid #eaeef2}
-#case-rows summary,.case-head{display:grid;grid-template-columns:var(--cols);gap:8px;
-padding:4px 6px;cursor:pointer}
-.case-head{font-weight:600;background:#f6f8fa;cursor:default;padding-left:22px}
-#case-rows summary span{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-#case-rows details[open]{background:#f6f8fa}
-#case-rows dl{margin:4px 12px 10px 28px;display:grid;grid-template-columns:max-content 1fr;
-gap:2px 12px}#case-rows dt{color:#57606a}#case-rows dd{margin:0}
-#case-rows ul{margin:0;padding-left:18px}
-.wide{overflow-x:auto}.muted{color:#57606a}footer{margin-top:24px;color:#57606a;font-size:12px}
-"""
-
-_SCRIPT = """
-(function () {
-  var source = document.getElementById("case-data");
-  if (!source) { return; }
-  var data = JSON.parse(source.textContent);
-  var rows = data.rows, size = data.pageSize, page = 0, shown = rows;
-  var filter = document.getElementById("case-filter");
-  var status = document.getElementById("case-status");
-  var body = document.getElementById("case-rows");
-  var info = document.getElementById("case-info");
-  var prev = document.getElementById("case-prev");
-  var next = document.getElementById("case-next");
-  var labels = data.labels;
-  rows.forEach(function (row) { row.search = row.c.join(" ").toLowerCase(); });
-  function text(tag, value) {
-    var node = document.createElement(tag);
-    node.textContent = value;
-    return node;
-  }
-  function fill(row, list) {
-    row.d.forEach(function (item) {
-      list.appendChild(text("dt", labels[item[0]]));
-      var value = document.createElement("dd");
-      if (Array.isArray(item[1])) {
-        var items = document.createElement("ul");
-        item[1].forEach(function (entry) { items.appendChild(text("li", entry)); });
-        value.appendChild(items);
-      } else {
-        value.textContent = item[1];
-      }
-      list.appendChild(value);
-    });
-  }
-  function build(row) {
-    var box = document.createElement("details");
-    box.setAttribute("data-tags", row.t.join(" "));
-    var head = document.createElement("summary");
-    row.c.forEach(function (cell) { head.appendChild(text("span", cell)); });
-    box.appendChild(head);
-    box.addEventListener("toggle", function () {
-      if (box.open && box.childNodes.length === 1) {
-        var list = document.createElement("dl");
-        fill(row, list);
-        box.appendChild(list);
-      }
-    });
-    return box;
-  }
-  function draw() {
-    var pages = Math.max(1, Math.ceil(shown.length / size));
-    page = Math.min(Math.max(page, 0), pages - 1);
-    var nodes = shown.slice(page * size, (page + 1) * size).map(build);
-    body.replaceChildren.apply(body, nodes);
-    info.textContent = shown.length + " of " + rows.length + " case(s); page " +
-      (page + 1) + " of " + pages;
-    prev.disabled = page === 0;
-    next.disabled = page >= pages - 1;
-  }
-  function apply() {
-    var needle = filter.value.trim().toLowerCase(), wanted = status.value;
-    shown = rows.filter(function (row) {
-      return (!wanted || row.t.indexOf(wanted) >= 0) &&
-        (!needle || row.search.indexOf(needle) >= 0);
-    });
-    page = 0;
-    draw();
-  }
-  filter.addEventListener("input", apply);
-  status.addEventListener("change", apply);
-  prev.addEventListener("click", function () { page -= 1; draw(); });
-  next.addEventListener("click", function () { page += 1; draw(); });
-  apply();
-  document.body.setAttribute("data-ready", "1");
-})();
-"""
-
 
 def esc(value: Any) -> str:
-    """Text for HTML content or a quoted attribute."""
+    """Text for SVG content or a quoted attribute in a chart (the charts are
+    generated here; everything the templates write is escaped by Jinja2)."""
     return html.escape(str(value), quote=True)
 
 
@@ -262,56 +169,89 @@ class CaseTable:
             }
         )
 
-    def html(self, statuses: Sequence[str]) -> str:
-        """The table's controls, header and (empty) body, and its data block."""
+    def context(self, statuses: Sequence[str]) -> dict[str, Any]:
+        """What the ``case_table`` macro draws: the ``statuses`` some row has (the
+        select's options), the columns, and the rows as a JSON data block."""
         present = {tag for row in self.rows for tag in row["t"]}
-        options = "".join(
-            f'<option value="{esc(s)}">{esc(s)}</option>' for s in statuses if s in present
-        )
-        cols = " ".join(width for _, width in self.columns)
-        head = "".join(f"<span>{esc(name)}</span>" for name, _ in self.columns)
         data = {"labels": list(self.labels), "pageSize": PAGE_SIZE, "rows": self.rows}
-        return (
-            '<div class="controls"><input id="case-filter" type="search" '
-            'placeholder="filter by id, query, category …" aria-label="filter cases">'
-            '<select id="case-status" aria-label="status"><option value="">every status'
-            f"</option>{options}</select>"
-            '<button id="case-prev" type="button">previous</button>'
-            '<button id="case-next" type="button">next</button>'
-            '<span id="case-info" class="muted"></span></div>'
-            f'<div id="case-table" style="--cols:{esc(cols)}">'
-            f'<div class="case-head">{head}</div><div id="case-rows"></div></div>'
-            "<noscript><p>The case table needs JavaScript; the JSON report holds every "
-            "case.</p></noscript>"
-            f'<script type="application/json" id="case-data">{_script_json(data)}</script>'
-        )
+        return {
+            "statuses": [s for s in statuses if s in present],
+            "cols": " ".join(width for _, width in self.columns),
+            "head": [name for name, _ in self.columns],
+            "data": markup(_script_json(data)),
+        }
 
 
 # --- the page ---------------------------------------------------------------------------
 
 
-def page(title: str, body: Sequence[str], cases: str = "") -> str:
-    """One self-contained HTML document: ``body`` blocks, then the case table's HTML.
+def render(template: str, **context: Any) -> str:
+    """One self-contained HTML document from ``templates/html/<template>``.
 
-    The Content-Security-Policy refuses every fetch (no network, no external
-    script, font or style) and every script but the page's own.
+    Every page template extends ``page.html.j2``, which holds the
+    Content-Security-Policy: it refuses every fetch (no network, no external
+    script, font or style) and every script but the page's own (``page.js``,
+    allowed by its SHA-256, computed here from the very text the page holds).
     """
-    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    script = _asset("page.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     policy = (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         f"script-src 'sha256-{digest}'"
     )
     return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="icon" href="data:,">'
-        f"<title>{esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + ("\n" + cases if cases else "")
-        + f"\n<script>{_SCRIPT}</script>\n</body></html>\n"
+        _environment()
+        .get_template(template)
+        .render(
+            policy=policy,
+            style=markup(_asset("page.css")),
+            script=markup(script),
+            **context,
+        )
     )
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The Jinja2 environment (imported here: only an HTML page needs it).
+
+    Autoescaping is on for every ``{{ value }}``; ``finalize`` spells the
+    entities as ``html.escape`` does (``&quot;``, ``&#x27;`` where MarkupSafe
+    writes ``&#34;``, ``&#39;``), so the pages keep the bytes they had before the
+    templates. Charts and the case data arrive as ``Markup`` (built and escaped by
+    the chart functions and ``_script_json``). An undefined name is an error.
+    """
+    import jinja2
+
+    def finalize(value: Any) -> Any:
+        if hasattr(value, "__html__"):
+            return value
+        return markup(html.escape(str(value), quote=True))
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ragsnap", "templates/html"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=finalize,
+    )
+
+
+@functools.cache
+def _asset(name: str) -> str:
+    """A static file beside the templates (the page's style and script), as is."""
+    env = _environment()
+    assert env.loader is not None
+    return env.loader.get_source(env, name)[0]
+
+
+def markup(text: str) -> Markup:
+    """``text`` (generated, already-escaped HTML such as a chart) marked safe."""
+    from markupsafe import Markup
+
+    return Markup(text)
 
 
 def _legend(items: Sequence[tuple[str, str]]) -> str:
@@ -584,8 +524,8 @@ def _level_rows(groups: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list
     return rows
 
 
-def _cards(summary: Mapping[str, Any]) -> str:
-    cards = [
+def _cards(summary: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return [
         ("cases", summary["cases"]),
         ("passed", summary["passed"]),
         ("failed", f"{summary['failed']} ({summary['knownFailures']} known)"),
@@ -595,11 +535,6 @@ def _cards(summary: Mapping[str, Any]) -> str:
         ("misses", summary["missCount"]),
         ("no-answer FP", percent(summary["noAnswerFalsePositiveRate"])),
     ]
-    return (
-        '<div class="cards">'
-        + "".join(f"<div class=card><b>{esc(v)}</b><span>{esc(k)}</span></div>" for k, v in cards)
-        + "</div>"
-    )
 
 
 def _significance(row: Mapping[str, Any]) -> tuple[str, str]:
@@ -612,36 +547,41 @@ def _significance(row: Mapping[str, Any]) -> tuple[str, str]:
     return f"{p:.3f}", f"[{delta_text(metric, low)}, {delta_text(metric, high)}]"
 
 
-def _aggregate_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "scope",
-            "metric",
-            "baseline",
-            "current",
-            "delta",
-            "status",
-            "adjusted p",
-            "95% CI",
-        )
-    )
-    body = []
+#: the aggregate tables' header
+_AGGREGATE_HEAD = (
+    "scope",
+    "metric",
+    "baseline",
+    "current",
+    "delta",
+    "status",
+    "adjusted p",
+    "95% CI",
+)
+
+
+def _aggregate_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[tuple[Any, str]]]:
+    """Table rows as (text, CSS class) cells, the ``table`` macro's input."""
+    out = []
     for row in rows:
         metric = row["metric"]
         p, ci = _significance(row)
-        body.append(
-            f"<tr><td>{esc(row['scope'])}</td><td>{esc(metric)}</td>"
-            f'<td class="num">{esc(metric_value(metric, row["baseline"]))}</td>'
-            f'<td class="num">{esc(metric_value(metric, row["current"]))}</td>'
-            f'<td class="num">{esc(delta_text(metric, row["delta"]))}</td>'
-            f'<td class="{esc(row["status"])}">{esc(row["status"])}</td>'
-            f'<td class="num">{p}</td><td class="num">{esc(ci)}</td></tr>'
+        out.append(
+            [
+                (row["scope"], ""),
+                (metric, ""),
+                (metric_value(metric, row["baseline"]), "num"),
+                (metric_value(metric, row["current"]), "num"),
+                (delta_text(metric, row["delta"]), "num"),
+                (row["status"], row["status"]),
+                (p, "num"),
+                (ci, "num"),
+            ]
         )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return out
 
 
-def _diff_sections(diff: Mapping[str, Any]) -> list[str]:
+def _diff_context(diff: Mapping[str, Any]) -> dict[str, Any]:
     overall = [row for row in diff["aggregates"] if row["scope"] == "all"]
     bars = [
         (row["metric"], row["baseline"], row["current"])
@@ -652,13 +592,6 @@ def _diff_sections(diff: Mapping[str, Any]) -> list[str]:
     moved.sort(
         key=lambda r: _STATUS_ORDER.index(r["status"]) if r["status"] in _STATUS_ORDER else 9
     )
-    out = [
-        "<h2>Baseline vs current</h2>",
-        paired_bars("metrics", bars),
-        _aggregate_table(overall),
-        f"<details><summary>Per category, language and split: {len(moved)} row(s) moved"
-        f"</summary>{_aggregate_table(moved)}</details>",
-    ]
     moves = []
     for case in diff["cases"]:
         for change in case["changes"]:
@@ -666,27 +599,18 @@ def _diff_sections(diff: Mapping[str, Any]) -> list[str]:
                 moves.append((case["id"], change["baseline"], change["current"]))
     moves.sort(key=lambda m: (-(_rank_key(m[2]) - _rank_key(m[1])), m[0]))
     shown = moves[:_MAX_MOVES]
-    out.append(f"<h2>Rank movement ({len(moves)} case(s))</h2>")
-    if shown:
-        out.append(rank_movement("rank-movement", shown))
-        if len(moves) > len(shown):
-            out.append(f'<p class="muted">The {len(shown)} largest moves are drawn.</p>')
-    else:
-        out.append('<p class="muted">No first expected rank moved.</p>')
     matrix = diff["hitLevelTransitions"]
     levels = list(reversed(HIT_LEVELS))
-    head = "".join(f"<th>{esc(level)}</th>" for level in levels)
-    rows = "".join(
-        f"<tr><th>{esc(before)}</th>"
-        + "".join(f'<td class="num">{matrix[before][after]}</td>' for after in levels)
-        + "</tr>"
-        for before in levels
-    )
-    out += [
-        "<details><summary>Hit-level transitions (rows baseline, columns current)</summary>"
-        f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table></details>",
-    ]
-    return out
+    return {
+        "metrics_chart": markup(paired_bars("metrics", bars)),
+        "overall": _aggregate_rows(overall),
+        "moved": _aggregate_rows(moved),
+        "moves": len(moves),
+        "moves_shown": len(shown),
+        "moves_chart": markup(rank_movement("rank-movement", shown)) if shown else "",
+        "levels": levels,
+        "transitions": [(before, [matrix[before][after] for after in levels]) for before in levels],
+    }
 
 
 def _sources(sources: Sequence[str] | None, matched: Sequence[str]) -> list[str]:
@@ -805,13 +729,14 @@ def _footer(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> str:
         )
         if diff is not None:
             text += f", baseline {diff['baseline']}"
-    return f"<footer>{esc(text)}; scoring {esc(report['scoringVersion'])}.</footer>"
+    return f"{text}; scoring {report['scoringVersion']}."
 
 
 def render_score_html(
     report: Mapping[str, Any], diff: Mapping[str, Any] | None = None, full_report: str = ""
 ) -> str:
-    """The HTML page of a score report and, when given, its baseline diff."""
+    """The HTML page of a score report and, when given, its baseline diff
+    (``templates/html/score.html.j2``)."""
     summary = report["summary"]
     failing = report_outcome(report)["casesFailingRun"] > 0  # by the knownFailures mode
     if diff is not None:
@@ -821,35 +746,38 @@ def render_score_html(
         bad = failing
         head = outcome_text(report)
     segments = [(level, LEVEL_COLORS[level]) for level in LEVEL_COLORS]
-    body = [
-        "<h1>ragsnap retrieval report</h1>",
-        f'<div class="verdict {"bad" if bad else "good"}" id="verdict">{esc(head)}</div>',
-        _cards(summary),
-    ]
+    regressed = ""
     if diff is not None:
-        regressed = [c["id"] for c in diff["cases"] if c["status"] == REGRESSION]
-        if regressed:
-            shown = ", ".join(regressed[:20]) + (" …" if len(regressed) > 20 else "")
-            body.append(f"<p><b>Regressed cases:</b> {esc(shown)}</p>")
-    body += [
-        "<h2>Hit levels</h2>",
-        '<div class="charts"><div><h3>By category</h3>'
-        + stacked_bars("hit-levels-category", _level_rows(report["groups"]["category"]), segments)
-        + "</div><div><h3>By language</h3>"
-        + stacked_bars("hit-levels-language", _level_rows(report["groups"]["language"]), segments)
-        + "</div></div>",
-    ]
-    if diff is not None:
-        body += _diff_sections(diff)
-    else:
+        ids = [c["id"] for c in diff["cases"] if c["status"] == REGRESSION]
+        if ids:
+            regressed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
+    groups = report["groups"]
+    context: dict[str, Any] = {
+        "title": "ragsnap retrieval report",
+        "bad": bad,
+        "verdict": head,
+        "card_items": _cards(summary),
+        "aggregate_head": _AGGREGATE_HEAD,
+        "regressed": regressed,
+        "by_category": markup(
+            stacked_bars("hit-levels-category", _level_rows(groups["category"]), segments)
+        ),
+        "by_language": markup(
+            stacked_bars("hit-levels-language", _level_rows(groups["language"]), segments)
+        ),
+        "diff": _diff_context(diff) if diff is not None else None,
+        "cases": len(report["cases"]),
+        "case_rows": _score_table(report, diff).context(
+            ["fail", "known failure", "pass", *_STATUS_ORDER]
+        ),
+        "footer": _footer(report, diff),
+    }
+    if diff is None:
         means = [
             (name, None, entry["mean"])
             for name, entry in summary["metrics"].items()
             if entry["mean"] is not None
         ]
         rates = [(name, None, summary[name]) for name in _RATES if summary[name] is not None]
-        body += ["<h2>Metrics</h2>", paired_bars("metrics", rates + means)]
-    statuses = ["fail", "known failure", "pass", *_STATUS_ORDER]
-    body.append(f"<h2>Cases ({len(report['cases'])})</h2>")
-    table = _score_table(report, diff).html(statuses)
-    return page("ragsnap retrieval report", body, table + "\n" + _footer(report, diff))
+        context["metrics_chart"] = markup(paired_bars("metrics", rates + means))
+    return render("score.html.j2", **context)

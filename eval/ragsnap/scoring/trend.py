@@ -22,8 +22,9 @@ better by as much; a metric missing from either report is left out. The banner
 is red ("dropped: ...") when any shown metric dropped, green only when none did,
 neutral with a single report. The first-to-last change is shown after it.
 
-The HTML page draws one small chart per metric (rates and means on a 0..1
-scale, the miss count on its own), each titled with its latest value and move.
+The HTML page (``templates/html/trend.html.j2``) draws one small chart per
+metric (rates and means on a 0..1 scale, the miss count on its own), each titled
+with its latest value and move.
 
 ``history_name`` names a report in the history folder that ``ragsnap accept``
 and ``ragsnap score --history`` write and ``ragsnap trend`` reads by default.
@@ -42,7 +43,7 @@ from ..io.jsonio import dump_json
 from ..io.markdown import markdown_table
 from .aggregates import LOWER_IS_BETTER
 from .diff import delta_text, metric_value
-from .html import esc, line_chart, page
+from .html import line_chart, markup, render
 
 __all__ = [
     "EPSILON",
@@ -258,7 +259,7 @@ def render_trend_markdown(trend: Trend) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _small_chart(trend: Trend, name: str, values: Sequence[float | None]) -> str:
+def _small_chart(trend: Trend, name: str, values: Sequence[float | None]) -> dict[str, Any]:
     """One metric's chart, titled with its latest value and its latest move."""
     known = [v for v in values if v is not None]
     title = name
@@ -274,47 +275,31 @@ def _small_chart(trend: Trend, name: str, values: Sequence[float | None]) -> str
         width=380,
         ticks=2,  # a small chart: the first, a middle and the last report's labels
     )
-    return (
-        f'<figure style="margin:0 16px 16px 0" data-metric="{esc(name)}">'
-        f"<figcaption><b>{esc(title)}</b></figcaption>{chart}</figure>"
-    )
+    return {"name": name, "title": title, "svg": markup(chart)}
 
 
 def render_trend_html(trend: Trend) -> str:
     """The trend as a page: the latest change, one small chart per metric, the table."""
     metrics = [name for name, _ in trend.series]
-    head = "".join(f"<th>{esc(h)}</th>" for h in ("report", "cases", *metrics))
-    body = "".join(
-        f"<tr><td>{esc(label)}{' (cases changed)' if trend.cases_changed[i] else ''}</td>"
-        f'<td class="num">{trend.cases[i]}</td>'
-        + "".join(
-            f'<td class="num">{esc(metric_value(name, values[i]))}</td>'
-            for name, values in trend.series
-        )
-        + "</tr>"
+    rows = [
+        [
+            (label + (" (cases changed)" if trend.cases_changed[i] else ""), ""),
+            (trend.cases[i], "num"),
+            *((metric_value(name, values[i]), "num") for name, values in trend.series),
+        ]
         for i, label in enumerate(trend.labels)
-    )
-    count = len(trend.labels)
-    first, last = (trend.labels[0], trend.labels[-1]) if count else ("", "")
-    latest = latest_change(trend)
-    state = "bad" if latest.dropped else ("good" if latest.before is not None else "")
-    blocks = [
-        "<h1>ragsnap trend</h1>",
-        f'<div class="verdict {state}" id="verdict">{esc(latest.text())}</div>',
-        f'<p class="muted">{count} score report(s)'
-        + (f", {esc(first)} to {esc(last)}" if count > 1 else "")
-        + "</p>",
-        "<h2>Metrics</h2>",
-        '<div style="display:flex;flex-wrap:wrap">'
-        + "".join(_small_chart(trend, name, values) for name, values in trend.series)
-        + "</div>",
-        "<h2>Table</h2>",
-        f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
-        "</table></div>",
     ]
-    if any(trend.cases_changed):
-        blocks.append(
-            '<p class="muted">Reports marked "cases changed" scored other golden cases than '
-            "the report before them.</p>"
-        )
-    return page("ragsnap trend", blocks)
+    count = len(trend.labels)
+    latest = latest_change(trend)
+    return render(
+        "trend.html.j2",
+        title="ragsnap trend",
+        state="bad" if latest.dropped else ("good" if latest.before is not None else ""),
+        verdict=latest.text(),
+        count=count,
+        span=f", {trend.labels[0]} to {trend.labels[-1]}" if count > 1 else "",
+        charts=[_small_chart(trend, name, values) for name, values in trend.series],
+        head=["report", "cases", *metrics],
+        rows=rows,
+        cases_changed=any(trend.cases_changed),
+    )

@@ -1,7 +1,8 @@
 """The trial report as one self-contained HTML page (``trial --html-report FILE``).
 
 A pure function of the trial report dict, built from the shared pieces of
-``ragsnap.scoring.html`` (same safety, same determinism). The page shows the
+``ragsnap.scoring.html`` (same safety, same determinism) and rendered through
+the template ``templates/html/trial.html.j2``. The page shows the
 verdict (gates, determinism, the diff against a baseline trial when there is
 one, and its rows that moved); per-method bars of every table measure; hit
 levels per method; latency (median and p95 bars, then the full summary); and
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..models import HIT_LEVELS
 from ..scoring.diff import metric_value
-from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, esc, page, stacked_bars
+from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, markup, render, stacked_bars
 from ..scoring.report import percent
 from .report import TABLE_MEASURES
 
@@ -101,21 +102,14 @@ def _table(report: Mapping[str, Any], names: list[str]) -> CaseTable:
     return table
 
 
-def _latency(report: Mapping[str, Any], names: list[str]) -> list[str]:
+def _latency(report: Mapping[str, Any], names: list[str]) -> dict[str, Any] | None:
     latency = report["timing"].get("latency") or {}
     if not latency:
-        return []
+        return None
     keys = ("count", "minMs", "medianMs", "meanMs", "p95Ms", "maxMs")
-    rows = "".join(
-        f"<tr><td>{esc(n)}</td>"
-        + "".join(
-            f'<td class="num">{esc(latency[n].get(k, ""))}</td>' for k in keys if n in latency
-        )
-        + "</tr>"
-        for n in names
-        if n in latency
-    )
-    head = "".join(f"<th>{k}</th>" for k in ("method", *keys))
+    rows = [
+        [(n, ""), *((latency[n].get(k, ""), "num") for k in keys)] for n in names if n in latency
+    ]
     series = [
         (label, [latency.get(n, {}).get(key) for n in names])
         for label, key in (("median", "medianMs"), ("p95", "p95Ms"))
@@ -124,15 +118,15 @@ def _latency(report: Mapping[str, Any], names: list[str]) -> list[str]:
     note = ", ".join(
         f"{k} {timing[k]}" for k in ("wallSeconds", "cpuSeconds", "peakRssMiB") if k in timing
     )
-    return [
-        "<h2>Latency per lookup</h2>",
-        bar_chart("latency", names, series, unit=" ms"),
-        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>",
-        f'<p class="muted">{esc(note)}</p>' if note else "",
-    ]
+    return {
+        "chart": markup(bar_chart("latency", names, series, unit=" ms")),
+        "head": ["method", *keys],
+        "rows": rows,
+        "note": note,
+    }
 
 
-def _diff_rows(diff: Mapping[str, Any]) -> list[str]:
+def _diff_rows(diff: Mapping[str, Any]) -> list[list[tuple[Any, str]]]:
     """The rows of the trial diff that moved, per method, regressions first."""
     moved = [
         (name, row)
@@ -141,19 +135,15 @@ def _diff_rows(diff: Mapping[str, Any]) -> list[str]:
         if row["status"] != "unchanged"
     ]
     moved.sort(key=lambda item: (item[1]["status"] != "regression", item[0]))
-    rows = "".join(
-        f"<tr><td>{esc(name)}</td><td>{esc(row['metric'])}</td>"
-        f'<td class="num">{esc(metric_value(row["metric"], row["baseline"]))}</td>'
-        f'<td class="num">{esc(metric_value(row["metric"], row["current"]))}</td>'
-        f'<td class="{esc(row["status"])}">{esc(row["status"])}</td></tr>'
-        for name, row in moved
-    )
-    head = "".join(f"<th>{h}</th>" for h in ("method", "metric", "baseline", "current", "status"))
     return [
-        f"<h2>Against the baseline trial ({len(moved)} row(s) moved)</h2>",
-        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        if moved
-        else '<p class="muted">No measure moved.</p>',
+        [
+            (name, ""),
+            (row["metric"], ""),
+            (metric_value(row["metric"], row["baseline"]), "num"),
+            (metric_value(row["metric"], row["current"]), "num"),
+            (row["status"], row["status"]),
+        ]
+        for name, row in moved
     ]
 
 
@@ -170,40 +160,32 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         summary = methods[n]["summary"]
         counts = [summary["hitLevels"][level] for level in reversed(HIT_LEVELS)]
         level_rows.append((n, [*counts, summary["cases"] - sum(counts)]))
-    cards = "".join(
-        f"<div class=card><b>{esc(percent(methods[n]['summary']['passRate']))}</b>"
-        f"<span>{esc(n)} pass rate</span></div>"
-        for n in names
-    )
-    body = [
-        "<h1>ragsnap trial</h1>",
-        f'<div class="verdict {"bad" if bad else "good"}" id="verdict">{esc(head)}</div>',
-        f'<div class="cards">{cards}</div>',
-        "<h2>Measures per method</h2>",
-        bar_chart("measures", measures, series, maximum=1.0),
-        "<h2>Hit levels per method</h2>",
-        stacked_bars("hit-levels-method", level_rows, segments),
-        *_latency(report, names),
+    gates = [
+        [
+            (g["method"], ""),
+            (g["gate"], ""),
+            (g["value"], "num"),
+            (
+                "passed" if g["passed"] else ("failed" if g["ran"] else "not run"),
+                "improvement" if g["passed"] else "regression",
+            ),
+        ]
+        for g in report["gates"] or []
     ]
-    if diff is not None:
-        body += _diff_rows(diff)
-    gates = report["gates"] or []
-    if gates:
-        rows = "".join(
-            f"<tr><td>{esc(g['method'])}</td><td>{esc(g['gate'])}</td>"
-            f'<td class="num">{esc(g["value"])}</td>'
-            f'<td class="{"improvement" if g["passed"] else "regression"}">'
-            f"{'passed' if g['passed'] else ('failed' if g['ran'] else 'not run')}</td></tr>"
-            for g in gates
-        )
-        body.append(
-            f"<details><summary>Gates ({len(gates)})</summary><table><thead><tr><th>method"
-            "</th><th>gate</th><th>value</th><th>result</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></details>"
-        )
-    body.append(f"<h2>Cases ({len(report['caseResults'])})</h2>")
-    table = _table(report, names).html(
-        ["fails in some method", "methods differ", "passes in every method"]
+    return render(
+        "trial.html.j2",
+        title="ragsnap trial",
+        bad=bad,
+        verdict=head,
+        card_items=[(f"{n} pass rate", percent(methods[n]["summary"]["passRate"])) for n in names],
+        measures_chart=markup(bar_chart("measures", measures, series, maximum=1.0)),
+        levels_chart=markup(stacked_bars("hit-levels-method", level_rows, segments)),
+        latency=_latency(report, names),
+        diff_rows=_diff_rows(diff) if diff is not None else None,
+        gates=gates,
+        cases=len(report["caseResults"]),
+        case_rows=_table(report, names).context(
+            ["fails in some method", "methods differ", "passes in every method"]
+        ),
+        plan=report["planSha256"][:16],
     )
-    footer = f"<footer>Plan {esc(report['planSha256'][:16])}.</footer>"
-    return page("ragsnap trial", body, table + "\n" + footer)
