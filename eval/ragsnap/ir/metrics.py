@@ -234,10 +234,8 @@ def parse_measure(text: str) -> Measure:
     if match is None or spec is None:
         known = ", ".join(sorted(MEASURES))
         meant = did_you_mean(name, [*MEASURES, *_ALIASES]) if name else None
-        hint = f" (did you mean {meant + text.strip()[len(name) :]!r}?)"
-        raise UsageError(
-            f"unknown measure {text!r}{hint if meant else ''}; use one of {known}, e.g. ndcg@10"
-        )
+        hint = f" (did you mean {meant + text.strip()[len(name) :]!r}?)" if meant else ""
+        raise UsageError(f"unknown measure {text!r}{hint}; use one of {known}, e.g. ndcg@10")
     param = match.group(2)
     if spec.cutoff == "level":
         return Measure(name, _recall_level(text, name, param))
