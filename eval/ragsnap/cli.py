@@ -5,6 +5,38 @@ their subcommand runs, so ``ragsnap --help`` stays fast. Exit codes, for
 every command: 0 all good; 1 a case failed or a regression was found; 2 bad
 usage or bad input (the message names the file, the field and the fix). A
 traceback means a bug.
+
+``ragsnap --help`` lists the commands in groups (``GROUPS``), the happy path
+first: ``ragsnap init``, then ``ragsnap seed && ragsnap snapshot && ragsnap
+accept``; on every pull request ``ragsnap score --compare-to
+reports/baseline.json``. A mistyped command or choice gets "did you mean" (exit 2).
+
+Inputs and outputs follow one convention in every command; an older spelling
+stays as an alias of the conventional one (in parentheses) and fills the same field:
+
+| what | convention | examples |
+| --- | --- | --- |
+| the project's inputs | --<what it holds> PATH | --cases, --fixtures, --seed-docs, --kb, --config |
+| other inputs | --<what it holds> FILE | --qrels, --run, --state, --plan, --aliases, --gates |
+| what a command is about | positional | diff BASELINE CURRENT, trend REPORT..., lookup QUERY |
+| the baseline | --compare-to FILE | score, trial; accept --baseline FILE rewrites it |
+| a report | --<format>-report FILE | --json-report, --markdown-report, --html-report, |
+| | | --junit-report (--junit-xml), --diff-json-report |
+| any report format | --report FORMAT=FILE | --report github=reports/pr.md (repeatable) |
+| other written data | --<what>-out FILE or DIR | --qrels-out, --run-out (--out), import --out, |
+| | | --plan-out (--write-plan), --runs-out (--runs-dir), |
+| | | --history-out (--history) |
+| where outputs go | the project folder | --allow-outside lifts it |
+| a service | --base-url URL | --token-file FILE or --token-env VAR (default: http:) |
+| a count | N, at least 1 | --top-k, --concurrency, --max-requests, --depth |
+
+Inputs default to the project's paths (resolved from the folder of ragsnap.yaml);
+JSON and Markdown reports default to files under reports/; other reports and
+written data are written only when asked for.
+
+Every option's help states its default (or that it is required). Options that
+several commands share are declared once (``_SHARED``, added with ``_add``); a
+command passes only what differs, usually its help.
 """
 
 from __future__ import annotations
