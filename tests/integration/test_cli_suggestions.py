@@ -56,33 +56,27 @@ def test_mistyped_case_field(initialised: Path, capsys: pytest.CaptureFixture[st
     )
 
 
-def test_mistyped_config_key(initialised: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("added", "expected"),
+    [
+        ("lookpu:\n  topK: 3\n", "ragsnap.yaml: unknown field 'lookpu'; did you mean 'lookup'?"),
+        ("lookup:\n  topk: 3\n", "at /lookup: unknown field 'topk'; did you mean 'topK'?"),
+        ("measures: [map, ndgc@10]\n", "unknown measure 'ndgc@10' (did you mean 'ndcg@10'?)"),
+    ],
+)
+def test_mistyped_config_key_or_measure(
+    initialised: Path, capsys: pytest.CaptureFixture[str], added: str, expected: str
+) -> None:
     with (initialised / "ragsnap.yaml").open("a", encoding="utf-8") as file:
-        file.write("lookpu:\n  topK: 3\n")
+        file.write(added)
     assert main(["score"]) == 2
-    err = capsys.readouterr().err
-    assert "ragsnap.yaml: unknown field 'lookpu'; did you mean 'lookup'?" in err
-
-
-def test_mistyped_nested_config_key(initialised: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with (initialised / "ragsnap.yaml").open("a", encoding="utf-8") as file:
-        file.write("lookup:\n  topk: 3\n")
-    assert main(["score"]) == 2
-    assert "at /lookup: unknown field 'topk'; did you mean 'topK'?" in capsys.readouterr().err
+    assert expected in capsys.readouterr().err
 
 
 def test_mistyped_method(initialised: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lookup", "pool size", "--method", "hybird"]) == 2
     err = capsys.readouterr().err
     assert "UsageError: unknown method 'hybird' (did you mean 'hybrid'?)" in err
-
-
-def test_mistyped_measure_in_config(initialised: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with (initialised / "ragsnap.yaml").open("a", encoding="utf-8") as file:
-        file.write("measures: [map, ndgc@10]\n")
-    assert main(["score"]) == 2
-    err = capsys.readouterr().err
-    assert "unknown measure 'ndgc@10' (did you mean 'ndcg@10'?)" in err
 
 
 def test_mistyped_measure_on_the_command_line(
