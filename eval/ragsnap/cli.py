@@ -51,7 +51,7 @@ import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .commands import (
@@ -1190,7 +1190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     current folder is restored afterwards.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _refuse(_command_parser(parser, args.command), extras)
     try:
         here = Path.cwd()
     except OSError:  # the current folder was deleted: nothing to look for
@@ -1213,6 +1215,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         with contextlib.suppress(OSError):
             os.chdir(here)
+
+
+def _refuse(command: argparse.ArgumentParser, extras: list[str]) -> NoReturn:
+    """Exit 2 on arguments ``command`` does not know, suggesting the option meant."""
+    from .errors import did_you_mean
+
+    known = [flag for action in command._actions for flag in action.option_strings]
+    meant = {
+        extra: did_you_mean(extra.partition("=")[0], known)
+        for extra in extras
+        if extra.startswith("--")
+    }
+    hints = "; ".join(f"did you mean {m!r} for {e!r}?" for e, m in meant.items() if m)
+    command.error(f"unrecognized arguments: {' '.join(extras)}" + (f" ({hints})" if hints else ""))
 
 
 def _warn(message: str) -> None:

@@ -90,3 +90,12 @@ def test_mistyped_measure_on_the_command_line(
     assert "unknown measure 'ndgc@10' (did you mean 'ndcg@10'?)" in err
     assert main(["metrics", "--qrels", "qrels", "--run", "run", "-m", "recip_rnak"]) == 2
     assert "(did you mean 'recip_rank'?)" in capsys.readouterr().err
+
+
+def test_mistyped_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["score", "--junit-reprot", "r.xml"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "ragsnap score: error: unrecognized arguments: --junit-reprot r.xml" in err
+    assert "(did you mean '--junit-report' for '--junit-reprot'?)" in err
