@@ -22,11 +22,15 @@ or ``RAGSNAP_DEBUG=1`` shows its traceback::
     └── BudgetExhausted           a run stopped at its request budget, work saved;
                                   says how to continue
 
-Every message ends with the next step the user should take.
+Every message ends with the next step the user should take; where the user
+mistyped a name (a subcommand, a field, a method, a measure, a config key),
+``did_you_mean`` adds the closest known one.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
@@ -41,11 +45,20 @@ __all__ = [
     "RagsnapError",
     "ServiceUnreachable",
     "UsageError",
+    "did_you_mean",
 ]
 
 
 #: the exit code of a bug (an exception that is not a ``RagsnapError``)
 INTERNAL_ERROR = 3
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str | None:
+    """The known name closest to the mistyped ``word`` (``difflib``, ratio at least
+    0.6, case-insensitive), or None when none is close; ``word`` itself never."""
+    names = {name.lower(): name for name in known if name != word}
+    close = difflib.get_close_matches(word.lower(), list(names), n=1, cutoff=0.6)
+    return names[close[0]] if close else None
 
 
 class RagsnapError(Exception):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UsageError
+from .errors import UsageError, did_you_mean
 
 __all__ = [
     "ALIAS_NOTE",
@@ -214,8 +214,10 @@ class LookupSettings:
             if method.name == name:
                 return method
         names = ", ".join(m.name for m in self.methods)
+        meant = did_you_mean(name, [m.name for m in self.methods])
+        hint = f" (did you mean {meant!r}?)" if meant else ""
         raise UsageError(
-            f"unknown method {name!r}; use one of {names} (or define it under `methods:` "
+            f"unknown method {name!r}{hint}; use one of {names} (or define it under `methods:` "
             "in ragsnap.yaml)"
         )
 

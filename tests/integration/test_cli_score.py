@@ -216,6 +216,7 @@ def test_invalid_case_file_exits_2_naming_file_and_field(project: Project) -> No
     assert run.out == ""
     assert run.err.strip() == (
         "InputError: cases/golden-cases.json at /cases/1: unknown field 'expectedSorces'; "
+        "did you mean 'expectedSources'? Else "
         "remove it or correct its spelling (allowed: category, expectedBreadcrumbs, "
         "expectedContextSources, expectedDocIds, expectedEvidenceStatus, expectedFallbackReason, "
         "expectedFallbackReasons, expectedKeywords, expectedRerankTopSource, "

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import InputError
+from ..errors import InputError, did_you_mean
 
 __all__ = ["SCHEMA_NAMES", "load_schema", "validate"]
 
@@ -91,7 +91,11 @@ def _explain(instance: Any, name: str, path: Path | str, what: str) -> InputErro
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed))
         problem = f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
+        meant = {name: did_you_mean(name, allowed) for name in extra}
+        hints = [f"{m!r} for {n!r}" if len(extra) > 1 else repr(m) for n, m in meant.items() if m]
         fix = f"remove it or correct its spelling (allowed: {', '.join(allowed)})"
+        if hints:  # a mistyped field: name the one meant first
+            fix = f"did you mean {', '.join(hints)}? Else {fix}"
     elif keyword == "required":
         problem = error.message
         fix = f"add the field (see the {what} format in the README)"

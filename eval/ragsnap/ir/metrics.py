@@ -100,7 +100,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
+from ..errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
     import numpy as np
@@ -233,7 +233,9 @@ def parse_measure(text: str) -> Measure:
     spec = MEASURES.get(name)
     if match is None or spec is None:
         known = ", ".join(sorted(MEASURES))
-        raise UsageError(f"unknown measure {text!r}; use one of {known}, e.g. ndcg@10")
+        meant = did_you_mean(name, [*MEASURES, *_ALIASES]) if name else None
+        hint = f" (did you mean {meant + text.strip()[len(name) :]!r}?)" if meant else ""
+        raise UsageError(f"unknown measure {text!r}{hint}; use one of {known}, e.g. ndcg@10")
     param = match.group(2)
     if spec.cutoff == "level":
         return Measure(name, _recall_level(text, name, param))
