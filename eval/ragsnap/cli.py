@@ -591,7 +591,8 @@ def _accept(accept: argparse.ArgumentParser) -> None:
 
 @_command(
     "check",
-    help="check the golden cases' labels against the seed corpus (offline)",
+    help="check the golden cases' labels against the seed corpus, and the fixtures' "
+    "provenance (offline)",
     epilog="Exit codes: 0 no errors (warnings alone exit 0), 1 stale fixtures, 2 an error "
     "in a label or bad input (as for every command), 3 an internal error.",
 )
