@@ -299,7 +299,7 @@ def test_main_job_on_the_committed_example(tmp_path: Path) -> None:
     assert "No regressions against reports/baseline.json" in run.out
     committed = json.loads((REPO / "reports/baseline.json").read_text())
     current = json.loads((tmp_path / "reports/current.json").read_text())
-    assert current == committed, "reports/baseline.json is stale: regenerate it (see README)"
+    assert current == committed, "reports/baseline.json is stale: regenerate it (see docs/reports.md)"
 
 
 PASSING = "db-err-4031-order-repository"  # passes on the example set, unmarked
