@@ -256,6 +256,7 @@ def test_goodbuddys_gates_outcome_is_the_one_the_readme_states(tmp_path: Path) -
     assert run.code == (0 if all(entry["admitted"] for entry in report["methods"].values()) else 1)
 
 
+@pytest.mark.slow
 def test_two_trial_reports_diff_per_method(example: Path) -> None:
     run, _ = trial(example, "--methods", "lexical,hybrid", "--json-report", "base.json")
     assert run.code == 0, run.err
