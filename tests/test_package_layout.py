@@ -5,8 +5,8 @@ Every module of ``eval/ragsnap`` belongs to a layer: a root module (``errors``,
 subpackage (``io``, ``ir``, ``kb``, ``snapshot``, ``scoring``, ``importers``, ``live``,
 ``commands``). A module may import from its own layer and from layers below it,
 never from a layer above or beside it, including imports deferred into a
-function or kept for type checking. The README's Layout table names every
-subpackage.
+function or kept for type checking. The Layout table of docs/development.md
+names every subpackage.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_every_module_has_a_layer() -> None:
     )
     assert not unplaced, (
         f"{unplaced} have no layer: add them to LAYERS in {Path(__file__).name} "
-        "(and to the README's Layout table)"
+        "(and to the Layout table of docs/development.md)"
     )
 
 
@@ -132,11 +132,11 @@ def test_the_checker_finds_deferred_and_submodule_imports() -> None:
     assert [LAYERS[_layer(target)] > LAYERS["io"] for _, target, _ in found] == [True, True]
 
 
-def test_readme_layout_table_names_every_subpackage() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+def test_docs_layout_table_names_every_subpackage() -> None:
+    page = (REPO / "docs/development.md").read_text(encoding="utf-8")
+    section = page.split("## Layout", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"`eval/ragsnap/([\w]+)/`", section))
     subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     assert listed == subpackages, (
-        f"README Layout table lists {sorted(listed)}, the package has {sorted(subpackages)}"
+        f"docs/development.md's Layout table lists {sorted(listed)}, the package has {sorted(subpackages)}"
     )

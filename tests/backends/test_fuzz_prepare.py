@@ -83,6 +83,7 @@ def run_quietly(argv: list[str]) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
+@pytest.mark.slow
 def test_mutated_states_and_answers_exit_0_1_or_2_with_a_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -181,6 +181,7 @@ def served(serve: Callable[..., Served], tmp_path: Path) -> Served:
     return serve("--kb", str(kb), cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_default_mapping_against_ragsnap_serve(served: Served) -> None:
     url = served.base_url
     with HttpService(HttpMapping(), base_url=url + "/") as http:

@@ -5,8 +5,8 @@ Debian's Jackson jars, no Maven) is compiled into a temporary folder once per
 module and started per test on a free loopback port. It answers as a Spring
 service does (a ``{code, message, data}`` envelope with HTTP 200, Jackson's
 doubles, ``null`` and absent fields, chunked answers) and is read through ONE
-mapping file, ``tests/java-service/ragsnap.yaml``, which the README's Spring
-section shows verbatim. The commands run as real processes: ``seed``,
+mapping file, ``tests/java-service/ragsnap.yaml``, which docs/java.md (the Spring
+page) shows verbatim. The commands run as real processes: ``seed``,
 ``snapshot``, ``score``, ``live-check`` and ``prepare`` with ``--backend http``.
 
 Without ``javac``/``java`` or the Jackson jars (``RAGSNAP_JACKSON_JARS`` names
@@ -41,6 +41,9 @@ from ragsnap.kb.backends.http import Envelope, HttpService
 from ragsnap.live.preparation import idempotency_key
 
 from .conftest import write_doc
+
+# not in the fast suite: compiles and starts the reference Java service (a JDK)
+pytestmark = pytest.mark.slow
 
 JAVA_SERVICE = REPO / "tests" / "java-service"
 SOURCE = JAVA_SERVICE / "src" / "RefService.java"
@@ -231,15 +234,14 @@ def seed(java: JavaService, cwd: Path, docs: Path = SEED_DOCS) -> Run:
     return run
 
 
-# -- the mapping file and the README -----------------------------------------------------
+# -- the mapping file and docs/java.md --------------------------------------------------
 
 
 def readme_spring_block() -> str:
-    """The YAML block of the README's "Spring / Java services" section."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Spring / Java services", 1)[1].split("\n## ", 1)[0]
+    """The YAML block of the docs' "Spring / Java services" page (docs/java.md)."""
+    section = (REPO / "docs/java.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
-    assert blocks, "the Spring section has no ```yaml block"
+    assert blocks, "docs/java.md has no ```yaml block"
     block: str = blocks[0]
     return block
 

@@ -113,6 +113,7 @@ def served(serve: Callable[..., Served], project: Path) -> Served:
     return server
 
 
+@pytest.mark.slow
 def test_prepared_service_verified_before_and_after(served: Served, project: Path) -> None:
     budget = 2 + 2 * len(CASES)  # two lists, each case searched twice: exactly enough
     run = live_check(

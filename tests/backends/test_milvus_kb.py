@@ -41,6 +41,9 @@ from ragsnap.kb.text import STOP_WORDS, get_tokenizer
 
 from .conftest import DOCS, exact_cosines, require_milvus, unique_word, write_doc
 
+# not in the fast suite: Milvus Lite starts a server process per knowledge base
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _milvus_installed() -> None:

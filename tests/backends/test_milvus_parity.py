@@ -6,8 +6,8 @@ Milvus analyzers. Vector search must rank exactly alike (Milvus's hits are score
 again with the embedded store's exact arithmetic). With ``analyzer: ragsnap`` (the
 default) Milvus's BM25 reads ragsnap's own stemmed tokens with the embedded store's
 k1, b and idf, so lexical search must agree too: every method returns the same
-evidence. With ``jieba`` Milvus analyses the raw chunk text itself (see the
-README's milvus section): how often the top source still agrees is counted,
+evidence. With ``jieba`` Milvus analyses the raw chunk text itself (see
+docs/milvus.md): how often the top source still agrees is counted,
 printed as a table, and pinned.
 
 Without pymilvus, milvus-lite or jieba the module is skipped on a workstation and
@@ -35,6 +35,9 @@ from ragsnap.models import GoldenCase
 
 from .conftest import require_milvus
 
+# not in the fast suite: Milvus Lite against the embedded store, every method
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _milvus_installed() -> None:
@@ -49,13 +52,13 @@ TOKENIZERS = {"ragsnap": get_tokenizer("bigram", "english"), "jieba": get_tokeni
 ANALYZERS = tuple(TOKENIZERS)
 
 # Measured on seed-docs/ and the 29 golden cases, Milvus Lite 3.2 with each analyzer
-# (jieba is what `analyzer: auto` picks for this corpus); the same numbers go into the
-# README. They are exact on purpose, so any change in either backend's ranking shows
+# (jieba is what `analyzer: auto` picks for this corpus); the same numbers go into
+# docs/milvus.md. They are exact on purpose, so any change in either backend's ranking shows
 # up here. To update them after a deliberate change: run
 #     pytest tests/backends/test_milvus_parity.py
 # read the table it prints (also in the failure message, and in
 # <pytest basetemp>/milvus-parity.md), check that every listed case differs for the
-# reasons the README gives, and copy the new counts here and into the README.
+# reasons docs/milvus.md gives, and copy the new counts here and into that page.
 ALL = {"lexical": 29, "vector": 29, "hybrid": 29, "hybrid+rerank": 29}
 #: analyzer -> method -> cases whose first evidence block has the same source in both stores
 TOP_SOURCE_AGREES = {"ragsnap": ALL, "jieba": ALL}

@@ -809,6 +809,7 @@ def test_hints_name_the_common_prefix_of_the_best_documents(tmp_path: Path) -> N
         assert named > 50  # the prefixes were exercised, not just the empty hints
 
 
+@pytest.mark.slow
 def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -180,6 +180,7 @@ def test_bad_idempotency_key_is_a_422(served: Served, project: Path) -> None:
 # --- prepare ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_prepare_then_resume_is_a_no_op(served: Served, project: Path) -> None:
     run = prepare(project, served.base_url)
     assert run.code == 0, run.out + run.err
@@ -212,6 +213,7 @@ def test_prepare_then_resume_is_a_no_op(served: Served, project: Path) -> None:
     assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
 
 
+@pytest.mark.slow
 def test_checkpoint_at_64_then_killed_then_resumed(served: Served, project: Path) -> None:
     run = prepare(project, served.base_url, env={EXIT_AFTER: str(CHECKPOINT_EVERY + 3)})
     assert run.code == 137, run.out + run.err
@@ -228,6 +230,7 @@ def test_checkpoint_at_64_then_killed_then_resumed(served: Served, project: Path
         assert final["documents"][source]["id"] == server_id
 
 
+@pytest.mark.slow
 def test_killed_at_seeded_random_points_then_resumed(served: Served, project: Path) -> None:
     """Four hook exits after seeded random numbers of uploads, one real SIGKILL after a
     seeded random delay, then a plain run: one record per document, a complete state,
@@ -283,6 +286,7 @@ def test_second_process_is_refused_by_the_lock_naming_the_holder(
     assert (project / "st" / ".s.json.lock").exists()  # never deleted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("link", ["s.json", ".s.json.lock"])
 def test_symlinked_state_or_lock_is_refused(served: Served, project: Path, link: str) -> None:
     target = project / "elsewhere"
@@ -330,6 +334,7 @@ def test_failed_folder_fsync_is_reported(
     assert_complete(project, served.base_url)
 
 
+@pytest.mark.slow
 def test_reset_service_refuses_the_old_state(
     serve: Callable[..., Served], served: Served, project: Path
 ) -> None:
@@ -383,6 +388,7 @@ def test_request_budget_stops_with_a_checkpoint(served: Served, project: Path) -
     assert_complete(project, served.base_url)
 
 
+@pytest.mark.slow
 def test_changed_corpus_is_refused(served: Served, project: Path) -> None:
     assert prepare(project, served.base_url, "--max-requests", "3").code == 2
     (project / "seed-docs" / "doc-001.md").write_text(
@@ -466,6 +472,7 @@ def test_partial_list_fails_verification(forgetful: Forgetful, project: Path) ->
     assert "partial list" in run.out
 
 
+@pytest.mark.slow
 def test_verify_only_checks_and_records_without_uploading(served: Served, project: Path) -> None:
     nothing = prepare(project, served.base_url, "--verify-only")
     assert nothing.code == 2 and "no state to verify" in nothing.err
@@ -493,6 +500,7 @@ def test_a_failed_request_keeps_what_was_uploaded(forgetful: Forgetful, project:
     assert len(forgetful.records) == DOCS  # nothing sent twice
 
 
+@pytest.mark.slow
 def test_one_key_sent_to_two_workers_at_once_makes_one_record(
     serve: Callable[..., Served], project: Path
 ) -> None:

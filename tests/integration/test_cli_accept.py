@@ -110,6 +110,7 @@ def test_accept_exits_0_with_failing_cases(accepted: Path) -> None:
     assert "Regressed against the previous reports/baseline.json: 1 case(s) regressed" in run.out
 
 
+@pytest.mark.slow
 def test_accept_refuses_a_baseline_path_that_is_not_a_report(accepted: Path) -> None:
     before = _files(accepted)
     (accepted / "notes.json").write_text('{"owner": "search team"}\n')
@@ -134,6 +135,7 @@ def test_accept_replaces_a_baseline_with_merge_conflict_markers(accepted: Path) 
     assert _files(accepted) == good
 
 
+@pytest.mark.slow
 def test_accept_keeps_the_history_that_trend_draws(accepted: Path) -> None:
     """Each accepted change adds a dated copy of the baseline to reports/history (an
     unchanged baseline adds none); `ragsnap trend` reads that folder by default and

@@ -35,6 +35,7 @@ def test_a_jsonl_line_over_the_cap_is_exit_2(tmp_path: Path, ending: bytes) -> N
     assert not (tmp_path / ".ragsnap" / "kb.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_a_jsonl_line_at_the_cap_is_seeded(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes(_jsonl_line("at-cap", MAX_DOCUMENT_BYTES) + b"\n")

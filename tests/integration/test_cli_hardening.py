@@ -316,6 +316,7 @@ def corpus(folder: Path, tag: str, n: int) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_two_seeds_at_once_never_mix_their_corpora(tmp_path: Path) -> None:
     """Seeding corpus b and corpus c into one knowledge base at the same time: each run
     either seeds its corpus whole or fails with exit 2 naming the other; the store then

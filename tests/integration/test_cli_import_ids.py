@@ -102,6 +102,7 @@ def trec_ids(path: Path, columns: int) -> list[tuple[str, str]]:
     return [(row[0], row[2]) for row in rows]
 
 
+@pytest.mark.slow
 def test_ids_with_spaces_go_through_import_seed_snapshot_score_export_metrics_trial(
     tmp_path: Path,
 ) -> None:

@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import Run, run_cli, run_score, shared_data
 
 OUTPUTS = ("corpus.jsonl", "golden-cases.json", "ragsnap.yaml")
@@ -117,6 +119,7 @@ def test_cranfield_import_counts_and_quirks(tmp_path: Path) -> None:
         assert (out / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_dev_fraction_then_seed_snapshot_score(tmp_path: Path) -> None:
     run = import_cli(tmp_path, str(cranfield()), "--out", "cran", "--dev-fraction", "0.3")
     assert run.code == 0, run.out + run.err

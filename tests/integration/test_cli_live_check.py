@@ -150,6 +150,7 @@ def test_passes_on_the_seeded_knowledge_base(tmp_path: Path, serve: Serve) -> No
     assert "Database > MySQL > Connection Pool" in markdown
 
 
+@pytest.mark.slow
 def test_a_missed_case_exits_1_and_is_listed(tmp_path: Path, serve: Serve) -> None:
     seeded(tmp_path)
     server = serve("--kb", "kb.sqlite", cwd=tmp_path)
@@ -173,6 +174,7 @@ def test_a_missed_case_exits_1_and_is_listed(tmp_path: Path, serve: Serve) -> No
     assert "Overrides: topK=1" in markdown
 
 
+@pytest.mark.slow
 def test_a_known_failure_is_listed_but_does_not_fail(tmp_path: Path, serve: Serve) -> None:
     seeded(tmp_path)
     server = serve("--kb", "kb.sqlite", cwd=tmp_path)
@@ -241,6 +243,7 @@ def test_base_url_from_ragsnap_yaml(tmp_path: Path, serve: Serve) -> None:
     assert f"against {server.base_url} " in run.out
 
 
+@pytest.mark.slow
 def test_the_script_wrapper(tmp_path: Path, serve: Serve) -> None:
     seeded(tmp_path)
     server = serve("--kb", "kb.sqlite", cwd=tmp_path)
@@ -273,6 +276,7 @@ def _api(base_url: str, method: str, path: str, **params: str) -> Any:
         return json.loads(response.read())
 
 
+@pytest.mark.slow
 def test_an_emptied_index_exits_1_as_all_empty(tmp_path: Path, serve: Serve) -> None:
     seeded(tmp_path)
     server = serve("--kb", "kb.sqlite", cwd=tmp_path)
@@ -327,6 +331,7 @@ def test_an_unknown_case_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_a_missing_mapped_field_exits_2_naming_it(tmp_path: Path, serve: Serve) -> None:
     seeded(tmp_path)
     server = serve("--kb", "kb.sqlite", cwd=tmp_path)
@@ -365,6 +370,7 @@ def _no_token_anywhere(cwd: Path, *runs: Run) -> None:
             assert TOKEN not in path.read_text(encoding="utf-8"), path
 
 
+@pytest.mark.slow
 def test_without_the_token_exits_2_mentioning_it(tmp_path: Path, guarded: Served) -> None:
     run = live_check(guarded.base_url, "--case", PASSING[0], cwd=tmp_path)
     assert run.code == 2, run.out + run.err
@@ -392,6 +398,7 @@ def test_without_the_token_exits_2_mentioning_it(tmp_path: Path, guarded: Served
     _no_token_anywhere(tmp_path, run, unset, bad)
 
 
+@pytest.mark.slow
 def test_the_right_token_passes_and_is_never_written(
     tmp_path: Path, guarded: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -189,6 +189,7 @@ def project(tmp_path: Path, serve: Serve) -> Iterator[tuple[Path, str]]:
     yield root, server.base_url
 
 
+@pytest.mark.slow
 def test_privacy_reports_hold_no_private_string(project: tuple[Path, str]) -> None:
     root, base_url = project
     folder = _every_report(root, "private", base_url, ("--privacy",))
@@ -246,6 +247,7 @@ def test_privacy_reports_hold_no_private_string(project: tuple[Path, str]) -> No
     assert all(f["documentId"] and f["sourceSha256"] for f in verified["service"]["failures"])
 
 
+@pytest.mark.slow
 def test_full_reports_hold_the_strings_the_scan_looks_for(project: tuple[Path, str]) -> None:
     root, base_url = project
     folder = _every_report(root, "full", base_url, ())
@@ -266,6 +268,7 @@ def test_full_reports_hold_the_strings_the_scan_looks_for(project: tuple[Path, s
     } <= kinds, kinds
 
 
+@pytest.mark.slow
 def test_trial_shareable_makes_privacy_the_default(tmp_path: Path) -> None:
     copy_example(tmp_path, "cases", "seed-docs")
     config = (REPO / "ragsnap.yaml").read_text(encoding="utf-8")

@@ -59,6 +59,7 @@ def test_fresh_fixtures_pass_every_check(project: Path) -> None:
     assert check.code == 0 and "fixtures are up to date" in check.out
 
 
+@pytest.mark.slow
 def test_an_edited_seed_document_makes_the_fixtures_stale_until_recaptured(
     project: Path,
 ) -> None:
@@ -154,6 +155,7 @@ def test_a_project_without_a_manifest_gets_a_note_not_a_failure(project: Path) -
     assert check.code == 1 and "_manifest.json is missing" in check.out
 
 
+@pytest.mark.slow
 def test_a_service_corpus_is_its_revision(
     project: Path, serve: Callable[..., Served], tmp_path: Path
 ) -> None:

@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import copy_example, run_cli
 
 
@@ -123,6 +125,7 @@ def test_noise_floor_and_require_significance(tmp_path: Path) -> None:
     assert run.code == 2 and "ragsnap.yaml" in run.err and "/diff/significance/require" in run.err
 
 
+@pytest.mark.slow
 def test_one_moved_case_reads_as_one_line_and_the_comments_stay_small(tmp_path: Path) -> None:
     """The project `ragsnap init` writes: a clean run's comment <= 1 KB; one case moved
     strong -> medium gives a comment <= 3 KB whose aggregate rows sit under that case."""

@@ -67,6 +67,7 @@ def test_committed_fixtures_are_what_the_embedded_kb_returns(tmp_path: Path) -> 
         assert data["generator"]["embedder"]["kind"] == "hashing"
 
 
+@pytest.mark.slow
 def test_snapshot_writes_fixtures_then_scores_and_reruns_write_nothing(tmp_path: Path) -> None:
     kb = seed_kb(tmp_path)
     out = tmp_path / "fx"
@@ -91,6 +92,7 @@ def test_snapshot_writes_fixtures_then_scores_and_reruns_write_nothing(tmp_path:
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == mtimes
 
 
+@pytest.mark.slow
 def test_changes_are_summarised_per_case_and_check_writes_nothing(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(SEED_DOCS, docs)
@@ -177,6 +179,7 @@ def test_no_knowledge_base_exits_2_with_the_next_step(tmp_path: Path) -> None:
     assert not (tmp_path / "fx").exists()
 
 
+@pytest.mark.slow
 def test_http_fixtures_are_the_same_bytes_at_any_concurrency_and_worker_count(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:
@@ -200,6 +203,7 @@ def test_http_fixtures_are_the_same_bytes_at_any_concurrency_and_worker_count(
     assert all(other == first for other in others)
 
 
+@pytest.mark.slow
 def test_http_snapshot_equals_the_embedded_one(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:
@@ -272,6 +276,7 @@ def test_http_snapshot_equals_the_embedded_one(
     assert report["summary"]["allEmpty"] is True
 
 
+@pytest.mark.slow
 def test_seed_over_http_removes_only_documents_of_the_seeded_scopes(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:
@@ -418,6 +423,7 @@ def test_a_spring_shaped_service_is_read_through_the_mapping(tmp_path: Path) -> 
     assert "mapped by http.lookup.block.source in ragsnap.yaml" in bad.err
 
 
+@pytest.mark.slow
 def test_a_token_guarded_service_is_seeded_and_snapshotted_and_the_token_is_nowhere(
     tmp_path: Path, serve: Callable[..., Served]
 ) -> None:

@@ -164,6 +164,7 @@ def test_a_fixture_written_with_other_settings_says_which(tmp_path: Path, kb: Pa
     assert "generator.method 'hybrid+rerank' -> 'lexical'" in case_line(other, CASE)
 
 
+@pytest.mark.slow
 def test_a_two_line_edit_rewrites_only_what_moved_and_the_diff_names_the_regression(
     tmp_path: Path,
 ) -> None:

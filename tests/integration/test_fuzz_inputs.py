@@ -124,6 +124,7 @@ TARGETS: list[tuple[str, Callable[[Path], Path], list[str]]] = [
 ]
 
 
+@pytest.mark.slow
 def test_mutated_inputs_exit_0_1_or_2_and_bad_input_changes_nothing(
     pristine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

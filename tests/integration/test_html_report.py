@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from browser import Chromium, chromium_or_skip, chromium_path
 from conftest import REPO, Served, run_cli
 
@@ -79,6 +81,7 @@ def _segments(groups: dict[str, Any]) -> int:
     return count
 
 
+@pytest.mark.slow  # a real browser
 def test_the_html_report_draws_in_chromium(tmp_path: Path) -> None:
     executable = chromium_or_skip()
     root = _example(tmp_path)
@@ -220,6 +223,7 @@ def test_the_same_inputs_give_the_same_bytes(tmp_path: Path) -> None:
     assert first == (root / "reports/b.html").read_bytes()
 
 
+@pytest.mark.slow  # a real browser
 def test_live_check_writes_its_page(tmp_path: Path, serve: Serve) -> None:
     run = run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(REPO / "seed-docs"), cwd=tmp_path)
     assert run.code == 0, run.out + run.err

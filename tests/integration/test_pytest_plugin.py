@@ -156,6 +156,7 @@ def test_a_missing_fixture_fails_saying_how_to_create_it(
     )
 
 
+@pytest.mark.slow
 def test_update_rewrites_a_tampered_fixture_and_deletes_unused_ones(
     pytester: pytest.Pytester, example: Path
 ) -> None:
@@ -323,6 +324,7 @@ def _known_failures(root: Path, mode: str) -> None:
         config.write(f"knownFailures: {mode}\n")
 
 
+@pytest.mark.slow
 def test_known_failures_are_xfail_strict_as_configured(
     pytester: pytest.Pytester, example: Path
 ) -> None:
