@@ -13,8 +13,8 @@ applies, so a fixture ``score`` would refuse is bad input (exit 2), never "up
 to date".
 
 Beside the fixtures, ``fixtures/_manifest.json`` records what each fixture was
-captured from: the settings of ragsnap.yaml that shape a lookup, and the index
-hash of every document the store held (``ragsnap.snapshot.provenance``), so
+captured from: the settings of ragsnap.yaml that shape a lookup, and a digest of
+every document the store held (``ragsnap.snapshot.provenance``), so
 ``score``, ``check`` and ``pytest --ragsnap`` catch a fixture left stale by a
 seed-document or settings edit. A fixture whose lookup did not change keeps its
 bytes; only its manifest entry moves to the new capture. ``--check`` also fails
