@@ -33,8 +33,10 @@ from ..models import JUDGMENT_TARGETS, Fixture, GoldenCase
 __all__ = [
     "CONTEXT_PRECISION",
     "CONTEXT_RECALL",
+    "annotated_spans",
     "case_metrics",
     "context_precision_recall",
+    "first_holding",
 ]
 
 CONTEXT_PRECISION = "contextPrecision"
@@ -59,18 +61,28 @@ def _occurrences(text: str, span: str) -> list[tuple[int, int]]:
     return found
 
 
+def annotated_spans(spans: Sequence[str]) -> list[str]:
+    """The distinct non-empty ``spans``, those inside another one dropped."""
+    distinct = [s for s in dict.fromkeys(spans) if s]
+    return [s for s in distinct if not any(s != o and s in o for o in distinct)]
+
+
+def first_holding(texts: Sequence[str], span: str) -> int | None:
+    """The index of the first of ``texts`` that holds ``span`` verbatim, or None."""
+    return next((i for i, text in enumerate(texts) if span in text), None)
+
+
 def context_precision_recall(
     texts: Sequence[str], spans: Sequence[str]
 ) -> tuple[float | None, float | None]:
     """Context precision and recall of returned ``texts`` for annotated ``spans``."""
-    distinct = [s for s in dict.fromkeys(spans) if s]
-    kept = [s for s in distinct if not any(s != o and s in o for o in distinct)]
+    kept = annotated_spans(spans)
     if not kept:
         return None, None
     returned = sum(len(t) for t in texts)
     covered = sum(_union_length([iv for s in kept for iv in _occurrences(t, s)]) for t in texts)
     annotated = sum(len(s) for s in kept)
-    found = sum(len(s) for s in kept if any(s in t for t in texts))
+    found = sum(len(s) for s in kept if first_holding(texts, s) is not None)
     return (covered / returned if returned else 0.0), found / annotated
 
 

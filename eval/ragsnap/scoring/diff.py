@@ -50,6 +50,23 @@ Case-level changes, for every case present in both reports:
   reported as changes; they fail the run only through the pass state, when
   the case states an expectation about them.
 
+**What a case lost** (``lost``, on every regressed or changed case, ``case_lost``),
+from the two reports' ``coverage`` (``ragsnap.scoring.report``), each entry a
+``kind`` of ``LOST_KINDS``:
+
+* ``source``, ``docId``, ``chunk`` (a judged target): in the baseline's top K at
+  rank ``before``, now below the cut (``after`` null) or at a lower rank ``after``;
+* ``keyword``, ``breadcrumb``, ``span``: covered in the baseline by the chunk
+  ``before``, covered by nothing now (``after`` null);
+* ``expectation``: a pipeline expectation (``EXPECTATION_REASONS``) that held in
+  the baseline and fails now, ``before`` "held", ``after`` "failed"; its values are
+  in the case's ``changes`` (``change`` names that field, when there is one).
+
+A target the current case no longer expects is not lost. A baseline written
+before reports recorded ``coverage`` yields expectation entries only (a note says
+so once). ``lost_text`` is the one line every rendering shows: the first
+``LOST_SHOWN`` losses, then "+N more".
+
 A changed case carries what a reviewer needs beside it: the query, the current
 failing reasons, and the top sources before and after. Cases only in the
 current report are ``added``, only in the baseline ``removed``; neither fails
@@ -74,15 +91,20 @@ __all__ = [
     "CHANGED",
     "DIFF_KIND",
     "DIFF_SCHEMA_VERSION",
+    "EXPECTATION_REASONS",
     "IMPROVEMENT",
+    "LOST_KINDS",
+    "LOST_SHOWN",
     "REGRESSION",
     "UNCHANGED",
     "NoiseFloor",
     "Tolerances",
+    "case_lost",
     "cause_lines",
     "delta_text",
     "diff_reports",
     "level_status",
+    "lost_text",
     "metric_status",
     "metric_value",
     "p_label",
@@ -98,6 +120,28 @@ _SEVERITY = {REGRESSION: 3, IMPROVEMENT: 2, CHANGED: 1, UNCHANGED: 0}
 #: Case fields that are reported when they change but never fail by themselves.
 _NEUTRAL_FIELDS = ("selectedAttempt", "fallbackReasons", "evidenceStatus", "rerankTopSource")
 _EPSILON = 1e-12
+#: the ``kind`` of a ``lost`` entry
+LOST_KINDS = ("source", "docId", "chunk", "keyword", "breadcrumb", "span", "expectation")
+#: coverage key -> lost kind: ranked targets, then covered ones
+_RANKED = (("sources", "source"), ("docIds", "docId"), ("chunks", "chunk"))
+_COVERED = (("keywords", "keyword"), ("breadcrumbs", "breadcrumb"), ("spans", "span"))
+#: pipeline expectation -> the starts of its failing reason (full and private forms),
+#: and the case change that shows its values
+EXPECTATION_REASONS: Mapping[str, tuple[tuple[str, ...], str | None]] = {
+    "selectedAttempt": (("selected attempt ",), "selectedAttempt"),
+    "fallbackReasons": (("fallback reasons ",), "fallbackReasons"),
+    "fallbackReason": (("fallback reason ", "expected fallback reason "), "fallbackReasons"),
+    "evidenceStatus": (("evidence status ",), "evidenceStatus"),
+    "contextSources": (("context pack lacks ",), None),
+    "rerankTopSource": (("rerank top source ",), "rerankTopSource"),
+}
+#: losses shown in one line
+LOST_SHOWN = 3
+_NOT_RECORDED = (
+    "the baseline report does not record coverage (written before ragsnap recorded it): "
+    "lost sources, keywords, breadcrumbs and spans are not recorded in the baseline; "
+    "re-accept the baseline to record them"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -482,6 +526,62 @@ def _case_changes(
     ]
 
 
+def _expectations_failing(reasons: Sequence[str]) -> set[str]:
+    failing = set()
+    for name, (starts, _) in EXPECTATION_REASONS.items():
+        for reason in reasons:
+            # "fallback reasons ..." also starts with "fallback reason "
+            if reason.startswith(starts) and not (
+                name == "fallbackReason" and reason.startswith("fallback reasons ")
+            ):
+                failing.add(name)
+    return failing
+
+
+def case_lost(
+    before: Mapping[str, Any], after: Mapping[str, Any], changes: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """What a case lost from ``before`` (baseline entry) to ``after`` (current entry);
+    ``changes`` are the case's changes (module docstring)."""
+    lost: list[dict[str, Any]] = []
+    old, new = before.get("coverage"), after.get("coverage")
+    if old is not None and new is not None:
+        for key, kind in _RANKED:
+            now = {item["target"]: item["rank"] for item in new.get(key, ())}
+            for item in old.get(key, ()):
+                was, target = item["rank"], item["target"]
+                if was is None or target not in now:
+                    continue
+                if now[target] is None or now[target] > was:
+                    lost.append(
+                        {"kind": kind, "target": target, "before": was, "after": now[target]}
+                    )
+        for key, kind in _COVERED:
+            held = {item["target"]: item["chunk"] for item in new.get(key, ())}
+            for item in old.get(key, ()):
+                target = item["target"]
+                if item["chunk"] is not None and target in held and held[target] is None:
+                    lost.append(
+                        {"kind": kind, "target": target, "before": item["chunk"], "after": None}
+                    )
+    fields = {c["field"] for c in changes}
+    was_failing = _expectations_failing(before["reasons"])
+    for name in sorted(
+        _expectations_failing(after["reasons"]) - was_failing, key=list(EXPECTATION_REASONS).index
+    ):
+        change = EXPECTATION_REASONS[name][1]
+        lost.append(
+            {
+                "kind": "expectation",
+                "target": name,
+                "before": "held",
+                "after": "failed",
+                "change": change if change in fields else None,
+            }
+        )
+    return lost
+
+
 def _worst(statuses: Sequence[str]) -> str:
     return max(statuses, key=_SEVERITY.__getitem__, default=UNCHANGED)
 
@@ -565,7 +665,10 @@ def diff_reports(
         changes = _case_changes(old, entry, tolerances)
         if changes:
             status = _worst([c["status"] for c in changes])
-            cases.append(_case_row(case_id, status, changes, old, entry))
+            row = _case_row(case_id, status, changes, old, entry)
+            if status in (REGRESSION, CHANGED):
+                row["lost"] = case_lost(old, entry, changes)
+            cases.append(row)
     cases += [
         _case_row(case_id, "removed", [], old, None)
         for case_id, old in old_cases.items()
@@ -580,6 +683,9 @@ def diff_reports(
             f"scoring rules changed ({baseline['scoringVersion']} -> "
             f"{current['scoringVersion']}); some changes may come from the rules"
         )
+    unrecorded = {c["id"] for c in baseline["cases"] if "coverage" not in c and not c["noAnswer"]}
+    if any("lost" in case and case["id"] in unrecorded for case in cases):
+        notes.append(_NOT_RECORDED)
     case_statuses = [c["status"] for c in cases]
     metric_statuses = [row["status"] for row in aggregates]
     counts = {
@@ -717,6 +823,28 @@ def cause_lines(
         tail += f"; +{alike} category/language/split row(s) alike" if alike else ""
         lines.append(f"{shown} {arrow} {why}: {label}{tail}")
     return lines
+
+
+def _loss_text(entry: Mapping[str, Any]) -> str:
+    kind, target = entry["kind"], entry["target"]
+    if kind == "expectation":
+        return f"lost expectation {target} (held -> failed)"
+    if kind in ("keyword", "breadcrumb", "span"):
+        shown = target if len(target) <= 40 else target[:39] + "…"
+        return f"lost {kind} '{shown}' (was in {entry['before']})"
+    after = "below the cut" if entry["after"] is None else f"rank {entry['after']}"
+    return f"lost {kind} {target} (rank {entry['before']} -> {after})"
+
+
+def lost_text(case: Mapping[str, Any], shown: int = LOST_SHOWN) -> str | None:
+    """``lost keyword '14 days' (was in log-retention#1); lost source log-retention
+    (rank 1 -> below the cut)``: a diff case's first ``shown`` losses, then "+N more";
+    None when it lost nothing named."""
+    lost = case.get("lost") or []
+    if not lost:
+        return None
+    text = "; ".join(_loss_text(e) for e in lost[:shown])
+    return text + (f" +{len(lost) - shown} more" if len(lost) > shown else "")
 
 
 def verdict(diff: Mapping[str, Any]) -> str:

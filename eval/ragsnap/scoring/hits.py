@@ -31,6 +31,15 @@ that sets one lists it in ``skipped_expectations``. A no-answer case has no hit
 level and passes only when no evidence is returned. A failing case lists
 every reason, in a fixed order.
 
+**Coverage** (``Coverage``, the report's per-case ``coverage``): the same rules per
+expected target, so the baseline diff can name what a case lost. Each expected
+source, doc id and judged target (a judgment with grade >= 1, by its ``chunkId``,
+``docId`` or ``source``) with the rank of the first top-K block that is it (``None``:
+not in the top K); each expected keyword and breadcrumb with the chunk id of the
+first top-K block that covers it, and each answer span (``casemetrics.annotated_spans``)
+with the chunk id of the first top-K block holding it verbatim (``None``: not
+covered). The coverage counts are counted from it.
+
 **Known failures** (a case's ``knownFailure: "<reason>"``), pytest's xfail: every
 case has one ``case_outcome``, ``passed`` or ``failed`` without the mark,
 ``expected failure`` (fails as its mark says) or ``now passes`` (passes despite its
@@ -57,12 +66,14 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from ..models import (
+    JUDGMENT_TARGETS,
     EvidenceBlock,
     Fixture,
     GoldenCase,
     HitLevel,
     hit_level_rank,
 )
+from .casemetrics import annotated_spans, first_holding
 
 __all__ = [
     "DEFAULT_KNOWN_FAILURES",
@@ -71,6 +82,7 @@ __all__ = [
     "KNOWN_FAILURE_MODES",
     "OUTCOMES",
     "CaseResult",
+    "Coverage",
     "breadcrumb_covers",
     "case_outcome",
     "fails_run",
@@ -169,6 +181,68 @@ def breadcrumb_covers(expected: str, actual: str | None) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Coverage:
+    """Which top-K block covered each expected target (see the module docstring)."""
+
+    #: expected source / doc id / judged target -> rank of the first top-K block that is it
+    sources: tuple[tuple[str, int | None], ...] = ()
+    doc_ids: tuple[tuple[str, int | None], ...] = ()
+    chunks: tuple[tuple[str, int | None], ...] = ()
+    #: expected keyword / breadcrumb / answer span -> chunk id of the first top-K block covering it
+    keywords: tuple[tuple[str, str | None], ...] = ()
+    breadcrumbs: tuple[tuple[str, str | None], ...] = ()
+    spans: tuple[tuple[str, str | None], ...] = ()
+
+
+def coverage(case: GoldenCase, top: tuple[EvidenceBlock, ...]) -> Coverage:
+    """The coverage of ``case`` by its top-K evidence blocks ``top``."""
+
+    def ranks(values: tuple[str, ...], field: str) -> tuple[tuple[str, int | None], ...]:
+        return tuple(
+            (value, next((b.rank for b in top if getattr(b, field) == value), None))
+            for value in values
+        )
+
+    have = [(block.chunk_id, _segments(block.breadcrumb)) for block in top if block.breadcrumb]
+    crumbs = tuple(
+        (want, next((chunk for chunk, segs in have if _is_prefix(_segments(want), segs)), None))
+        for want in case.expected_breadcrumbs
+    )
+    texts = (
+        [(block.chunk_id, normalize(block.text)) for block in top] if case.expected_keywords else []
+    )
+    keywords = tuple(
+        (word, next((chunk for chunk, text in texts if normalize(word) in text), None))
+        for word in case.expected_keywords
+    )
+    judged = [j for j in case.judgments if j.grade >= 1]
+    chunks = tuple(
+        (
+            j.target,
+            next((b.rank for b in top if getattr(b, JUDGMENT_TARGETS[j.kind]) == j.target), None),
+        )
+        for j in {j.target: j for j in judged}.values()
+    )
+    spans: tuple[tuple[str, str | None], ...] = ()
+    wanted = annotated_spans([s for j in judged for s in j.spans])
+    if wanted:
+        held = {b.chunk_id: b.text for b in top}  # one text per chunk, as the span metrics
+        ids, bodies = list(held), list(held.values())
+        spans = tuple(
+            (span, None if (at := first_holding(bodies, span)) is None else ids[at])
+            for span in wanted
+        )
+    return Coverage(
+        sources=ranks(case.expected_sources, "source"),
+        doc_ids=ranks(case.expected_doc_ids, "doc_id"),
+        chunks=chunks,
+        keywords=keywords,
+        breadcrumbs=crumbs,
+        spans=spans,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """The outcome of scoring one case; everything the reports show."""
 
@@ -193,6 +267,8 @@ class CaseResult:
     top_sources: tuple[str, ...] = ()
     #: the expectations the case sets that were not checked (``EXPECTATIONS`` names)
     skipped_expectations: tuple[str, ...] = ()
+    #: which top-K block covered each expected target; None for a no-answer case
+    coverage: Coverage | None = None
 
 
 def hit_level(
@@ -246,6 +322,7 @@ def score_case(
             context_sources=(),
             metrics=metrics,
             skipped_expectations=skipped,
+            coverage=None if case.no_answer else coverage(case, ()),
         )
     lookup = fixture.lookup
     top = lookup.evidence_blocks[: case.top_k]
@@ -254,6 +331,7 @@ def score_case(
         reasons.append("stale fixture: its query differs from the case's query")
 
     level: HitLevel | None
+    covered: Coverage | None = None
     if case.no_answer:
         level, first_rank, crumbs, keywords = None, None, 0, 0
         matched: tuple[str, ...] = ()
@@ -262,7 +340,8 @@ def score_case(
                 f"no-answer case returned {len(lookup.evidence_blocks)} evidence block(s)"
             )
     else:
-        level, first_rank, matched, crumbs, keywords = _retrieval(case, top)
+        covered = coverage(case, top)
+        level, first_rank, matched, crumbs, keywords = _retrieval(case, top, covered)
         if hit_level_rank(level) < hit_level_rank(case.min_hit_level):
             reasons.append(f"hit level {level} is below the minimum {case.min_hit_level}")
 
@@ -286,11 +365,12 @@ def score_case(
         metrics=metrics,
         top_sources=tuple(block.source for block in top),
         skipped_expectations=skipped,
+        coverage=covered,
     )
 
 
 def _retrieval(
-    case: GoldenCase, top: tuple[EvidenceBlock, ...]
+    case: GoldenCase, top: tuple[EvidenceBlock, ...], covered: Coverage
 ) -> tuple[HitLevel, int | None, tuple[str, ...], int, int]:
     sources, doc_ids = set(case.expected_sources), set(case.expected_doc_ids)
     first_rank: int | None = None
@@ -302,18 +382,8 @@ def _retrieval(
             if block.source not in matched:
                 matched.append(block.source)
 
-    crumbs = 0
-    if case.expected_breadcrumbs:  # breadcrumb_covers, with each breadcrumb split once
-        have = [_segments(block.breadcrumb) for block in top if block.breadcrumb]
-        crumbs = sum(
-            any(_is_prefix(want, segments) for segments in have)
-            for want in map(_segments, case.expected_breadcrumbs)
-        )
-    keywords = 0
-    if case.expected_keywords:
-        haystack = "\n".join(normalize(block.text) for block in top)
-        keywords = sum(normalize(word) in haystack for word in case.expected_keywords)
-
+    crumbs = sum(chunk is not None for _, chunk in covered.breadcrumbs)
+    keywords = sum(chunk is not None for _, chunk in covered.keywords)
     level = hit_level(
         found=first_rank is not None,
         breadcrumbs_complete=(

@@ -4,7 +4,8 @@ Pure: returns the XML text, deterministic for the same inputs (no timestamps,
 no host names). One ``testcase`` per golden case, in the report's order:
 
 * a case that fails (and is not a known failure), or that regressed against the
-  baseline, is a ``failure`` whose message is the hit level and the reasons;
+  baseline, is a ``failure`` whose message is the hit level and the reasons (and,
+  when it regressed, what changed and what it lost: the diff's ``lost_text``);
 * a known failure that still fails (an expected failure) is ``skipped`` with
   ``type="xfail"`` and its ``knownFailure`` text, which CI test views show as not
   failed (pytest's JUnit XML writes an xfail the same way); with ``knownFailures:
@@ -31,7 +32,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from .diff import REGRESSION, delta_text, metric_value
+from .diff import REGRESSION, delta_text, lost_text, metric_value
 from .hits import case_outcome
 from .report import report_outcome
 
@@ -87,6 +88,7 @@ def _case_failure(
                 for ch in regression["changes"]
                 if ch["status"] == REGRESSION
             )
+            + ("" if (lost := lost_text(regression)) is None else f"; {lost}")
         )
     return ": ".join(parts[:2]) + ("; " + parts[2] if len(parts) > 2 else "")
 

@@ -24,13 +24,18 @@ A private score report (``private-report.schema.json``) is marked
   ``matchedTargets``, ``knownFailure`` a boolean, and ``reasons``
   ``private_reasons`` of them. Dropped: ``query``, ``kbScope``,
   ``topSources``, ``selectedAttempt``, ``fallbackReasons``,
-  ``evidenceStatus``, ``rerankTopSource``, ``contextSources``;
+  ``evidenceStatus``, ``rerankTopSource``, ``contextSources``; its ``coverage``
+  keeps its ranks and whether each target was covered, each target and chunk id
+  (sources, doc ids, keywords, breadcrumbs, spans: corpus text) replaced by
+  ``private_id`` of it, a stable hash, so two private reports still diff;
 * ``outcome`` (counts and the knownFailures mode) is kept as it is.
 
 A private diff (``private-diff-report.schema.json``) names its baseline
 ``"baseline"`` (not its path), keeps only the hashes of both reports' inputs,
 drops each case's query and top sources, makes its reasons private and keeps
-the changes of the pipeline fields without their values; its ``causes`` (case
+the changes of the pipeline fields without their values, and each ``lost`` entry
+with its target and chunk id as ``private_id`` (an expectation's target is a
+field name, kept); its ``causes`` (case
 ids and the names of the aggregate rows they moved) are kept as they are. The diff of two
 private reports is private by itself: it compares pass states, hit levels,
 first ranks and every aggregate, as the full diff does.
@@ -50,6 +55,7 @@ __all__ = [
     "evaluation_definition",
     "is_private",
     "private_diff",
+    "private_id",
     "private_inputs",
     "private_reasons",
     "private_report",
@@ -86,6 +92,16 @@ def sha256_json(value: Any) -> str:
     """SHA-256 of ``value`` as canonical JSON (sorted keys, compact, UTF-8)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def private_id(text: str) -> str:
+    """A stable stand-in for a target, keyword, span or chunk id in a private view: the
+    first 16 hex digits of its UTF-8 SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _hashed(value: Any) -> Any:
+    return private_id(value) if isinstance(value, str) else value
 
 
 def is_private(report: Mapping[str, Any]) -> bool:
@@ -176,6 +192,11 @@ def _private_case(case: Mapping[str, Any]) -> dict[str, Any]:
     entry["matchedTargets"] = len(case["matchedSources"])
     entry["knownFailure"] = bool(case.get("knownFailure"))
     entry["reasons"] = private_reasons(case)
+    if "coverage" in case:
+        entry["coverage"] = {
+            key: [{k: _hashed(v) for k, v in item.items()} for item in items]
+            for key, items in case["coverage"].items()
+        }
     return entry
 
 
@@ -217,8 +238,16 @@ def _private_change(change: Mapping[str, Any]) -> dict[str, Any]:
     return {**change, "baseline": None, "current": None}
 
 
+def _private_lost(entry: Mapping[str, Any]) -> dict[str, Any]:
+    if entry["kind"] == "expectation":
+        return dict(entry)
+    return {**entry, "target": private_id(entry["target"]), "before": _hashed(entry["before"])}
+
+
 def _private_diff_case(case: Mapping[str, Any], redo: Callable[[list[str]], list[str]]) -> Any:
+    lost = case.get("lost")
     return {
+        **({} if lost is None else {"lost": [_private_lost(e) for e in lost]}),
         "id": case["id"],
         "status": case["status"],
         "category": case["category"],

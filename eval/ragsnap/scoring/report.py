@@ -10,6 +10,13 @@ of them fail the run (``hits.fails_run``); ``outcome_text`` is its one line
 ("29 cases: 18 passed, 11 expected failures (knownFailure), 0 failed"), the first
 line of the terminal summary and the Markdown report's headline alike. A report
 written before the field existed is read with the default mode.
+
+A case's ``coverage`` (``hits.Coverage``; absent for a no-answer case and in reports
+written before it existed) records, per expected target, where the top K covered
+it: ``sources``, ``docIds`` and ``chunks`` (the judged targets) as ``{"target",
+"rank"}`` (``rank`` null: not in the top K); ``keywords``, ``breadcrumbs`` and
+``spans`` as ``{"target", "chunk"}`` (the chunk id of the first top-K block that
+covers it, null: not covered). The baseline diff reads it to name what a case lost.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any
 from ..io.markdown import markdown_table
 from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
 from .aggregates import GROUP_KEYS, aggregate, group
-from .hits import DEFAULT_KNOWN_FAILURES, CaseResult, case_outcome, fails_run
+from .hits import DEFAULT_KNOWN_FAILURES, CaseResult, Coverage, case_outcome, fails_run
 
 __all__ = [
     "REPORT_KIND",
@@ -28,6 +35,7 @@ __all__ = [
     "SCORING_VERSION",
     "build_report",
     "case_entry",
+    "coverage_entry",
     "outcome",
     "outcome_text",
     "percent",
@@ -41,6 +49,20 @@ ALL_CASES_LISTED = 1000
 
 #: Bumped whenever a scoring rule changes meaning; recorded in every report.
 SCORING_VERSION = "hit-levels/1"
+
+
+def coverage_entry(coverage: Coverage) -> dict[str, list[dict[str, Any]]]:
+    """A case's ``coverage`` object (see the module docstring)."""
+    ranked = {"sources": coverage.sources, "docIds": coverage.doc_ids, "chunks": coverage.chunks}
+    covered = {
+        "keywords": coverage.keywords,
+        "breadcrumbs": coverage.breadcrumbs,
+        "spans": coverage.spans,
+    }
+    return {
+        **{key: [{"target": t, "rank": r} for t, r in pairs] for key, pairs in ranked.items()},
+        **{key: [{"target": t, "chunk": c} for t, c in pairs] for key, pairs in covered.items()},
+    }
 
 
 def case_entry(result: CaseResult) -> dict[str, Any]:
@@ -81,6 +103,7 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
             if result.skipped_expectations
             else {}
         ),
+        **({} if result.coverage is None else {"coverage": coverage_entry(result.coverage)}),
     }
 
 

@@ -8,7 +8,9 @@ of cases and status, such as ``passRate -3.4 pp, recallAtK -4.0 pp <- 1 case:
 obs-log-retention: beyond tolerance, not significant (1 case), Holm p 1.000``,
 with the category / language / split rows that only repeat an overall row
 counted, not listed; the hit-level transitions; then improvements, other
-changes, added and removed cases. The Markdown report adds every moved row as a
+changes, added and removed cases. A regressed case says what it lost (the
+diff's ``lost``, one line: ``lost_text``); an improved or changed case adds it to its
+changes. The Markdown report adds every moved row as a
 table (baseline, current, delta, tolerance, cases, raw and adjusted p, interval)
 and the unchanged rows, both folded into ``<details>`` blocks.
 
@@ -34,6 +36,7 @@ from .diff import (
     UNCHANGED,
     cause_lines,
     delta_text,
+    lost_text,
     metric_value,
     p_label,
     row_label,
@@ -84,6 +87,9 @@ def _case_block(case: Mapping[str, Any], level: int) -> str:
         *([] if case.get("query") is None else [f"> {_short(case['query'])}", ""]),
         "- Changed: " + ("; ".join(_change(c) for c in case["changes"]) or "-"),
     ]
+    lost = lost_text(case)
+    if lost is not None:
+        lines.append("- " + _short(lost, 2 * _TEXT_LIMIT))
     if case["reasons"]:
         lines.append("- Fails now: " + _short("; ".join(case["reasons"]), 2 * _TEXT_LIMIT))
     top = case.get("topSources")  # none in a private diff
@@ -96,7 +102,9 @@ def _case_block(case: Mapping[str, Any], level: int) -> str:
 
 
 def _case_list_row(case: Mapping[str, Any]) -> list[str]:
-    row = [f"`{case['id']}`", "; ".join(_change(c) for c in case["changes"])]
+    lost = lost_text(case)
+    changes = "; ".join(_change(c) for c in case["changes"])
+    row = [f"`{case['id']}`", changes if lost is None else f"{changes}; {_short(lost)}"]
     return row if case.get("query") is None else [*row, _short(case["query"], 120)]
 
 

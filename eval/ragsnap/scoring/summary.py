@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.markdown import cell
-from .diff import cause_lines, verdict
+from .diff import cause_lines, lost_text, verdict
 from .report import outcome_text, percent, report_outcome
 
 __all__ = ["diff_lines", "score_lines"]
@@ -92,7 +92,8 @@ def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
     """Verdict, then the regressions of a diff report: the cases that regressed, then
     the aggregate rows that regressed grouped by cause (one line per set of cases,
     with the category / language / split rows that only repeat an overall row
-    counted, not listed)."""
+    counted, not listed); then what the regressed and changed cases lost, one line per
+    case (``lost_text``)."""
     lines = [verdict(diff)]
     cases = [
         f"{case['id']}: "
@@ -113,5 +114,11 @@ def diff_lines(diff: Mapping[str, Any], limit: int, where: Path) -> list[str]:
     if regressed:
         lines.append("Regressions:")
         lines += _listed(regressed, limit, str(where))
+    lost = [
+        f"{case['id']}: {text}" for case in diff["cases"] if (text := lost_text(case)) is not None
+    ]
+    if lost:
+        lines.append("What the cases lost:")
+        lines += _listed(lost, limit, str(where))
     lines += [f"Note: {note}" for note in diff["notes"]]
     return lines
