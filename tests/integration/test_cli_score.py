@@ -117,6 +117,11 @@ def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Proj
         "  passRate -33.3 pp, recallAtK -50.0 pp, strongHitRate -50.0 pp <- 1 case: pool-size: "
         "beyond tolerance, not significant (1 case), Holm p 1.000; "
         "+9 category/language/split row(s) alike\n"
+        # what the case lost, from the two reports' coverage, one line
+        "What the cases lost:\n"
+        "  pool-size: lost source mysql-pool (rank 1 -> below the cut); lost keyword "
+        "'maximum-pool-size' (was in mysql-pool#1); lost expectation rerankTopSource "
+        "(held -> failed)\n"
         "Reports: "
     ) in run.out
     diff = json.loads((project.root / "reports/baseline-diff.json").read_text())
