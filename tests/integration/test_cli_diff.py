@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import REPO, Project, block, make_case, make_fixture, run_cli
 
@@ -70,3 +71,66 @@ def test_help_does_not_import_heavy_modules() -> None:
         env={"PYTHONPATH": str(REPO / "eval")},
     ).stdout
     assert out.strip() == "[]"
+
+
+def _log_retention_lost(tmp_path: Path) -> Path:
+    """The issue's scenario: an initialised, accepted project whose log-retention
+    document no longer says "14 days" (the keyword its case expects), re-snapshotted."""
+    assert run_cli("init", "proj", cwd=tmp_path).code == 0
+    root = tmp_path / "proj"
+    for step in (("seed",), ("snapshot",), ("accept",)):
+        run = run_cli(*step, cwd=root)
+        assert run.code == 0, run.out + run.err
+    doc = root / "seed-docs/log-retention.md"
+    text = doc.read_text(encoding="utf-8")
+    assert "kept for 14 days" in text
+    doc.write_text(text.replace("kept for 14 days", "kept for two weeks"), encoding="utf-8")
+    for step in (("seed",), ("snapshot", "--skip-eval")):
+        run = run_cli(*step, cwd=root)
+        assert run.code == 0, run.out + run.err
+    return root
+
+
+def test_a_lost_keyword_is_named_with_its_baseline_chunk_in_every_output(tmp_path: Path) -> None:
+    root = _log_retention_lost(tmp_path)
+    run = run_cli(
+        "score",
+        "--compare-to",
+        "reports/baseline.json",
+        "--report",
+        "github=reports/pr.md",
+        "--junit-xml",
+        "reports/junit.xml",
+        cwd=root,
+    )
+    assert run.code == 1, run.out + run.err
+    lost = "lost keyword '14 days' (was in log-retention#1)"
+    assert f"What the cases lost:\n  obs-log-retention: {lost}\n" in run.out
+    for name in ("reports/baseline-diff.md", "reports/pr.md"):
+        assert f"- {lost}" in (root / name).read_text(encoding="utf-8"), name
+    junit = (root / "reports/junit.xml").read_text(encoding="utf-8")
+    assert f"hitLevel 'strong' -&gt; 'medium'; {lost}" in junit
+    diff = json.loads((root / "reports/baseline-diff.json").read_text(encoding="utf-8"))
+    (case,) = diff["cases"]
+    assert case["id"] == "obs-log-retention"
+    assert case["lost"] == [
+        {"kind": "keyword", "target": "14 days", "before": "log-retention#1", "after": None}
+    ]
+    assert not any("coverage" in note for note in diff["notes"])
+
+
+def test_a_baseline_without_coverage_names_no_lost_keyword(tmp_path: Path) -> None:
+    """A baseline written before reports recorded coverage: the diff says so once and
+    lists nothing it cannot know."""
+    root = _log_retention_lost(tmp_path)
+    baseline = json.loads((root / "reports/baseline.json").read_text(encoding="utf-8"))
+    for case in baseline["cases"]:
+        case.pop("coverage", None)
+    (root / "old.json").write_text(json.dumps(baseline), encoding="utf-8")
+    assert run_cli("score", cwd=root).code == 0
+    run = run_cli("diff", "old.json", "reports/current.json", cwd=root)
+    assert run.code == 1, run.out + run.err
+    assert "lost keyword" not in run.out
+    assert run.out.count("not recorded in the baseline") == 1
+    diff = json.loads((root / "reports/baseline-diff.json").read_text(encoding="utf-8"))
+    assert [c["lost"] for c in diff["cases"]] == [[]]

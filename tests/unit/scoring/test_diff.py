@@ -10,10 +10,11 @@ import pytest
 
 from conftest import block, make_case, make_fixture
 from ragsnap.io.jsonio import round_floats
+from ragsnap.io.schema import validate
 from ragsnap.ir.metrics import parse_measures
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.casemetrics import case_metrics
-from ragsnap.scoring.diff import NoiseFloor, Tolerances, diff_reports
+from ragsnap.scoring.diff import NoiseFloor, Tolerances, diff_reports, lost_text
 from ragsnap.scoring.hits import score_case
 from ragsnap.scoring.report import build_report
 from ragsnap.scoring.significance import SignificanceSettings
@@ -335,3 +336,106 @@ def test_a_cause_compares_case_values_as_written() -> None:
     after = graded({"a": third, "b": third, "c": 0.1})  # still in memory, unrounded
     (cause,) = diff_reports(before, after, Tolerances(), "b")["causes"]
     assert cause["cases"] == ["c"]
+
+
+# --- what a case lost -------------------------------------------------------------------
+
+JUDGED = [{"chunkId": "mysql-pool#1", "grade": 2, "spans": ["pool holds 20"]}]
+
+
+def lost_of(
+    before: list[dict[str, Any]], after: list[dict[str, Any]], **fields: Any
+) -> list[dict[str, Any]]:
+    d = diff(report({"a": before}, **fields), report({"a": after}, **fields))
+    (case,) = d["cases"]
+    return list(case["lost"])
+
+
+def test_a_source_doc_id_or_judged_chunk_below_the_cut_or_lower_is_lost() -> None:
+    fields = {"expectedDocIds": ["doc-mysql-pool"], "judgments": JUDGED, "topK": 2}
+    kept = [block(1, "mysql-pool", text="pool holds 20")]
+    assert lost_of(kept, [block(1, "x"), block(2, "y"), block(3, "mysql-pool")], **fields) == [
+        {"kind": "source", "target": "mysql-pool", "before": 1, "after": None},
+        {"kind": "docId", "target": "doc-mysql-pool", "before": 1, "after": None},
+        {"kind": "chunk", "target": "mysql-pool#1", "before": 1, "after": None},
+        {"kind": "span", "target": "pool holds 20", "before": "mysql-pool#1", "after": None},
+    ]
+    moved = lost_of(kept, [block(1, "x"), block(2, "mysql-pool")], expectedKeywords=None)
+    assert moved == [{"kind": "source", "target": "mysql-pool", "before": 1, "after": 2}]
+
+
+def test_a_keyword_or_breadcrumb_no_longer_covered_names_the_chunk_that_covered_it() -> None:
+    before = [block(1, "mysql-pool", text="kept for 14 days"), block(2, "x", breadcrumb="Ops")]
+    after = [block(1, "mysql-pool", text="kept for two weeks", breadcrumb="Other")]
+    lost = lost_of(before, after, expectedKeywords=["14 days"], expectedBreadcrumbs=["Ops"])
+    assert lost == [
+        {"kind": "keyword", "target": "14 days", "before": "mysql-pool#1", "after": None},
+        {"kind": "breadcrumb", "target": "Ops", "before": "x#2", "after": None},
+    ]
+
+
+def test_an_expectation_that_flipped_refers_to_its_change() -> None:
+    before, after = report({"a": [block(1, "mysql-pool")]}), report({"a": [block(1, "mysql-pool")]})
+    after["cases"][0]["reasons"] = [
+        "selected attempt 'unfiltered', expected 'filtered'",
+        "context pack lacks expected source(s) ['mysql-pool']",
+    ]
+    after["cases"][0]["passed"] = False
+    after["cases"][0]["selectedAttempt"] = "unfiltered"
+    (case,) = diff(before, after)["cases"]
+    assert case["lost"] == [
+        {
+            "kind": "expectation",
+            "target": "selectedAttempt",
+            "before": "held",
+            "after": "failed",
+            "change": "selectedAttempt",
+        },
+        {
+            "kind": "expectation",
+            "target": "contextSources",
+            "before": "held",
+            "after": "failed",
+            "change": None,
+        },
+    ]
+    assert lost_text(case) == (
+        "lost expectation selectedAttempt (held -> failed); "
+        "lost expectation contextSources (held -> failed)"
+    )
+
+
+def test_a_target_the_case_no_longer_expects_is_not_lost_and_improvements_list_nothing() -> None:
+    before = report({"a": [block(1, "mysql-pool", text="14 days")]}, expectedKeywords=["14 days"])
+    after = report({"a": [block(1, "other")]}, expectedSources=["other"], expectedKeywords=["x"])
+    (case,) = diff(before, after)["cases"]
+    assert case["status"] == "changed" and case["lost"] == []
+    better = diff(report({"a": [block(1, "x"), block(2, "mysql-pool")]}), before)
+    assert "lost" not in better["cases"][0]  # improved: nothing to name
+
+
+def test_a_baseline_without_coverage_loses_nothing_it_cannot_know_and_says_so_once() -> None:
+    before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
+    for entry in before["cases"]:
+        del entry["coverage"]
+    validate(before, "report", "baseline.json", "report")  # older baselines still load
+    d = diff(before, report({"a": [block(1, "x")], "b": [block(1, "x")]}))
+    assert [c["lost"] for c in d["cases"]] == [[], []]
+    assert sum("not recorded in the baseline" in note for note in d["notes"]) == 1
+    assert diff(report({"a": [block(1, "mysql-pool")]}), report({"a": []}))["notes"] == []
+
+
+def test_lost_text_shows_three_losses_then_a_count_and_the_diff_is_valid() -> None:
+    fields = {"expectedKeywords": ["k1", "k2", "k3", "k4"], "expectedBreadcrumbs": ["Database"]}
+    d = diff(
+        report({"a": [block(1, "mysql-pool", text="k1 k2 k3 k4")]}, **fields),
+        report({"a": []}, **fields),
+    )
+    validate(d, "diff-report", "diff.json", "diff")
+    (case,) = d["cases"]
+    assert lost_text(case) == (
+        "lost source mysql-pool (rank 1 -> below the cut); "
+        "lost keyword 'k1' (was in mysql-pool#1); lost keyword 'k2' (was in mysql-pool#1) "
+        "+3 more"
+    )
+    assert lost_text({"lost": []}) is None

@@ -12,6 +12,7 @@ from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.hits import (
     EXPECTATIONS,
     FIXTURE_MISSING,
+    Coverage,
     breadcrumb_covers,
     hit_level,
     normalize,
@@ -243,3 +244,42 @@ def test_normalize_matches_nfkc_on_every_full_width_form_beside_combining_marks(
     assert [normalize(t) for t in texts] == [
         unicodedata.normalize("NFKC", t).casefold() for t in texts
     ]
+
+
+def test_coverage_names_the_rank_or_chunk_of_each_expected_target() -> None:
+    c = case(
+        expectedSources=["mysql-pool", "absent"],
+        expectedDocIds=["doc-other"],
+        expectedKeywords=["HikariCP", "ERR-4031", "nowhere"],
+        expectedBreadcrumbs=["Database > MySQL", "Network"],
+        judgments=[
+            {"chunkId": "other#1", "grade": 2, "spans": ["uses hikaricp", "hikaricp"]},
+            {"chunkId": "late#4", "grade": 1, "spans": ["never returned"]},
+            {"chunkId": "mysql-pool#2", "grade": 0},
+        ],
+        topK=3,
+    )
+    blocks = [
+        block(1, "other", text="uses hikaricp", breadcrumb="Network > DNS"),
+        block(2, "mysql-pool", text="ＥＲＲ－４０３１, HikariCP"),
+        block(3, "x", text="more"),
+        block(4, "late", text="never returned"),  # below the cut
+    ]
+    r = score_case(c, fixture(blocks))
+    assert r.coverage == Coverage(
+        sources=(("mysql-pool", 2), ("absent", None)),
+        doc_ids=(("doc-other", 1),),
+        chunks=(("other#1", 1), ("late#4", None)),  # grade 0 is not judged relevant
+        keywords=(("HikariCP", "other#1"), ("ERR-4031", "mysql-pool#2"), ("nowhere", None)),
+        breadcrumbs=(("Database > MySQL", "mysql-pool#2"), ("Network", "other#1")),
+        spans=(("uses hikaricp", "other#1"), ("never returned", None)),  # nested span dropped
+    )
+    # the counts are counted from it
+    assert (r.keywords_covered, r.breadcrumbs_covered) == (2, 2)
+
+
+def test_coverage_of_a_missing_fixture_covers_nothing_and_no_answer_has_none() -> None:
+    missing = score_case(case(expectedKeywords=["pool"]), None)
+    assert missing.coverage == Coverage(sources=(("mysql-pool", None),), keywords=(("pool", None),))
+    no_answer = score_case(case(noAnswer=True, expectedSources=None), fixture([]))
+    assert no_answer.coverage is None
