@@ -62,7 +62,9 @@ from the two reports' ``coverage`` (``ragsnap.scoring.report``), each entry a
   the baseline and fails now, ``before`` "held", ``after`` "failed"; its values are
   in the case's ``changes`` (``change`` names that field, when there is one).
 
-A target the current case no longer expects is not lost. A baseline written
+A target the current case no longer expects is not lost. When one report is
+private (``ragsnap.scoring.privacy``), the other's coverage is compared as its
+privacy view, so the losses are named by their hashes. A baseline written
 before reports recorded ``coverage`` yields expectation entries only (a note says
 so once). ``lost_text`` is the one line every rendering shows: the first
 ``LOST_SHOWN`` losses, then "+N more".
@@ -83,6 +85,7 @@ from typing import Any
 from ..io.jsonio import FLOAT_DIGITS
 from ..models import HIT_LEVELS, hit_level_rank
 from .aggregates import HIGHER_IS_BETTER, LOWER_IS_BETTER
+from .privacy import is_private, private_coverage
 from .report import percent
 from .significance import SignificanceSettings, adjust_p, paired_test
 
@@ -539,12 +542,22 @@ def _expectations_failing(reasons: Sequence[str]) -> set[str]:
 
 
 def case_lost(
-    before: Mapping[str, Any], after: Mapping[str, Any], changes: Sequence[Mapping[str, Any]]
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    changes: Sequence[Mapping[str, Any]],
+    hash_before: bool = False,
+    hash_after: bool = False,
 ) -> list[dict[str, Any]]:
     """What a case lost from ``before`` (baseline entry) to ``after`` (current entry);
-    ``changes`` are the case's changes (module docstring)."""
+    ``changes`` are the case's changes (module docstring). ``hash_before`` /
+    ``hash_after``: compare that side's coverage as a private report holds it (the
+    other report is private)."""
     lost: list[dict[str, Any]] = []
     old, new = before.get("coverage"), after.get("coverage")
+    if old is not None and hash_before:
+        old = private_coverage(old)
+    if new is not None and hash_after:
+        new = private_coverage(new)
     if old is not None and new is not None:
         for key, kind in _RANKED:
             now = {item["target"]: item["rank"] for item in new.get(key, ())}
@@ -656,6 +669,9 @@ def diff_reports(
     for row in aggregates:
         row["movedCases"] = len(moved.get((row["scope"], row["metric"]), ()))
 
+    # a private report's coverage is hashed: the other side's is compared hashed too
+    private = is_private(baseline), is_private(current)
+    hashing = (private[1] and not private[0], private[0] and not private[1])
     cases = []
     for case_id, entry in new_cases.items():
         old = old_cases.get(case_id)
@@ -667,7 +683,7 @@ def diff_reports(
             status = _worst([c["status"] for c in changes])
             row = _case_row(case_id, status, changes, old, entry)
             if status in (REGRESSION, CHANGED):
-                row["lost"] = case_lost(old, entry, changes)
+                row["lost"] = case_lost(old, entry, changes, *hashing)
             cases.append(row)
     cases += [
         _case_row(case_id, "removed", [], old, None)

@@ -54,6 +54,7 @@ __all__ = [
     "REDACTED_CHANGE_FIELDS",
     "evaluation_definition",
     "is_private",
+    "private_coverage",
     "private_diff",
     "private_id",
     "private_inputs",
@@ -193,11 +194,16 @@ def _private_case(case: Mapping[str, Any]) -> dict[str, Any]:
     entry["knownFailure"] = bool(case.get("knownFailure"))
     entry["reasons"] = private_reasons(case)
     if "coverage" in case:
-        entry["coverage"] = {
-            key: [{k: _hashed(v) for k, v in item.items()} for item in items]
-            for key, items in case["coverage"].items()
-        }
+        entry["coverage"] = private_coverage(case["coverage"])
     return entry
+
+
+def private_coverage(coverage: Mapping[str, Any]) -> dict[str, Any]:
+    """A case's ``coverage`` with each target and chunk id replaced by its ``private_id``."""
+    return {
+        key: [{k: _hashed(v) for k, v in item.items()} for item in items]
+        for key, items in coverage.items()
+    }
 
 
 def private_report(
@@ -244,10 +250,16 @@ def _private_lost(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {**entry, "target": private_id(entry["target"]), "before": _hashed(entry["before"])}
 
 
-def _private_diff_case(case: Mapping[str, Any], redo: Callable[[list[str]], list[str]]) -> Any:
+def _private_diff_case(
+    case: Mapping[str, Any], redo: Callable[[list[str]], list[str]], hashed: bool = False
+) -> Any:
     lost = case.get("lost")
     return {
-        **({} if lost is None else {"lost": [_private_lost(e) for e in lost]}),
+        **(
+            {}
+            if lost is None
+            else {"lost": [dict(e) if hashed else _private_lost(e) for e in lost]}
+        ),
         "id": case["id"],
         "status": case["status"],
         "category": case["category"],
@@ -268,6 +280,8 @@ def private_diff(
     hit-level reason come from them); otherwise each reason is reworded alone."""
     if is_private(diff):
         return dict(diff)
+    # a diff with a private report compared hashed coverage: its losses are hashed already
+    hashed = any(r is not None and is_private(r) for r in (baseline, current))
     entries = {
         role: {c["id"]: c for c in report["cases"]} if report is not None else {}
         for role, report in (("baseline", baseline), ("current", current))
@@ -286,7 +300,7 @@ def private_diff(
 
     cases = []
     for case in diff["cases"]:
-        row = _private_diff_case(case, reasons_of("current", case["id"]))
+        row = _private_diff_case(case, reasons_of("current", case["id"]), hashed)
         row["baselineReasons"] = reasons_of("baseline", case["id"])(case["baselineReasons"])
         cases.append(row)
     return {

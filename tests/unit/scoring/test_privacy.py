@@ -14,6 +14,7 @@ from ragsnap.scoring.junit import render_junit_xml
 from ragsnap.scoring.privacy import (
     evaluation_definition,
     private_diff,
+    private_id,
     private_reasons,
     private_report,
 )
@@ -79,6 +80,11 @@ def test_private_report_keeps_ids_and_measurements_only() -> None:
     ):
         assert leaks(text) == []
     assert private_report(private) == private  # a private report stays as it is
+    # coverage keeps ranks and what covered what, every text a stable hash
+    assert case["coverage"]["sources"] == [{"target": private_id(SOURCE), "rank": None}]
+    assert case["coverage"]["keywords"] == [
+        {"target": private_id("salary table"), "chunk": private_id("other-doc#1")}
+    ]
 
 
 def test_unknown_reasons_are_never_passed_through() -> None:
@@ -114,14 +120,32 @@ def test_private_diff_is_computed_on_the_full_data_and_diffs_of_private_reports_
         render_junit_xml(private_report(after), diff),
     ):
         assert leaks(text) == []
+    # what the case lost: ranks and kinds kept, targets and chunks hashed
+    assert [(e["kind"], e["target"], e["before"]) for e in case["lost"]] == [
+        ("source", private_id(SOURCE), 1),
+        ("keyword", private_id("salary table"), private_id(f"{SOURCE}#1")),
+        ("expectation", "contextSources", "held"),
+        ("expectation", "rerankTopSource", "held"),
+    ]
     # the causes name cases by id only, as the rest of the private diff does
     assert diff["causes"] == full["causes"] and diff["causes"][0]["cases"] == ["c1"]
     # two private reports diff to the same verdict, and the result is private
     again = diff_reports(private_report(before), private_report(after), Tolerances(), "b")
     assert again["counts"] == full["counts"] and again["causes"] == full["causes"]
+    private_again = private_diff(again, private_report(before), private_report(after))
+    assert private_again["cases"][0]["reasons"] == case["reasons"]
+    # the same losses by the same hashes (a private report has no pipeline values to
+    # point an expectation's change at)
+    assert [{k: e[k] for k in ("kind", "target", "before", "after")} for e in case["lost"]] == [
+        {k: e[k] for k in ("kind", "target", "before", "after")}
+        for e in private_again["cases"][0]["lost"]
+    ]
+    # a full current report against a private baseline compares hashed coverage
+    mixed = diff_reports(private_report(before), after, Tolerances(), "b")
+    assert mixed["cases"][0]["lost"][:2] == private_again["cases"][0]["lost"][:2]
     assert (
-        private_diff(again, private_report(before), private_report(after))["cases"][0]["reasons"]
-        == case["reasons"]
+        private_diff(mixed, private_report(before), after)["cases"][0]["lost"][:2]
+        == (case["lost"][:2])
     )
 
 
