@@ -54,6 +54,10 @@ def test_regressions_fail_and_aggregates_get_their_suite() -> None:
     assert failure is not None and "regressed against the baseline: passed" in failure.get(
         "message", ""
     )
+    # and what the case lost, one line
+    assert failure.get("message", "").endswith(
+        "firstExpectedRank 1 -> None; lost source mysql-pool (rank 1 -> below the cut)"
+    )
     rows = {c.get("name"): c.find("failure") for c in aggregates.findall("testcase")}
     assert rows["passRate"] is not None and rows["noAnswerFalsePositiveRate"] is None
     assert "passRate 100.0% -> 50.0% (-50.0 pp" in (rows["passRate"].get("message") or "")

@@ -95,3 +95,16 @@ def test_a_10000_case_regression_comment_stays_under_the_limit() -> None:
     # every row moved with the same 6,666 cases: one cause, the scope rows folded
     (cause,) = diff["causes"]
     assert len(cause["cases"]) == 6666 and len(cause["folded"]) == 48
+
+
+def test_a_regressed_case_says_what_it_lost_and_a_changed_one_beside_its_changes() -> None:
+    before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
+    after = report({"a": [block(1, "x"), block(2, "mysql-pool")], "b": [block(1, "x")]})
+    diff = diff_reports(before, after, Tolerances(first_expected_rank=1), "base.json")
+    assert [c["status"] for c in diff["cases"]] == ["changed", "regression"]
+    for text in (render_diff_markdown(diff), render_pr_comment(after, diff, "d.md")):
+        assert "\n- lost source mysql-pool (rank 1 -> below the cut)\n" in text
+        assert (
+            "| firstExpectedRank 1 → 2; rerankTopSource mysql-pool → x; "
+            "lost source mysql-pool (rank 1 -> rank 2) |"
+        ) in text
