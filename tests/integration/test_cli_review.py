@@ -153,7 +153,11 @@ def test_one_moved_case_reads_as_one_line_and_the_comments_stay_small(tmp_path: 
         "strongHitRate -50.0 pp <- 1 case: obs-log-retention: beyond tolerance, not significant "
         "(1 case), Holm p 1.000; +3 category/language/split row(s) alike"
     )
-    assert f"  obs-log-retention: hitLevel strong -> medium\n  {line}\nReports:" in run.out
+    lost = "obs-log-retention: lost keyword '14 days' (was in log-retention#1)"
+    assert (
+        f"  obs-log-retention: hitLevel strong -> medium\n  {line}\n"
+        f"What the cases lost:\n  {lost}\nReports:"
+    ) in run.out
     comment = (root / "reports/pr.md").read_text(encoding="utf-8")
     assert len(comment.encode()) <= 3000, comment
     assert "- " + line.replace("<-", "←").replace("obs-log-retention:", "`obs-log-retention`:") in (
