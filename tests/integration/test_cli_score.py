@@ -119,8 +119,8 @@ def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Proj
         "+9 category/language/split row(s) alike\n"
         # what the case lost, from the two reports' coverage, one line
         "What the cases lost:\n"
-        "  pool-size: lost source mysql-pool (rank 1 -> below the cut); lost keyword "
-        "'maximum-pool-size' (was in mysql-pool#1); lost expectation rerankTopSource "
+        "  pool-size: lost keyword 'maximum-pool-size' (was in mysql-pool#1); lost source "
+        "mysql-pool (rank 1 -> below the cut); lost expectation rerankTopSource "
         "(held -> failed)\n"
         "Reports: "
     ) in run.out

@@ -54,10 +54,12 @@ Case-level changes, for every case present in both reports:
 from the two reports' ``coverage`` (``ragsnap.scoring.report``), each entry a
 ``kind`` of ``LOST_KINDS``:
 
-* ``source``, ``docId``, ``chunk`` (a judged target): in the baseline's top K at
-  rank ``before``, now below the cut (``after`` null) or at a lower rank ``after``;
 * ``keyword``, ``breadcrumb``, ``span``: covered in the baseline by the chunk
   ``before``, covered by nothing now (``after`` null);
+* ``source``, ``docId``, ``chunk`` (a judged target): in the baseline's top K at
+  rank ``before``, now below the cut (``after`` null) or at a lower rank ``after``;
+
+listed keywords, breadcrumbs, sources, doc ids, chunks, spans, expectations.
 * ``expectation``: a pipeline expectation (``EXPECTATION_REASONS``) that held in
   the baseline and fails now, ``before`` "held", ``after`` "failed"; its values are
   in the case's ``changes`` (``change`` names that field, when there is one).
@@ -125,9 +127,17 @@ _NEUTRAL_FIELDS = ("selectedAttempt", "fallbackReasons", "evidenceStatus", "rera
 _EPSILON = 1e-12
 #: the ``kind`` of a ``lost`` entry
 LOST_KINDS = ("source", "docId", "chunk", "keyword", "breadcrumb", "span", "expectation")
-#: coverage key -> lost kind: ranked targets, then covered ones
-_RANKED = (("sources", "source"), ("docIds", "docId"), ("chunks", "chunk"))
-_COVERED = (("keywords", "keyword"), ("breadcrumbs", "breadcrumb"), ("spans", "span"))
+#: coverage key -> lost kind, in the order a case's losses are listed (the short
+#: ones a reader recognises first; spans, long, last)
+_LOST_ORDER = (
+    ("keywords", "keyword"),
+    ("breadcrumbs", "breadcrumb"),
+    ("sources", "source"),
+    ("docIds", "docId"),
+    ("chunks", "chunk"),
+    ("spans", "span"),
+)
+_RANKED_KEYS = ("sources", "docIds", "chunks")
 #: pipeline expectation -> the starts of its failing reason (full and private forms),
 #: and the case change that shows its values
 EXPECTATION_REASONS: Mapping[str, tuple[tuple[str, ...], str | None]] = {
@@ -541,6 +551,29 @@ def _expectations_failing(reasons: Sequence[str]) -> set[str]:
     return failing
 
 
+def _lost_covered(
+    kind: str, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    held = {item["target"]: item["chunk"] for item in new}
+    return [
+        {"kind": kind, "target": item["target"], "before": item["chunk"], "after": None}
+        for item in old
+        if item["chunk"] is not None and item["target"] in held and held[item["target"]] is None
+    ]
+
+
+def _lost_ranked(
+    kind: str, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    now = {item["target"]: item["rank"] for item in new}
+    lost = []
+    for item in old:
+        was, target = item["rank"], item["target"]
+        if was is not None and target in now and (now[target] is None or now[target] > was):
+            lost.append({"kind": kind, "target": target, "before": was, "after": now[target]})
+    return lost
+
+
 def case_lost(
     before: Mapping[str, Any],
     after: Mapping[str, Any],
@@ -559,24 +592,10 @@ def case_lost(
     if new is not None and hash_after:
         new = private_coverage(new)
     if old is not None and new is not None:
-        for key, kind in _RANKED:
-            now = {item["target"]: item["rank"] for item in new.get(key, ())}
-            for item in old.get(key, ()):
-                was, target = item["rank"], item["target"]
-                if was is None or target not in now:
-                    continue
-                if now[target] is None or now[target] > was:
-                    lost.append(
-                        {"kind": kind, "target": target, "before": was, "after": now[target]}
-                    )
-        for key, kind in _COVERED:
-            held = {item["target"]: item["chunk"] for item in new.get(key, ())}
-            for item in old.get(key, ()):
-                target = item["target"]
-                if item["chunk"] is not None and target in held and held[target] is None:
-                    lost.append(
-                        {"kind": kind, "target": target, "before": item["chunk"], "after": None}
-                    )
+        for key, kind in _LOST_ORDER:
+            lost += (_lost_ranked if key in _RANKED_KEYS else _lost_covered)(
+                kind, old.get(key, ()), new.get(key, ())
+            )
     fields = {c["field"] for c in changes}
     was_failing = _expectations_failing(before["reasons"])
     for name in sorted(

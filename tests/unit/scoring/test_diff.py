@@ -434,8 +434,7 @@ def test_lost_text_shows_three_losses_then_a_count_and_the_diff_is_valid() -> No
     validate(d, "diff-report", "diff.json", "diff")
     (case,) = d["cases"]
     assert lost_text(case) == (
-        "lost source mysql-pool (rank 1 -> below the cut); "
-        "lost keyword 'k1' (was in mysql-pool#1); lost keyword 'k2' (was in mysql-pool#1) "
-        "+3 more"
+        "lost keyword 'k1' (was in mysql-pool#1); lost keyword 'k2' (was in mysql-pool#1); "
+        "lost keyword 'k3' (was in mysql-pool#1) +3 more"
     )
     assert lost_text({"lost": []}) is None

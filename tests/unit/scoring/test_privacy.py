@@ -122,8 +122,8 @@ def test_private_diff_is_computed_on_the_full_data_and_diffs_of_private_reports_
         assert leaks(text) == []
     # what the case lost: ranks and kinds kept, targets and chunks hashed
     assert [(e["kind"], e["target"], e["before"]) for e in case["lost"]] == [
-        ("source", private_id(SOURCE), 1),
         ("keyword", private_id("salary table"), private_id(f"{SOURCE}#1")),
+        ("source", private_id(SOURCE), 1),
         ("expectation", "contextSources", "held"),
         ("expectation", "rerankTopSource", "held"),
     ]
