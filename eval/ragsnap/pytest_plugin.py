@@ -332,10 +332,12 @@ class RagsnapRun:
         folder = self.root / self.fixtures
         if not folder.is_dir():
             return []
+        from .io.inputs import FIXTURE_MANIFEST
+
         return sorted(
             p.name
             for p in folder.iterdir()
-            if p.name.endswith(".json") and p.name != "_manifest.json" and p.is_file()
+            if p.name.endswith(".json") and p.name != FIXTURE_MANIFEST and p.is_file()
         )
 
     def _read_fixtures(self) -> FixtureSet | None:

@@ -25,7 +25,7 @@ from ..errors import RagsnapError
 from ..io.inputs import FixtureSet, read_manifest
 from ..snapshot.provenance import Capture, Manifest, Staleness, check_provenance
 
-__all__ = ["captured_documents", "check_fixtures", "seed_state", "settings_of"]
+__all__ = ["captured_documents", "check_fixtures", "folder_name", "seed_state", "settings_of"]
 
 
 def settings_of(config: Config, backend: str, method: str | None = None) -> dict[str, Any]:
@@ -139,7 +139,8 @@ def captured_documents(
     return documents, behind
 
 
-def _folder_name(folder: Path) -> str:
+def folder_name(folder: Path) -> str:
+    """The fixtures folder as the messages name it (``fixtures``, ``.``)."""
     return folder.as_posix().rstrip("/") or "."
 
 
@@ -154,7 +155,7 @@ def check_fixtures(
         return Staleness()
     raw = read_manifest(folder)
     if raw is None:  # nothing to compare with: no need to read the corpus
-        return check_provenance(None, digests, Capture({}), folder=_folder_name(folder))
+        return check_provenance(None, digests, Capture({}), folder=folder_name(folder))
     manifest = Manifest.from_json(raw)
     state = seed_state(config)
     current = Capture(
@@ -169,7 +170,7 @@ def check_fixtures(
         manifest,
         digests,
         current,
-        folder=_folder_name(folder),
+        folder=folder_name(folder),
         cited=cited,
         paths=None if state is None else state.paths,
         config_name=(

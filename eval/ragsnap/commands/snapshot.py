@@ -59,7 +59,7 @@ from ..snapshot.fixturediff import fixture_changes
 from ..snapshot.provenance import Capture, Manifest, check_provenance
 from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
 from ._kb import backend_of
-from ._provenance import captured_documents, settings_of
+from ._provenance import captured_documents, folder_name, settings_of
 
 #: at most this many changed cases are listed one per line
 LISTED = 40
@@ -319,9 +319,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{state}; run `ragsnap snapshot` and commit it"
             )
             if old_manifest is not None:
-                moved = check_provenance(
-                    old_manifest, digests, capture, folder=folder.as_posix().rstrip("/") or "."
-                )
+                moved = check_provenance(old_manifest, digests, capture, folder=folder_name(folder))
                 print("\n".join(f"  {line}" for line in moved.problems))
             return 1
         print("snapshot --check: fixtures are up to date")

@@ -211,9 +211,10 @@ def coverage(case: GoldenCase, top: tuple[EvidenceBlock, ...]) -> Coverage:
     texts = (
         [(block.chunk_id, normalize(block.text)) for block in top] if case.expected_keywords else []
     )
+    wanted_words = [(word, normalize(word)) for word in case.expected_keywords]
     keywords = tuple(
-        (word, next((chunk for chunk, text in texts if normalize(word) in text), None))
-        for word in case.expected_keywords
+        (word, next((chunk for chunk, text in texts if needle in text), None))
+        for word, needle in wanted_words
     )
     judged = [j for j in case.judgments if j.grade >= 1]
     chunks = tuple(

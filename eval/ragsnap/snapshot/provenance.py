@@ -245,27 +245,28 @@ def check_provenance(
     def file_of(case_id: str) -> str:
         return f"{folder}/{case_id}.json"
 
+    def note(case_ids: list[str], one: str, many: str) -> None:
+        """A note on ``case_ids``' fixtures: ``one`` or ``many`` follow their names."""
+        if case_ids:
+            files = [file_of(c) for c in case_ids]
+            notes.append(
+                f"{_named(files, len(digests), folder)} {one if len(files) == 1 else many}"
+            )
+
     unrecorded = sorted(c for c in digests if c not in manifest.fixtures)
-    if unrecorded:
-        files = [file_of(c) for c in unrecorded]
-        notes.append(
-            f"{_named(files, len(digests), folder)} {'has' if len(files) == 1 else 'have'} no "
-            f"record in {manifest_path} (written by hand or by an older ragsnap), so "
-            f"{'its' if len(files) == 1 else 'their'} corpus and settings are not checked; "
-            "`ragsnap snapshot` records them"
-        )
+    where = f"no record in {manifest_path} (written by hand or by an older ragsnap), so"
+    later = "corpus and settings are not checked; `ragsnap snapshot` records them"
+    note(unrecorded, f"has {where} its {later}", f"have {where} their {later}")
     edited = sorted(
         c for c in digests if c in manifest.fixtures and manifest.fixtures[c][1] != digests[c]
     )
+    after = (
+        f"edited after capture (the bytes differ from {manifest_path}); `ragsnap snapshot "
+        "--check` compares {it} with the knowledge base, and `ragsnap snapshot` records the "
+        "bytes it keeps"
+    )
+    note(edited, "was " + after.format(it="it"), "were " + after.format(it="them"))
     stale: dict[str, list[str]] = {}
-    if edited:
-        files = [file_of(c) for c in edited]
-        notes.append(
-            f"{_named(files, len(digests), folder)} {_were(files)} edited after capture (the "
-            f"bytes differ from {manifest_path}); `ragsnap snapshot --check` compares "
-            f"{'it' if len(files) == 1 else 'them'} with the knowledge base, and "
-            "`ragsnap snapshot` records the bytes it keeps"
-        )
     by_capture: dict[str, list[str]] = {}
     for case_id in sorted(digests):
         if case_id in manifest.fixtures:
