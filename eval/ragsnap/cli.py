@@ -259,8 +259,28 @@ def _add_review(parser: argparse.ArgumentParser, listed: str) -> None:
         "(p < diff.significance.alpha); case regressions always fail (default: "
         "diff.significance.require in ragsnap.yaml, else off)",
     )
+    _add_baseline_fixtures(parser)
     _add_privacy(parser)
     _add(parser, "--allow-outside")
+
+
+def _add_baseline_fixtures(parser: argparse.ArgumentParser) -> None:
+    """Where the baseline's fixtures are read, for stage attribution."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--baseline-ref",
+        metavar="REF",
+        help="read the baseline's fixtures from git at REF (origin/main, a tag, a commit), "
+        "to say at which pipeline stage each case lost what it lost (default: the first of "
+        "HEAD, HEAD^1, the upstream, origin/HEAD, origin/main, origin/master whose fixtures "
+        "are the baseline's)",
+    )
+    group.add_argument(
+        "--baseline-fixtures",
+        type=Path,
+        metavar="DIR",
+        help="read the baseline's fixtures from this folder instead (default: see --baseline-ref)",
+    )
 
 
 def _add_privacy(parser: argparse.ArgumentParser, default: str = "off") -> None:

@@ -66,6 +66,8 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       hints: true          # L0 hints from document metadata
       fusion: {kind: convex, lexicalWeight: 0.85, vectorWeight: 0.15}  # by embedder
                            # or {kind: rrf, k: 60, lexicalWeight: 1.0, vectorWeight: 1.0}
+      rerankWeights: {confidence: 0.45, phrase: 0.2, identifiers: 0.15, title: 0.1,
+                      coverage: 0.1}  # heuristic-v1's, any left out keeps its default
     methods:               # retrieval methods as data, beside the built-ins (lexical,
       lexical-heavy:       # vector, hybrid, hybrid+rerank, alias); any may be redefined
         retrievers: [lexical, vector]
@@ -124,6 +126,7 @@ from .settings import (
     FusionProfile,
     LookupSettings,
     Method,
+    RerankWeights,
     default_fusion,
 )
 
@@ -373,8 +376,16 @@ def _lookup_settings(
     }
     whole = {"topK", "candidates", "rerankDepth", "contextBudgetChars"}
     values: dict[str, Any] = {
-        keys[k]: int(v) if k in whole else v for k, v in data.items() if k != "fusion"
+        keys[k]: int(v) if k in whole else v
+        for k, v in data.items()
+        if k not in ("fusion", "rerankWeights")
     }
+    try:
+        values["rerank_weights"] = RerankWeights(**data.get("rerankWeights", {}))
+    except UsageError as exc:
+        raise InputError(
+            path, str(exc), "give at least one weight above 0", "/lookup/rerankWeights"
+        ) from None
     try:
         values["fusion"] = fusion
         settings = LookupSettings(**values, methods=methods)

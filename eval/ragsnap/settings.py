@@ -43,13 +43,15 @@ __all__ = [
     "FusionProfile",
     "LookupSettings",
     "Method",
+    "RerankWeights",
     "default_fusion",
     "method_settings",
 ]
 
 #: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values;
 #: 4: convex fusion of max-normalised scores by default, weights by embedder
-PIPELINE_VERSION = "ragsnap-lookup/4"
+#: 5: the rerank trace's items carry their confidence and list ranks; rerank weights
+PIPELINE_VERSION = "ragsnap-lookup/5"
 #: the built-in methods every store can run with its own vectors
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
 RETRIEVERS = ("lexical", "vector")
@@ -188,6 +190,35 @@ BUILTIN_METHODS: tuple[Method, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
+class RerankWeights:
+    """heuristic-v1's weights (``lookup.rerankWeights``): a rerank score is the weighted
+    sum of the candidate's confidence, phrase, identifier, title and coverage shares
+    (``ragsnap.kb.pipeline``). The defaults sum to 1; any non-negative weights work."""
+
+    confidence: float = 0.45
+    phrase: float = 0.20
+    identifiers: float = 0.15
+    title: float = 0.10
+    coverage: float = 0.10
+
+    def __post_init__(self) -> None:
+        values = self.to_json().values()
+        if any(v < 0 for v in values) or sum(values) <= 0:
+            raise UsageError(
+                f"rerank weights must not be negative and must not all be 0; got {self.to_json()}"
+            )
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "confidence": self.confidence,
+            "phrase": self.phrase,
+            "identifiers": self.identifiers,
+            "title": self.title,
+            "coverage": self.coverage,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class LookupSettings:
     """Pipeline knobs (``lookup:`` in ragsnap.yaml)."""
 
@@ -202,6 +233,7 @@ class LookupSettings:
     context_budget_chars: int = 2000
     hints: bool = True
     fusion: FusionProfile = field(default_factory=FusionProfile)
+    rerank_weights: RerankWeights = field(default_factory=RerankWeights)
     #: every method a lookup may name: the built-ins and ``methods:`` of ragsnap.yaml
     methods: tuple[Method, ...] = BUILTIN_METHODS
 
@@ -252,4 +284,5 @@ def method_settings(settings: LookupSettings, spec: Method) -> dict[str, Any]:
         "fusion": fusion.to_json() if spec.fused else None,
         "reranker": spec.reranker,
         "rerankDepth": s.rerank_depth if spec.reranker else None,
+        "rerankWeights": s.rerank_weights.to_json() if spec.reranker else None,
     }

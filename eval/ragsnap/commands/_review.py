@@ -13,6 +13,7 @@ from ..config import Config
 from ..errors import UsageError
 from ..scoring.diff import diff_reports
 from ..scoring.formats import render_format
+from ._forensics import attribute
 
 
 def diff_with_config(
@@ -24,11 +25,12 @@ def diff_with_config(
 ) -> dict[str, Any]:
     """The score diff under the config's tolerances, noise floor and significance
     settings; ``--require-significance`` (on commands that have it) turns ``require``
-    on."""
+    on. Each case's losses are attributed to pipeline stages from the baseline's
+    fixtures (``--baseline-ref`` / ``--baseline-fixtures``, ``ragsnap.commands._forensics``)."""
     significance = config.significance
     if getattr(args, "require_significance", False):
         significance = dataclasses.replace(significance, require=True)
-    return diff_reports(
+    diff = diff_reports(
         baseline,
         current,
         config.tolerances,
@@ -36,6 +38,16 @@ def diff_with_config(
         noise_floor=config.noise_floor,
         significance=significance,
     )
+    if current.get("privacy") is not True:  # where each loss happened, from the fixtures
+        fixtures = getattr(args, "fixtures", None) or Path(current["inputs"]["fixtures"])
+        attribute(
+            diff,
+            fixtures,
+            baseline,
+            getattr(args, "baseline_ref", None),
+            getattr(args, "baseline_fixtures", None),
+        )
+    return diff
 
 
 def extra_outputs(

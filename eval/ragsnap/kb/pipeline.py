@@ -34,14 +34,17 @@ the score above it). The thresholds always compare confidences, so a reranker
 reorders evidence but never filters it; ``scoreLabel`` (high >= 0.6, medium >=
 0.4, low) labels the confidence, which ``metadata.confidence`` holds with the
 raw BM25, cosine, fused value and list ranks. The rerank trace's ``before``
-list shows the fused values, its ``after`` list the rerank scores.
+list shows the fused values, its ``after`` list the rerank scores; each item
+also holds its confidence and its lexical and vector ranks (null: that list did
+not find it), so a fixture records every stage of the candidates it shows.
 
 heuristic-v1 rerank score = 0.45 confidence + 0.20 phrase + 0.15 identifiers
-+ 0.10 title + 0.10 coverage, where phrase is the share of the query's adjacent
-term pairs found adjacent in the chunk, identifiers the share of code-like query
-words (``maxPoolSize``, ``ERR-4031``) found verbatim (coverage when the query has
-none), title the share of query terms in the title / breadcrumb / heading, and
-coverage the unweighted share of query terms in the chunk.
++ 0.10 title + 0.10 coverage (the weights are ``lookup.rerankWeights``), where
+phrase is the share of the query's adjacent term pairs found adjacent in the chunk,
+identifiers the share of code-like query words (``maxPoolSize``, ``ERR-4031``)
+found verbatim (coverage when the query has none), title the share of query
+terms in the title / breadcrumb / heading, and coverage the unweighted share of
+query terms in the chunk.
 
 Methods (``ragsnap.settings.Method``): a method names its retrievers (lexical,
 vector or both, fused), its reranker and its floors; ``lexical``, ``vector``,
@@ -621,6 +624,7 @@ class Pipeline:
     def _rerank(self, query: _Query, head: list[_Candidate]) -> list[_Candidate]:
         """``head`` (the first ``rerank_depth`` candidates) in reranked order."""
         chunks = self._chunks(head, tokens=True)
+        w = self.settings.rerank_weights
         for c in head:
             ch = chunks[c.row]
             if ch.tokens is None or ch.token_set is None:  # the KnowledgeBase contract
@@ -639,11 +643,11 @@ class Pipeline:
             phrase = query.phrase_share(ch.tokens)
             ident = query.identifier_share(ch.text, coverage)
             c.rerank = quantize(
-                0.45 * c.exact_confidence
-                + 0.20 * phrase
-                + 0.15 * ident
-                + 0.10 * title
-                + 0.10 * coverage
+                w.confidence * c.exact_confidence
+                + w.phrase * phrase
+                + w.identifiers * ident
+                + w.title * title
+                + w.coverage * coverage
             )
         return sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.ref.chunk_id))
 
@@ -817,8 +821,17 @@ class Pipeline:
     @staticmethod
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:
         # a grid value (``score``: a candidate's ``ranking`` or ``score``) is its own
-        # 6-decimal rounding (tested in test_numeric): written as it is
-        return {"chunkId": c.ref.chunk_id, "source": c.ref.source, "score": score}
+        # 6-decimal rounding (tested in test_numeric): written as it is. The confidence
+        # and the list ranks say where a candidate stood at each stage (what
+        # ``ragsnap.scoring.attribution`` reads when a case lost it).
+        return {
+            "chunkId": c.ref.chunk_id,
+            "source": c.ref.source,
+            "score": score,
+            "confidence": c.confidence,
+            "lexicalRank": c.lexical_rank,
+            "vectorRank": c.vector_rank,
+        }
 
     def _chunks(self, cands: Sequence[_Candidate], *, tokens: bool) -> dict[int, StoredChunk]:
         """The stored chunks of ``cands`` (read only for what is shown or reranked; their

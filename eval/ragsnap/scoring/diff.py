@@ -87,6 +87,7 @@ from typing import Any
 from ..io.jsonio import FLOAT_DIGITS
 from ..models import HIT_LEVELS, hit_level_rank
 from .aggregates import HIGHER_IS_BETTER, LOWER_IS_BETTER
+from .attribution import STAGE_LABELS, cause_text
 from .privacy import is_private, private_coverage
 from .report import percent
 from .significance import SignificanceSettings, adjust_p, paired_test
@@ -860,25 +861,37 @@ def cause_lines(
     return lines
 
 
-def _loss_text(entry: Mapping[str, Any]) -> str:
+def _loss_text(entry: Mapping[str, Any], cause: Mapping[str, Any] | None) -> str:
     kind, target = entry["kind"], entry["target"]
     if kind == "expectation":
-        return f"lost expectation {target} (held -> failed)"
-    if kind in ("keyword", "breadcrumb", "span"):
+        what = f"lost expectation {target}"
+        why = "held -> failed"
+    elif kind in ("keyword", "breadcrumb", "span"):
         shown = target if len(target) <= 40 else target[:39] + "…"
-        return f"lost {kind} '{shown}' (was in {entry['before']})"
-    after = "below the cut" if entry["after"] is None else f"rank {entry['after']}"
-    return f"lost {kind} {target} (rank {entry['before']} -> {after})"
+        what, why = f"lost {kind} '{shown}'", f"was in {entry['before']}"
+    else:
+        after = "below the cut" if entry["after"] is None else f"rank {entry['after']}"
+        what, why = f"lost {kind} {target}", f"rank {entry['before']} -> {after}"
+    if cause is not None:
+        stage = cause["stage"]
+        label = "no stage" if stage is None else STAGE_LABELS[stage]
+        said = f"{label}: {cause_text(cause)}"
+        # "was in X" says nothing more when the cause names X first
+        why = said if said.split(": ", 1)[1].startswith(f"{cause['target']} ") else f"{why}; {said}"
+    return f"{what} ({why})"
 
 
 def lost_text(case: Mapping[str, Any], shown: int = LOST_SHOWN) -> str | None:
-    """``lost keyword '14 days' (was in log-retention#1); lost source log-retention
-    (rank 1 -> below the cut)``: a diff case's first ``shown`` losses, then "+N more";
-    None when it lost nothing named."""
+    """``lost keyword '14 days' (was in log-retention#1; corpus: log-retention#1 text
+    changed: removed '14 days')``: a diff case's first ``shown`` losses, each with the
+    stage it was lost at when the case has an ``attribution``
+    (``ragsnap.scoring.attribution``; a cause is named once, at its first loss), then
+    "+N more"; None when it lost nothing named."""
     lost = case.get("lost") or []
     if not lost:
         return None
-    text = "; ".join(_loss_text(e) for e in lost[:shown])
+    first = {c["losses"][0]: c for c in case.get("attribution") or ()}
+    text = "; ".join(_loss_text(e, first.get(i)) for i, e in enumerate(lost[:shown]))
     return text + (f" +{len(lost) - shown} more" if len(lost) > shown else "")
 
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -250,15 +250,67 @@ def _private_lost(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {**entry, "target": private_id(entry["target"]), "before": _hashed(entry["before"])}
 
 
+#: attribution evidence kept as it is in a privacy view (positions, scores, settings,
+#: fixed vocabularies); document names are hashed, changed words counted, the rest dropped
+_PLAIN_EVIDENCE = frozenset(
+    {
+        "absent",
+        "budgetChars",
+        "charCount",
+        "confidence",
+        "evidenceRank",
+        "evidenceStatus",
+        "fallbackReasons",
+        "filteredOut",
+        "floor",
+        "fusedRank",
+        "lexicalRank",
+        "listed",
+        "rerankRank",
+        "selectedAttempt",
+        "settings",
+        "textChanged",
+        "topK",
+        "vectorRank",
+    }
+)
+
+
+def _private_cause(cause: Mapping[str, Any], lost: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    ev = cause["evidence"]
+    out = {k: v for k, v in ev.items() if k in _PLAIN_EVIDENCE}
+    for key in ("document", "documentChanged"):
+        if ev.get(key) is not None:
+            out[key] = private_id(ev[key])
+    for key in ("removed", "added"):
+        if key in ev:
+            out[f"{key}Count"] = len(ev[key])
+    first = cause["losses"][0]
+    expectation = first < len(lost) and lost[first]["kind"] == "expectation"
+    return {
+        **cause,
+        "target": cause["target"] if expectation else private_id(cause["target"]),
+        "before": {k: v for k, v in cause["before"].items() if k != "category"},
+        "after": {k: v for k, v in cause["after"].items() if k != "category"},
+        "evidence": out,
+    }
+
+
 def _private_diff_case(
     case: Mapping[str, Any], redo: Callable[[list[str]], list[str]], hashed: bool = False
 ) -> Any:
     lost = case.get("lost")
+    causes = case.get("attribution")
     return {
         **(
             {}
             if lost is None
             else {"lost": [dict(e) if hashed else _private_lost(e) for e in lost]}
+        ),
+        **(
+            {}
+            if causes is None
+            else {"attribution": [_private_cause(c, lost or ()) for c in causes]}
         ),
         "id": case["id"],
         "status": case["status"],
@@ -310,4 +362,16 @@ def private_diff(
         "baselineInputs": private_inputs(diff["baselineInputs"]),
         "currentInputs": private_inputs(diff["currentInputs"]),
         "cases": cases,
+        **(
+            {}
+            if "attribution" not in diff
+            else {
+                "attribution": {
+                    **diff["attribution"],
+                    "baselineFixtures": None
+                    if diff["attribution"]["baselineFixtures"] is None
+                    else "baseline",
+                }
+            }
+        ),
     }

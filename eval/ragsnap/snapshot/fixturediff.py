@@ -20,8 +20,9 @@ they move with an edit anywhere in the corpus or deep in the candidate lists:
 an evidence block's raw ``metadata.bm25`` (it depends on the corpus's size and
 average length), ``metadata.fused``, ``metadata.lexicalRank`` and
 ``metadata.vectorRank`` (positions among all candidates), an attempt's
-``hitCount``, the scores in the rerank trace (the evidence blocks carry the
-same numbers for what reached the evidence; the trace's order is compared) and
+``hitCount``, the scores, confidences and list ranks in the rerank trace (the
+evidence blocks carry the same numbers for what reached the evidence; the
+trace's order is compared) and
 rerank-trace items below ``topK``. ``retrievedAt`` and every
 ``latencyMs`` are never compared.
 
@@ -166,6 +167,8 @@ def compare_fixtures(
 
 #: an evidence block's metadata that moves with the whole corpus or the candidate lists
 _DIAGNOSTIC_METADATA = frozenset({"bm25", "fused", "lexicalRank", "vectorRank"})
+#: a rerank trace item's fields that move with the corpus or the lists
+_DIAGNOSTIC_ITEM = frozenset({"score", "confidence", "lexicalRank", "vectorRank"})
 _POSITION = "\x00position"  # the canonical form's key for a keyed list item's position
 _RERANK_LISTS = (
     ("lookupResult", "rerankTrace", "before"),
@@ -195,7 +198,7 @@ def _diagnostic(steps: tuple[Any, ...]) -> bool:
     if len(steps) == 5 and steps[:3] == ("lookupResult", "retrievalTrace", "attempts"):
         return bool(steps[4] == "hitCount")
     if len(steps) == 5 and steps[:2] == ("lookupResult", "rerankTrace"):
-        return bool(steps[2] in ("before", "after") and steps[4] == "score")
+        return bool(steps[2] in ("before", "after") and steps[4] in _DIAGNOSTIC_ITEM)
     return False
 
 
