@@ -16,7 +16,8 @@ fixture, read only from what the fixture records: its ``category`` and ``text``
 (evidence block), its ``lexicalRank`` / ``vectorRank`` (evidence block metadata or
 rerank trace item; null: that list did not find it), ``fusedRank`` (its place in
 the rerank trace's ``before`` list: the fused order), ``rerankRank`` (in
-``after``), ``confidence``, ``evidenceRank`` and ``inContext``. A field the
+``after``), ``confidence``, ``evidenceRank``, ``inContext`` and ``text`` (the
+evidence block's: what a reader compares side by side). A field the
 fixture does not record for it is left out: it is *not reported*, never guessed.
 
 **Stages** (``STAGES``, pipeline order); the cause is the first that differs:
@@ -279,8 +280,6 @@ def _cause(
     evidence: dict[str, Any],
     unreported: Sequence[str] = (),
 ) -> dict[str, Any]:
-    for t in (old, new):
-        t.pop("text", None)  # the evidence holds what changed in it, not the whole text
     return {
         "stage": stage,
         "target": target,

@@ -276,6 +276,10 @@ _PLAIN_EVIDENCE = frozenset(
 )
 
 
+#: a target's trail fields that name or quote the corpus
+_NAMED_TRAIL = frozenset({"category", "text"})
+
+
 def _private_cause(cause: Mapping[str, Any], lost: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ev = cause["evidence"]
     out = {k: v for k, v in ev.items() if k in _PLAIN_EVIDENCE}
@@ -290,8 +294,8 @@ def _private_cause(cause: Mapping[str, Any], lost: Sequence[Mapping[str, Any]]) 
     return {
         **cause,
         "target": cause["target"] if expectation else private_id(cause["target"]),
-        "before": {k: v for k, v in cause["before"].items() if k != "category"},
-        "after": {k: v for k, v in cause["after"].items() if k != "category"},
+        "before": {k: v for k, v in cause["before"].items() if k not in _NAMED_TRAIL},
+        "after": {k: v for k, v in cause["after"].items() if k not in _NAMED_TRAIL},
         "evidence": out,
     }
 
