@@ -23,8 +23,11 @@ fixture does not record for it is left out: it is *not reported*, never guessed.
 **Stages** (``STAGES``, pipeline order); the cause is the first that differs:
 
 * ``corpus``: the target's document is absent from the current knowledge base
-  (manifest), or its chunk text differs (``evidence.removed`` / ``added``: the
-  words that went and came);
+  (manifest), or its chunk text no longer holds a lost keyword or span
+  (``evidence.removed`` / ``added``: the words that went and came). A text
+  change that kept what the case expects but moved the chunk (a query term
+  removed) is evidence of the stage where it moved; one that moved nothing is
+  the cause last;
 * ``settings``: a setting that shapes every stage differs (method, backend,
   embedder, pipeline version, segmenter, candidates ...); a setting owned by a
   later stage is that stage's evidence instead (fusion weights -> fusion, rerank
@@ -61,6 +64,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .hits import normalize
 
 __all__ = [
     "STAGES",
@@ -311,8 +316,10 @@ def _pipeline_stage(
             "fallbackReasons": list(reasons),
             "attempts": [_attempts(old), _attempts(new)],
         }
-        if "attempt" in moved:
-            ev["settings"] = dict(moved["attempt"])
+        # an attempt's hits are the candidates that reach minScore: its floor decides too
+        owned = {**moved.get("attempt", {}), **moved.get("floor", {})}
+        if owned:
+            ev["settings"] = owned
         return "attempt", ev
     return None, {}
 
@@ -332,7 +339,9 @@ def _with(
     return ev
 
 
-def _target_cause(chunk: str, source: str | None, before: Side, after: Side) -> dict[str, Any]:
+def _target_cause(
+    chunk: str, source: str | None, lost: Sequence[Mapping[str, Any]], before: Side, after: Side
+) -> dict[str, Any]:
     old, new = trail(before, chunk, source), trail(after, chunk, source)
     moved = _settings_moved(before, after)
     settings_new = stage_settings(_generator(after))
@@ -346,20 +355,25 @@ def _target_cause(chunk: str, source: str | None, before: Side, after: Side) -> 
         and source in docs_new
         and docs_old[source] != docs_new[source]
     )
+    text: dict[str, Any] = {}
+    if "text" in old and "text" in new and old["text"] != new["text"]:
+        removed, added = word_changes(old["text"], new["text"])
+        text = {"textChanged": True, "removed": removed, "added": added}
 
     def cause(
         stage: str | None, ev: dict[str, Any], unreported: Sequence[str] = ()
     ) -> dict[str, Any]:
-        if changed_doc and stage != "corpus":
-            ev["documentChanged"] = source
+        if stage != "corpus":
+            ev.update(text)  # a text change is noted where it moved the target
+            if changed_doc and not text:
+                ev["documentChanged"] = source
         return _cause(stage, chunk, old, new, ev, unreported)
 
-    # corpus
+    # corpus: the document is gone, or the text lost what the case expects of it
     if new.get("present") is False and old.get("present") is not False:
         return cause("corpus", {"document": source, "absent": True})
-    if "text" in old and "text" in new and old["text"] != new["text"]:
-        removed, added = word_changes(old["text"], new["text"])
-        return cause("corpus", {"textChanged": True, "removed": removed, "added": added})
+    if text and _content_gone(lost, new["text"]):
+        return cause("corpus", text)
     # settings, L0 hint, attempt
     stage, ev = _pipeline_stage(before, after, moved)
     if stage is not None:
@@ -388,8 +402,7 @@ def _target_cause(chunk: str, source: str | None, before: Side, after: Side) -> 
         # it left every list the current fixture records: the trail goes cold
         if changed_doc:
             return _cause("corpus", chunk, old, new, {"documentChanged": source}, ("retrieval",))
-        listed = new.get("listed") or 0
-        ev = {"listed": listed}
+        ev = {"listed": new.get("listed") or 0}
         for stage in ("fusion", "rerank"):
             _with(ev, moved, stage)
         return cause("retrieval", ev, ("retrieval", "fusion"))
@@ -435,9 +448,19 @@ def _target_cause(chunk: str, source: str | None, before: Side, after: Side) -> 
                 "context",
             ),
         )
+    if text:  # it stood where it stood: what changed is its text
+        return cause("corpus", text)
     if changed_doc:
         return _cause("corpus", chunk, old, new, {"documentChanged": source})
     return cause(None, {})
+
+
+def _content_gone(lost: Sequence[Mapping[str, Any]], text: str) -> bool:
+    """Whether a lost keyword or span of the chunk is no longer in its ``text``."""
+    held = normalize(text)
+    return any(
+        e["kind"] in ("keyword", "span") and normalize(e["target"]) not in held for e in lost
+    )
 
 
 def _expectation_cause(name: str, before: Side, after: Side) -> dict[str, Any]:
@@ -489,24 +512,29 @@ def attribute_case(
     if before.fixture is None or after.fixture is None:
         return []
     blocks = _result(before)["evidenceBlocks"]
-    causes: list[dict[str, Any]] = []
-    by_chunk: dict[str, dict[str, Any]] = {}
+    slots: list[tuple[str, Any]] = []  # ("expectation", index) or ("chunk", chunk id)
+    chunks: dict[str, tuple[str | None, list[int]]] = {}
     for index, entry in enumerate(lost):
         if entry["kind"] == "expectation":
-            one = _expectation_cause(entry["target"], before, after)
-            one["losses"] = [index]
-            causes.append(one)
+            slots.append(("expectation", index))
             continue
         located = _target_chunk(entry, blocks)
         if located is None:
             continue
         chunk, source = located
-        if chunk in by_chunk:
-            by_chunk[chunk]["losses"].append(index)
-            continue
-        one = _target_cause(chunk, source, before, after)
-        one["losses"] = [index]
-        by_chunk[chunk] = one
+        if chunk not in chunks:
+            chunks[chunk] = (source, [])
+            slots.append(("chunk", chunk))
+        chunks[chunk][1].append(index)
+    causes: list[dict[str, Any]] = []
+    for kind, key in slots:
+        if kind == "expectation":
+            one = _expectation_cause(lost[key]["target"], before, after)
+            one["losses"] = [key]
+        else:
+            source, losses = chunks[key]
+            one = _target_cause(key, source, [lost[i] for i in losses], before, after)
+            one["losses"] = losses
         causes.append(one)
     return causes
 
@@ -516,7 +544,24 @@ def _quote(words: Sequence[str]) -> str:
 
 
 def cause_text(cause: Mapping[str, Any]) -> str:
-    """``log-retention#1 text changed: removed '14 days'``: a cause in a few words."""
+    """``log-retention#1 text changed: removed '14 days'``: a cause in a few words (a
+    text change that moved the target at a later stage is said after it)."""
+    text = _stage_text(cause)
+    ev = cause["evidence"]
+    if cause["stage"] != "corpus" and ev.get("textChanged"):
+        text += f"; its text changed: {_changed_words(ev)}"
+    elif cause["stage"] != "corpus" and ev.get("documentChanged"):
+        text += f"; its document {ev['documentChanged']} changed"
+    return text
+
+
+def _changed_words(ev: Mapping[str, Any]) -> str:
+    parts = [f"removed {_quote(ev['removed'])}"] if ev["removed"] else []
+    parts += [f"added {_quote(ev['added'])}"] if ev["added"] and not ev["removed"] else []
+    return "; ".join(parts) or "whitespace"
+
+
+def _stage_text(cause: Mapping[str, Any]) -> str:
     stage, target, ev = cause["stage"], cause["target"], cause["evidence"]
     old, new = cause["before"], cause["after"]
     if stage is None:
@@ -525,9 +570,7 @@ def cause_text(cause: Mapping[str, Any]) -> str:
         if ev.get("absent"):
             return f"{target}: document {ev.get('document')} absent from the knowledge base"
         if ev.get("textChanged"):
-            parts = [f"removed {_quote(ev['removed'])}"] if ev["removed"] else []
-            parts += [f"added {_quote(ev['added'])}"] if ev["added"] and not ev["removed"] else []
-            return f"{target} text changed" + (f": {'; '.join(parts)}" if parts else "")
+            return f"{target} text changed: {_changed_words(ev)}"
         return f"{target}: its document {ev.get('documentChanged')} changed"
     settings = ev.get("settings") or {}
     moved = ", ".join(f"{k} {_short(v[0])} -> {_short(v[1])}" for k, v in settings.items())
