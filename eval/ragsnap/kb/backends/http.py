@@ -71,12 +71,13 @@ object of the fixture (``TRACE_FIELDS``):
 
 A field the section does not name keeps ragsnap's name. Values are copied as
 they are (no value translation; ``fusion`` and an attempt's ``filter`` whole).
-Only these fields are recorded: the service's other fields are left out. A field mapped to null is not reported: it is left out of the fixture
-(never invented), so whatever reads it finds it absent; only optional fields
-may be null (the config schema refuses null for a required one: map the whole
-trace to null instead). A field the answer lacks is an error naming the
-endpoint, the dotted field (``data.trace.strategies[1].hits``) and the mapping
-key (``http.lookup.trace.attempt.hitCount``) when the field is required or the
+Only these fields are recorded: the service's other fields are left out. A
+field mapped to null is not reported: it is left out of the fixture (never
+invented), so whatever reads it finds it absent. Only optional fields may be
+null (the config schema refuses null for a required one: map the whole trace
+to null instead). A field the answer lacks is an error naming the endpoint,
+the dotted field (``data.trace.strategies[1].hits``) and the mapping key
+(``http.lookup.trace.attempt.hitCount``) when the field is required or the
 config names it; an optional field under its default name is copied when
 present. A null the fixture refuses (``l0Hints``, ``fusion``, an attempt's
 ``filter``, ``method`` or ``skipped``: Jackson's null for "none") is left out
