@@ -354,7 +354,7 @@ def test_a_mapped_field_the_answer_lacks_names_endpoint_field_and_key(
         ),
         (
             lambda t: t["retrieval"].update(hints="database"),
-            "`data.diagnostics.retrieval.hints` is str, not an object (the L0 hints); check "
+            "`data.diagnostics.retrieval.hints` is str, not an object (the L0 hint); check "
             "http.lookup.trace.retrievalTrace.l0Hints",
         ),
     ],

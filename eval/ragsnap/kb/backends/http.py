@@ -148,7 +148,7 @@ TRACE_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: what each mapped object is, for messages
 _TRACE_OBJECTS = {
     "retrievalTrace": "the retrieval trace",
-    "l0Hints": "the L0 hints",
+    "l0Hints": "the L0 hint",
     "attempt": "an attempt",
     "rerankTrace": "the rerank trace",
     "rankedItem": "a reranked item",
@@ -523,6 +523,7 @@ class HttpService:
             if dotted is None:  # not reported: left out, never invented
                 continue
             key = f"http.lookup.trace.{kind}.{name}"
+            at = ".".join(part for part in (where, dotted) if part)
             try:
                 value = _get(raw, dotted)
             except _Missing:
@@ -532,10 +533,9 @@ class HttpService:
                     "" if name in required else ", or to null when the service does not report it"
                 )
                 raise BackendError(
-                    f"{endpoint}: `{where}.{dotted}` is missing ({_TRACE_OBJECTS[kind]}'s {name}, "
-                    f"mapped by {key} in {source}); map it to the service's field{also}"
+                    f"{endpoint}: `{at}` is missing ({_TRACE_OBJECTS[kind]}'s {name}, mapped "
+                    f"by {key} in {source}); map it to the service's field{also}"
                 ) from None
-            at = f"{where}.{dotted}"
             if value is None and (kind, name) in _NULL_IS_ABSENT:
                 continue
             if (kind, name) == ("retrievalTrace", "l0Hints"):
