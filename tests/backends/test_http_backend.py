@@ -705,6 +705,22 @@ def test_client_used_from_8_threads_at_once(service: Service) -> None:
         ({"envelope": {"ok": []}}, "/http/envelope/ok", ""),
         ({"envelope": "data"}, "/http/envelope", ""),
         ({"baseUrl": "127.0.0.1:9900"}, "/http/baseUrl", ""),
+        (
+            {"lookup": {"trace": {"attempt": {"hitcount": "hits"}}}},
+            "/http/lookup/trace/attempt",
+            "unknown field 'hitcount'",
+        ),
+        ({"lookup": {"trace": {"rerank": {}}}}, "/http/lookup/trace", "unknown field 'rerank'"),
+        (  # a required trace field cannot be "not reported"
+            {"lookup": {"trace": {"retrievalTrace": {"selectedAttempt": None}}}},
+            "/http/lookup/trace/retrievalTrace/selectedAttempt",
+            "None is NoneType, expected string",
+        ),
+        (
+            {"lookup": {"trace": {"rankedItem": {"lexicalRank": "ranks..bm25"}}}},
+            "/http/lookup/trace/rankedItem/lexicalRank",
+            "",
+        ),
     ],
 )
 def test_bad_http_section_is_input_error_naming_the_pointer(

@@ -254,7 +254,11 @@ def test_mapping_file_reads_as_a_config() -> None:
     config = load_config(MAPPING)
     mapping = config.http
     assert mapping.envelope == Envelope(code="code", message="message", data="data", ok=(0,))
-    assert mapping.lookup_result == "" and mapping.traces["rerankTrace"] is None
+    assert mapping.lookup_result == "" and mapping.traces["rerankTrace"] == "rerank"
+    assert mapping.trace is not None  # the service's own trace names
+    assert mapping.trace.fields["retrievalTrace"]["selectedAttempt"] == "strategy"
+    assert mapping.trace.fields["retrievalTrace"]["l0Hints"] is None
+    assert mapping.trace.fields["rankedItem"]["lexicalRank"] == "keywordRank"
     assert mapping.document["source"] == "docSource"
     assert config.skip_expectations == ("rerankTopSource", "contextSources")
 
@@ -299,8 +303,19 @@ def test_seed_snapshot_score_and_live_check(java: JavaService, tmp_path: Path) -
         assert fixture["generator"]["pipelineVersion"] == "java-ref/1"  # health, in its envelope
         result = fixture["lookupResult"]
         assert result["contextPack"] == {"sources": [], "text": ""}
-        assert result["rerankTrace"]["applied"] is False
-        for attempt in result["retrievalTrace"]["attempts"]:
+        rerank = result["rerankTrace"]  # its own names, mapped by http.lookup.trace
+        assert rerank["applied"] is False and rerank["reranker"] is None
+        assert rerank["before"] == rerank["after"]
+        assert [item["lexicalRank"] for item in rerank["after"]] == list(
+            range(1, len(result["evidenceBlocks"]) + 1)
+        )
+        assert [item["chunkId"] for item in rerank["after"]] == [
+            block["chunkId"] for block in result["evidenceBlocks"]
+        ]
+        trace = result["retrievalTrace"]
+        assert set(trace) == {"selectedAttempt", "fallbackReasons", "evidenceStatus", "attempts"}
+        for attempt in trace["attempts"]:
+            assert set(attempt) == {"name", "filter", "hitCount", "topScore", "latencyMs"}
             assert attempt["filter"]["minScore"] == 0.0001  # Jackson wrote 1.0E-4
             assert attempt["latencyMs"] is None
     err_4031 = json.loads((tmp_path / "fixtures" / f"{CASES[0]}.json").read_text("utf-8"))
@@ -438,18 +453,38 @@ def test_answers_are_jackson_json_in_an_envelope_and_large_ones_chunked(
     assert b'"minScore":1.0E-4' in raw  # Jackson's double
     answer = json.loads(raw)
     assert (answer["code"], answer["message"]) == (0, "ok")
-    assert set(answer["data"]) == {"evidence", "trace"}  # no rerank trace, no context pack
+    assert set(answer["data"]) == {"evidence", "trace", "rerank"}  # no context pack
 
     with http_service(java) as service:
         result = service.lookup(body["question"], kb_scope="rag-eval", top_k=10)
     blocks = result["evidenceBlocks"]
     assert len(blocks) == len(answer["data"]["evidence"]) > 5  # the whole chunked answer
     assert [b["chunkId"] for b in blocks] == [e["id"] for e in answer["data"]["evidence"]]
-    for attempt in answer["data"]["trace"]["attempts"]:
-        assert attempt.pop("latencyMs") >= 0  # a double of its own for each request
-    for attempt in result["retrievalTrace"]["attempts"]:
-        del attempt["latencyMs"]
-    assert result["retrievalTrace"] == answer["data"]["trace"]
+    trace = answer["data"]["trace"]  # under the service's own names
+    assert result["retrievalTrace"]["selectedAttempt"] == trace["strategy"]
+    assert result["retrievalTrace"]["fallbackReasons"] == trace["fallbacks"]
+    assert result["retrievalTrace"]["evidenceStatus"] == trace["evidenceState"]
+    attempts = result["retrievalTrace"]["attempts"]
+    assert len(attempts) == len(trace["strategies"]) >= 1
+    for attempt, strategy in zip(attempts, trace["strategies"], strict=True):
+        assert strategy["elapsedMs"] >= 0  # a double of its own for each request
+        assert attempt.pop("latencyMs") >= 0
+        assert attempt == {
+            "name": strategy["name"],
+            "filter": strategy["criteria"],
+            "hitCount": strategy["hits"],
+            "topScore": strategy["bestScore"],
+        }
+    ranked = answer["data"]["rerank"]["ranked"]
+    assert result["rerankTrace"]["after"] == [
+        {
+            "chunkId": item["id"],
+            "source": item["docSource"],
+            "score": item["similarity"],
+            "lexicalRank": item["keywordRank"],
+        }
+        for item in ranked
+    ]
 
     status, headers, raw = java.raw("GET", "/api/search/similar?query=kafka&topK=1")
     assert status == 200 and headers["content-length"] == str(len(raw))  # small: not chunked

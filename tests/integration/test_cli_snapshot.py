@@ -423,6 +423,63 @@ def test_a_spring_shaped_service_is_read_through_the_mapping(tmp_path: Path) -> 
     assert "mapped by http.lookup.block.source in ragsnap.yaml" in bad.err
 
 
+OWN_TRACE_CONFIG = SPRING_CONFIG.replace(
+    "    retrievalTrace: trace\n",
+    """\
+    retrievalTrace: trace
+    trace:
+      retrievalTrace: {selectedAttempt: strategy, fallbackReasons: fallbacks,
+                       evidenceStatus: evidenceState, attempts: strategies, l0Hints: hints}
+      l0Hints: {category: category, breadcrumbPrefix: pathPrefix}
+      attempt: {name: label, hitCount: hits, topScore: bestScore, latencyMs: null}
+""",
+)
+
+
+class OwnTraceService(SpringService):
+    """The Spring-shaped service, its retrieval trace under its own names."""
+
+    def __init__(self, hits: str = "hits") -> None:
+        self.hits = hits
+        super().__init__()
+
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        self.bodies.append(json.loads(request.rfile.read(int(request.headers["Content-Length"]))))
+        block = {"id": "kafka-consumer-lag#2", "docSource": "kafka-consumer-lag", "content": "lag"}
+        trace = {
+            "strategy": "filtered",
+            "fallbacks": [],
+            "evidenceState": "sufficient",
+            "hints": {"category": "messaging", "pathPrefix": "Messaging > Kafka"},
+            "strategies": [{"label": "filtered", self.hits: 1, "bestScore": 0.8, "tookMs": 4}],
+        }
+        send_json(request, 200, {"code": 0, "data": {"evidence": [block], "trace": trace}})
+
+
+def test_a_service_keeps_its_own_trace_names_through_the_mapping(tmp_path: Path) -> None:
+    config = tmp_path / "ragsnap.yaml"
+    config.write_text(OWN_TRACE_CONFIG, encoding="utf-8")
+    out = tmp_path / "fx"
+    args = ("--backend", "http", "--fixtures", str(out), "--case", "mq-kafka-lag-alert-decoy")
+    with OwnTraceService() as service:
+        run = snapshot(tmp_path, *args, "--base-url", service.url, "--skip-eval", "--latency")
+    assert run.code == 0, run.out + run.err
+    fixture = json.loads((out / "mq-kafka-lag-alert-decoy.json").read_text(encoding="utf-8"))
+    assert fixture["lookupResult"]["retrievalTrace"] == {
+        "selectedAttempt": "filtered",
+        "fallbackReasons": [],
+        "evidenceStatus": "sufficient",
+        "l0Hints": {"category": "messaging", "breadcrumbPrefix": "Messaging > Kafka"},
+        "attempts": [{"name": "filtered", "hitCount": 1, "topScore": 0.8}],  # no latencyMs
+    }
+
+    with OwnTraceService(hits="hitTotal") as other:
+        bad = snapshot(tmp_path, *args, "--base-url", other.url, "--skip-eval")
+    assert bad.code == 2 and "Traceback" not in bad.err
+    assert "`data.trace.strategies[0].hits` is missing" in bad.err
+    assert "mapped by http.lookup.trace.attempt.hitCount in ragsnap.yaml" in bad.err
+
+
 @pytest.mark.slow
 def test_a_token_guarded_service_is_seeded_and_snapshotted_and_the_token_is_nowhere(
     tmp_path: Path, serve: Callable[..., Served]

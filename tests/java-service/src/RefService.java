@@ -14,7 +14,7 @@
  * Answers over 2 KiB go out chunked (sendResponseHeaders with length 0).
  *
  *   GET    /api/health                                   no token needed
- *   POST   /rag/lookup {question, k?, scope?}            data: {evidence, trace}
+ *   POST   /rag/lookup {question, k?, scope?}            data: {evidence, trace, rerank}
  *   GET    /api/search/similar?query=&topK=&kbScope=     data: {results}; a result's
  *          score is the overlap to the 4th power, so weak hits are tiny doubles
  *          that Jackson prints in E notation (4.1649312786339016E-4)
@@ -28,8 +28,12 @@
  *
  * Evidence blocks: {id, docSource, docId (absent when the document has none),
  * title, content, score (a double: Jackson prints 1.0E-4), meta: {breadcrumb
- * (null when the document has none), kbScope, category}}. There is no rerank
- * trace and no context pack. The retrieval trace uses ragsnap's trace names.
+ * (null when the document has none), kbScope, category}}. No context pack.
+ * The traces use the service's own names (ragsnap.yaml's http.lookup.trace maps
+ * them): trace {strategy (the selected one, null without hits), fallbacks,
+ * evidenceState, strategies: [{name, criteria, hits, bestScore, elapsedMs}]} and
+ * rerank {enabled (false: there is no reranker), model, candidates, ranked:
+ * [{id, docSource, similarity, keywordRank}]}.
  *
  * Environment: REF_TOKEN (the token: "Authorization: Bearer <t>" or
  * "X-Api-Token: <t>"; unset: no token needed), REF_PORT (default 0: a free
@@ -328,7 +332,7 @@ public final class RefService {
         if (scope != null) {
             long started = System.nanoTime();
             hits = search(terms, scope);
-            attempts.add(attempt("filtered", scope, hits, started));
+            attempts.add(strategy("filtered", scope, hits, started));
             selected = "filtered";
             String reason = hits.isEmpty() ? "filtered-empty"
                 : hits.get(0).getValue() < WEAK_SCORE ? "filtered-weak" : null;
@@ -336,7 +340,7 @@ public final class RefService {
                 reasons.add(reason);
                 started = System.nanoTime();
                 List<Map.Entry<Chunk, Double>> wide = search(terms, null);
-                attempts.add(attempt("unfiltered", null, wide, started));
+                attempts.add(strategy("unfiltered", null, wide, started));
                 if (!wide.isEmpty()) {
                     hits = wide;
                     selected = "unfiltered";
@@ -345,7 +349,7 @@ public final class RefService {
         } else {
             long started = System.nanoTime();
             hits = search(terms, null);
-            attempts.add(attempt("unfiltered", null, hits, started));
+            attempts.add(strategy("unfiltered", null, hits, started));
             selected = "unfiltered";
         }
         ArrayNode evidence = JSON.createArrayNode();
@@ -366,33 +370,48 @@ public final class RefService {
             meta.put("category", chunk.doc().category);
         }
         ObjectNode trace = JSON.createObjectNode();
-        trace.set("attempts", attempts);
-        trace.put("selectedAttempt", hits.isEmpty() ? null : selected);
-        trace.set("fallbackReasons", reasons);
+        trace.put("strategy", hits.isEmpty() ? null : selected);
+        trace.set("fallbacks", reasons);
         double top = hits.isEmpty() ? 0 : hits.get(0).getValue();
-        trace.put("evidenceStatus",
+        trace.put("evidenceState",
             hits.isEmpty() ? "none" : top >= SUFFICIENT_SCORE ? "sufficient" : "partial");
+        trace.set("strategies", attempts);
+        ObjectNode rerank = JSON.createObjectNode(); // no reranker: the same list twice
+        rerank.put("enabled", false);
+        rerank.putNull("model");
+        ArrayNode ranked = JSON.createArrayNode();
+        int position = 0;
+        for (Map.Entry<Chunk, Double> hit : hits.subList(0, Math.min(k, hits.size()))) {
+            ObjectNode item = ranked.addObject();
+            item.put("id", hit.getKey().id());
+            item.put("docSource", hit.getKey().doc().source);
+            item.put("similarity", hit.getValue());
+            item.put("keywordRank", ++position);
+        }
+        rerank.set("candidates", ranked);
+        rerank.set("ranked", ranked.deepCopy());
         ObjectNode data = JSON.createObjectNode();
         data.set("evidence", evidence);
         data.set("trace", trace);
+        data.set("rerank", rerank);
         return envelope(0, "ok", data);
     }
 
-    static ObjectNode attempt(String name, String scope, List<Map.Entry<Chunk, Double>> hits,
-                              long started) {
-        ObjectNode attempt = JSON.createObjectNode();
-        attempt.put("name", name);
-        ObjectNode filter = attempt.putObject("filter");
-        filter.put("kbScope", scope);
-        filter.put("minScore", MIN_SCORE);
-        attempt.put("hitCount", hits.size());
+    static ObjectNode strategy(String name, String scope, List<Map.Entry<Chunk, Double>> hits,
+                               long started) {
+        ObjectNode strategy = JSON.createObjectNode();
+        strategy.put("name", name);
+        ObjectNode criteria = strategy.putObject("criteria");
+        criteria.put("kbScope", scope);
+        criteria.put("minScore", MIN_SCORE);
+        strategy.put("hits", hits.size());
         if (hits.isEmpty()) {
-            attempt.putNull("topScore");
+            strategy.putNull("bestScore");
         } else {
-            attempt.put("topScore", hits.get(0).getValue());
+            strategy.put("bestScore", hits.get(0).getValue());
         }
-        attempt.put("latencyMs", (System.nanoTime() - started) / 1e6);
-        return attempt;
+        strategy.put("elapsedMs", (System.nanoTime() - started) / 1e6);
+        return strategy;
     }
 
     Answer similar(Map<String, String> query) {

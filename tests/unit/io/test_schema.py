@@ -91,3 +91,32 @@ def test_validate_explains_with_pointer() -> None:
         validate(doc, "fixture", "f.json", "fixture")
     assert info.value.pointer == "/lookupResult/retrievalTrace/attempts/0/hitCount"
     assert "minimum" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "valid"),
+    [
+        ({}, True),
+        ({"confidence": 0.0, "lexicalRank": 1, "vectorRank": 12}, True),
+        ({"confidence": 1.0, "lexicalRank": None, "vectorRank": None}, True),
+        ({"confidence": None}, True),
+        ({"confidence": 1.2}, False),
+        ({"confidence": -0.1}, False),
+        ({"lexicalRank": 0}, False),
+        ({"vectorRank": 1.5}, False),
+        ({"vectorRank": "3"}, False),
+    ],
+)
+def test_ranked_item_confidence_and_ranks_are_optional(extra: dict[str, Any], valid: bool) -> None:
+    """A rerank trace item's ``confidence`` (0..1), ``lexicalRank`` and ``vectorRank``
+    (>= 1) are optional, and null when not known."""
+    doc = make_fixture("c1", [block(1, "a")], rerank_top="b")
+    doc["lookupResult"]["rerankTrace"]["after"][0].update(extra)
+    if valid:
+        validate(doc, "fixture", "f.json", "fixture")
+    else:
+        with pytest.raises(InputError) as info:
+            validate(doc, "fixture", "f.json", "fixture")
+        (name,) = extra
+        pointer = info.value.pointer or ""
+        assert pointer.startswith("/lookupResult/rerankTrace/") and pointer.endswith(f"/0/{name}")

@@ -24,6 +24,9 @@ service that speaks it needs no mapping at all::
         contextPack: contextPack   # null when the service has none
         retrievalTrace: trace
         rerankTrace: null
+        trace:                     # the traces' own field names (below); default: ragsnap's
+          retrievalTrace: {selectedAttempt: strategy, attempts: strategies, l0Hints: hints}
+          attempt: {hitCount: hits, topScore: bestScore, method: null}
       similar:
         path: /api/search/similar
         params: {query: query, topK: topK, kbScope: kbScope}
@@ -48,6 +51,38 @@ mapping key to fix. Evidence blocks need ``chunkId``, ``source`` and
 copied when present. A trace mapped to null is recorded empty (the service
 does not expose it), so the golden cases' pipeline expectations on it fail
 visibly rather than silently.
+
+**Trace field names** (``http.lookup.trace``). Without it the objects found at
+``retrievalTrace`` and ``rerankTrace`` are copied as they are, so they must
+already use the fixture's names. With it, a service keeps its own names: each
+trace object is rebuilt from its fields, read under the service's names
+(``fixture field: service field``, dotted, like ``block``), one section per
+object of the fixture (``TRACE_FIELDS``):
+
+* ``retrievalTrace``: ``attempts``, ``selectedAttempt``, ``fallbackReasons``,
+  ``evidenceStatus`` (required); ``l0Hints``, ``fusion``;
+* ``l0Hints`` (inside the retrieval trace's ``l0Hints``): ``category``,
+  ``breadcrumbPrefix``;
+* ``attempt`` (each item of ``attempts``): ``name``, ``hitCount`` (required);
+  ``filter``, ``method``, ``topScore``, ``latencyMs``, ``skipped``, ``reason``;
+* ``rerankTrace``: ``applied``, ``before``, ``after`` (required); ``reranker``;
+* ``rankedItem`` (each item of ``before`` and ``after``): ``chunkId``, ``source``
+  (required); ``score``, ``confidence``, ``lexicalRank``, ``vectorRank``.
+
+A field the section does not name keeps ragsnap's name. Values are copied as
+they are (no value translation; ``fusion`` and an attempt's ``filter`` whole).
+Only these fields are recorded: the service's other fields are left out. A
+field mapped to null is not reported: it is left out of the fixture (never
+invented), so whatever reads it finds it absent. Only optional fields may be
+null (the config schema refuses null for a required one: map the whole trace
+to null instead). A field the answer lacks is an error naming the endpoint,
+the dotted field (``data.trace.strategies[1].hits``) and the mapping key
+(``http.lookup.trace.attempt.hitCount``) when the field is required or the
+config names it; an optional field under its default name is copied when
+present. A null the fixture refuses (``l0Hints``, ``fusion``, an attempt's
+``filter``, ``method`` or ``skipped``: Jackson's null for "none") is left out
+too. ``attempts``, ``before`` and ``after`` must be lists of objects,
+``l0Hints`` an object.
 """
 
 from __future__ import annotations
@@ -63,7 +98,15 @@ from typing import Any
 from ...errors import BackendError, InputError
 from ...io.httpclient import HttpClient, read_token
 
-__all__ = ["DEFAULT_BASE_URL", "Envelope", "HttpMapping", "HttpService", "load_mapping"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "TRACE_FIELDS",
+    "Envelope",
+    "HttpMapping",
+    "HttpService",
+    "TraceMapping",
+    "load_mapping",
+]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:9900"
 #: a similarity result's fields, in ragsnap's names
@@ -84,6 +127,38 @@ _REQUIRED_BLOCK = ("chunkId", "source", "text")
 #: a stored document's fields (upload and list answers), in ragsnap's names
 _DOCUMENT_FIELDS = ("source", "id", "revision", "embedding", "kbScope")
 _TRACES = ("contextPack", "retrievalTrace", "rerankTrace")
+#: the trace objects ``http.lookup.trace`` maps, each with its fields in ragsnap's names:
+#: (required, optional); a required field cannot be mapped to null (the fixture needs it)
+TRACE_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "retrievalTrace": (
+        ("attempts", "selectedAttempt", "fallbackReasons", "evidenceStatus"),
+        ("l0Hints", "fusion"),
+    ),
+    "l0Hints": ((), ("category", "breadcrumbPrefix")),
+    "attempt": (
+        ("name", "hitCount"),
+        ("filter", "method", "topScore", "latencyMs", "skipped", "reason"),
+    ),
+    "rerankTrace": (("applied", "before", "after"), ("reranker",)),
+    "rankedItem": (
+        ("chunkId", "source"),
+        ("score", "confidence", "lexicalRank", "vectorRank"),
+    ),
+}
+#: what each mapped object is, for messages
+_TRACE_OBJECTS = {
+    "retrievalTrace": "the retrieval trace",
+    "l0Hints": "the L0 hint",
+    "attempt": "an attempt",
+    "rerankTrace": "the rerank trace",
+    "rankedItem": "a reranked item",
+}
+#: optional fields whose null the fixture refuses (Jackson's null for "none"): left out
+_NULL_IS_ABSENT = {("retrievalTrace", "l0Hints"), ("retrievalTrace", "fusion")} | {
+    ("attempt", "filter"),
+    ("attempt", "method"),
+    ("attempt", "skipped"),
+}
 _EMPTY_TRACES: dict[str, Any] = {
     "contextPack": {"sources": [], "text": ""},
     "retrievalTrace": {
@@ -129,6 +204,29 @@ class Envelope:
 
 
 @dataclass(frozen=True)
+class TraceMapping:
+    """``http.lookup.trace``: the service's names of the trace fields, per object
+    (``TRACE_FIELDS``; fixture field: service field, dotted; None: not reported), ragsnap's
+    own names by default, and which fields the config names (those must be answered)."""
+
+    fields: Mapping[str, Mapping[str, str | None]] = field(
+        default_factory=lambda: {
+            name: _identity((*required, *optional))
+            for name, (required, optional) in TRACE_FIELDS.items()
+        }
+    )
+    named: frozenset[tuple[str, str]] = frozenset()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TraceMapping:
+        d = cls()
+        return cls(
+            fields={name: {**names, **data.get(name, {})} for name, names in d.fields.items()},
+            named=frozenset((name, key) for name, given in data.items() for key in given),
+        )
+
+
+@dataclass(frozen=True)
 class HttpMapping:
     """The ``http`` section of ragsnap.yaml, defaults filled in."""
 
@@ -150,6 +248,7 @@ class HttpMapping:
     evidence_blocks: str = "evidenceBlocks"
     block: Mapping[str, str] = field(default_factory=lambda: _identity(_BLOCK_FIELDS))
     traces: Mapping[str, str | None] = field(default_factory=lambda: _identity(_TRACES))
+    trace: TraceMapping | None = None  # None: the traces are copied as they are
     similar_path: str = "/api/search/similar"
     similar_params: Mapping[str, str | None] = field(
         default_factory=lambda: _identity(("query", "topK", "kbScope"))
@@ -174,6 +273,7 @@ class HttpMapping:
         d = cls()
         token_file = data.get("tokenFile")
         envelope = data.get("envelope")
+        trace = lookup.get("trace")
         return cls(
             base_url=data.get("baseUrl", d.base_url),
             token_file=None if token_file is None else base / token_file,
@@ -191,6 +291,7 @@ class HttpMapping:
             evidence_blocks=lookup.get("evidenceBlocks", d.evidence_blocks),
             block={**d.block, **lookup.get("block", {})},
             traces={name: lookup.get(name, name) for name in _TRACES},
+            trace=None if trace is None else TraceMapping.from_json(trace),
             similar_path=similar.get("path", d.similar_path),
             similar_params={**d.similar_params, **similar.get("params", {})},
             similar_results=similar.get("results", d.similar_results),
@@ -395,8 +496,69 @@ class HttpService:
             if dotted is None:
                 out[name] = copy.deepcopy(_EMPTY_TRACES[name])
             else:
-                out[name] = self._field(result, dotted, endpoint, f"lookup.{name}", inside)
+                raw = self._field(result, dotted, endpoint, f"lookup.{name}", inside)
+                if m.trace is not None and name != "contextPack":
+                    at = self._inside(m.lookup_result, dotted)
+                    raw = self._translate(name, raw, endpoint, at, f"http.lookup.{name}")
+                out[name] = raw
         return out
+
+    def _translate(
+        self, kind: str, raw: Any, endpoint: str, where: str, located: str
+    ) -> dict[str, Any]:
+        """The trace object ``raw`` (a ``TRACE_FIELDS`` kind, at ``where`` in the answer,
+        found through the mapping key ``located``) in the fixture's names, read through
+        ``http.lookup.trace`` (module docstring)."""
+        trace = self.mapping.trace
+        assert trace is not None
+        source = self.mapping.source
+        if not isinstance(raw, dict):
+            raise BackendError(
+                f"{endpoint}: `{where}` is {_kind(raw)}, not an object ({_TRACE_OBJECTS[kind]}); "
+                f"check {located} in {source}"
+            )
+        required, _ = TRACE_FIELDS[kind]
+        out: dict[str, Any] = {}
+        for name, dotted in trace.fields[kind].items():
+            if dotted is None:  # not reported: left out, never invented
+                continue
+            key = f"http.lookup.trace.{kind}.{name}"
+            at = ".".join(part for part in (where, dotted) if part)
+            try:
+                value = _get(raw, dotted)
+            except _Missing:
+                if name not in required and (kind, name) not in trace.named:
+                    continue  # an optional field under its default name: copied when present
+                also = (
+                    "" if name in required else ", or to null when the service does not report it"
+                )
+                raise BackendError(
+                    f"{endpoint}: `{at}` is missing ({_TRACE_OBJECTS[kind]}'s {name}, mapped "
+                    f"by {key} in {source}); map it to the service's field{also}"
+                ) from None
+            if value is None and (kind, name) in _NULL_IS_ABSENT:
+                continue
+            if (kind, name) == ("retrievalTrace", "l0Hints"):
+                value = self._translate("l0Hints", value, endpoint, at, key)
+            elif (kind, name) == ("retrievalTrace", "attempts"):
+                value = self._translate_all("attempt", value, endpoint, at, key)
+            elif kind == "rerankTrace" and name in ("before", "after"):
+                value = self._translate_all("rankedItem", value, endpoint, at, key)
+            out[name] = value
+        return out
+
+    def _translate_all(
+        self, kind: str, raw: Any, endpoint: str, where: str, key: str
+    ) -> list[dict[str, Any]]:
+        if not isinstance(raw, list):
+            raise BackendError(
+                f"{endpoint}: `{where}` is {_kind(raw)}, not a list; point {key} in "
+                f"{self.mapping.source} at the service's list"
+            )
+        return [
+            self._translate(kind, item, endpoint, f"{where}[{i}]", key)
+            for i, item in enumerate(raw)
+        ]
 
     def _block(self, raw: Any, position: int, endpoint: str, where: str) -> dict[str, Any]:
         if not isinstance(raw, dict):

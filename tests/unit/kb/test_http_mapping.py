@@ -1,0 +1,66 @@
+"""``HttpMapping`` read from ragsnap.yaml (ragsnap.kb.backends.http): the ``http.lookup.trace``
+section, its defaults and what it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragsnap.config import load_config
+from ragsnap.kb.backends.http import TRACE_FIELDS, HttpMapping, TraceMapping
+
+
+def mapping(tmp_path: Path, text: str) -> HttpMapping:
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_config(path).http
+
+
+def test_without_a_trace_section_the_traces_are_copied_as_they_are(tmp_path: Path) -> None:
+    assert HttpMapping().trace is None
+    assert mapping(tmp_path, "http:\n  lookup: {retrievalTrace: trace}\n").trace is None
+
+
+def test_an_empty_trace_section_is_ragsnaps_own_names(tmp_path: Path) -> None:
+    trace = mapping(tmp_path, "http:\n  lookup: {trace: {}}\n").trace
+    assert trace == TraceMapping()
+    assert set(trace.fields) == set(TRACE_FIELDS)
+    for kind, (required, optional) in TRACE_FIELDS.items():
+        assert trace.fields[kind] == {name: name for name in (*required, *optional)}
+    assert trace.named == frozenset()
+
+
+def test_named_fields_replace_the_defaults_and_are_remembered(tmp_path: Path) -> None:
+    trace = mapping(
+        tmp_path,
+        "http:\n  lookup:\n    trace:\n"
+        "      retrievalTrace: {selectedAttempt: strategy, fusion: null}\n"
+        "      attempt: {hitCount: stats.hits}\n"
+        "      rankedItem: {vectorRank: null, confidence: conf}\n",
+    ).trace
+    assert trace is not None
+    assert trace.fields["retrievalTrace"]["selectedAttempt"] == "strategy"
+    assert trace.fields["retrievalTrace"]["fusion"] is None
+    assert trace.fields["retrievalTrace"]["attempts"] == "attempts"  # not named: ours
+    assert trace.fields["attempt"]["hitCount"] == "stats.hits"
+    assert trace.fields["rankedItem"]["confidence"] == "conf"
+    assert trace.named == {
+        ("retrievalTrace", "selectedAttempt"),
+        ("retrievalTrace", "fusion"),
+        ("attempt", "hitCount"),
+        ("rankedItem", "vectorRank"),
+        ("rankedItem", "confidence"),
+    }
+
+
+def test_the_config_schema_lists_exactly_the_mapped_fields() -> None:
+    """Every field ``TRACE_FIELDS`` maps is a key of the config schema, and only the
+    optional ones may be null."""
+    from ragsnap.io.schema import load_schema
+
+    lookup = load_schema("config")["properties"]["http"]["properties"]["lookup"]
+    sections = lookup["properties"]["trace"]["properties"]
+    assert set(sections) == set(TRACE_FIELDS)
+    for kind, (required, optional) in TRACE_FIELDS.items():
+        fields = sections[kind]["properties"]
+        assert set(fields) == {*required, *optional}
+        assert {name for name, node in fields.items() if "oneOf" in node} == set(optional)
