@@ -122,6 +122,10 @@ def test_degraded_fixture_fails_and_the_diff_names_case_and_change(project: Proj
         "  pool-size: lost keyword 'maximum-pool-size' (was in mysql-pool#1); lost source "
         "mysql-pool (rank 1 -> below the cut); lost expectation rerankTopSource "
         "(held -> failed)\n"
+        # not a git repository, no --baseline-ref: the losses are listed, not staged
+        "Note: stages were not attributed: the baseline's fixtures were not found; pass "
+        "--baseline-ref REF (the branch the baseline was accepted on, e.g. origin/main) or "
+        "--baseline-fixtures DIR\n"
         "Reports: "
     ) in run.out
     diff = json.loads((project.root / "reports/baseline-diff.json").read_text())

@@ -90,6 +90,7 @@ INPUT_OPTIONS: dict[str, tuple[str, bool | None]] = {
     "source": ("what is being imported", None),
     "token_file": ("the token file", False),
     "kb": ("the knowledge base", False),
+    "baseline_fixtures": ("the baseline's fixtures folder", True),
 }
 
 #: the project's configuration file (``ragsnap.config.DEFAULT_CONFIG``)
