@@ -48,7 +48,10 @@ Case-level changes, for every case present in both reports:
   dropping out of the top K, is a regression; moving up an improvement;
 * selected attempt, fallback reasons, evidence status, rerank top source:
   reported as changes; they fail the run only through the pass state, when
-  the case states an expectation about them.
+  the case states an expectation about them;
+* a case none of these moved that still lost something named (a judged chunk
+  fell, a span is no longer covered) is "changed", with one ``metrics`` change
+  listing its graded metrics that moved: its losses are listed like any other's.
 
 **What a case lost** (``lost``, on every regressed or changed case, ``case_lost``),
 from the two reports' ``coverage`` (``ragsnap.scoring.report``), each entry a
@@ -540,6 +543,20 @@ def _case_changes(
     ]
 
 
+def _metric_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The graded metrics of a case that moved, as one ``metrics`` change (status changed:
+    the aggregate rows say whether they regressed), when it lost something named."""
+    if not case_lost(before, after, ()):
+        return []
+    old, new = before.get("metrics") or {}, after.get("metrics") or {}
+    moved = [m for m in sorted(set(old) & set(new)) if _round(old[m]) != _round(new[m])]
+
+    def text(values: Mapping[str, Any]) -> str:
+        return "; ".join(f"{m} {metric_value(m, values[m])}" for m in moved) or "-"
+
+    return [{"field": "metrics", "baseline": text(old), "current": text(new), "status": CHANGED}]
+
+
 def _expectations_failing(reasons: Sequence[str]) -> set[str]:
     failing = set()
     for name, (starts, _) in EXPECTATION_REASONS.items():
@@ -699,6 +716,9 @@ def diff_reports(
             cases.append(_case_row(case_id, "added", [], None, entry))
             continue
         changes = _case_changes(old, entry, tolerances)
+        if not changes and old.get("coverage") != entry.get("coverage"):
+            # a case that kept its level but lost a judged chunk or a span: its metrics
+            changes = _metric_changes(old, entry)
         if changes:
             status = _worst([c["status"] for c in changes])
             row = _case_row(case_id, status, changes, old, entry)
