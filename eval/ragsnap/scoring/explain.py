@@ -181,17 +181,7 @@ def _rows(
         "settings": ("same", "same"),
     }
     sides = ((old, before, settings[0]), (new, after, settings[1]))
-    cells: dict[str, Callable[[Mapping[str, Any], Side, Mapping[str, Any]], str]] = {
-        "l0Hint": _l0_hint,
-        "attempt": _attempt,
-        "retrieval": _retrieval,
-        "fusion": _fusion,
-        "rerank": _rerank,
-        "floor": _floor,
-        "cut": _cut,
-        "context": _context,
-    }
-    for stage, cell in cells.items():
+    for stage, cell in _CELLS.items():
         a, b = (cell(t, side, own) for t, side, own in sides)
         values[stage] = (a, b)
     rows = []
@@ -341,6 +331,20 @@ def _context(t: Mapping[str, Any], side: Side, own: Mapping[str, Any]) -> str:
     pack = side.fixture["lookupResult"].get("contextPack") or {}
     budget = pack.get("budgetChars")
     return "left out" + (f" (budget {budget} chars)" if budget is not None else "")
+
+
+_Cell = Callable[[Mapping[str, Any], Side, Mapping[str, Any]], str]
+#: stage -> its cell: (the target's trail, the side, its ``stage_settings``) -> text
+_CELLS: dict[str, _Cell] = {
+    "l0Hint": _l0_hint,
+    "attempt": _attempt,
+    "retrieval": _retrieval,
+    "fusion": _fusion,
+    "rerank": _rerank,
+    "floor": _floor,
+    "cut": _cut,
+    "context": _context,
+}
 
 
 def _rank(value: Any) -> str:
