@@ -18,7 +18,8 @@ stays as an alias of the conventional one (in parentheses) and fills the same fi
 | --- | --- | --- |
 | the project's inputs | --<what it holds> PATH | --cases, --fixtures, --seed-docs, --kb, --config |
 | other inputs | --<what it holds> FILE | --qrels, --run, --state, --plan, --aliases, --gates |
-| what a command is about | positional | diff BASELINE CURRENT, trend REPORT..., lookup QUERY |
+| what a command is about | positional | diff BASELINE CURRENT, trend REPORT..., explain CASE, |
+| | | lookup QUERY |
 | the baseline | --compare-to FILE | score, trial; accept --baseline FILE rewrites it |
 | a report | --<format>-report FILE | --json-report, --markdown-report, --html-report, |
 | | | --junit-report (--junit-xml), --diff-json-report |
@@ -392,7 +393,7 @@ def _command(name: str, **texts: Any) -> Callable[[_Declare], _Declare]:
 GROUPS: dict[str, tuple[str, ...]] = {
     "start": ("init",),
     "everyday": ("seed", "snapshot", "score", "accept", "check"),
-    "review": ("diff", "trend", "lookup"),
+    "review": ("diff", "trend", "explain", "lookup"),
     "data": ("import", "metrics", "export-run"),
     "live": ("serve", "prepare", "live-check"),
     "experiments": ("trial",),
@@ -694,6 +695,52 @@ def _trend(trend: argparse.ArgumentParser) -> None:
     )
     _add_html(trend, what="the metrics over time as a chart and a table")
     _add(trend, "--allow-outside")
+
+
+@_command(
+    "explain",
+    help="one case stage by stage, its current fixture against the baseline's: what it "
+    "lost and where",
+    epilog="Exit codes: 0 the case was explained (regressed or not), 2 bad usage or input "
+    "(an unknown case, a case without a fixture on either side, a ref git cannot read), "
+    "3 an internal error.",
+)
+def _explain(explain: argparse.ArgumentParser) -> None:
+    """Score CASE's current fixture and its baseline fixture as `ragsnap score` does, say
+    what the case lost and at which pipeline stage (as the baseline diff does), then show
+    every expected target (source, doc id, judged chunk, keyword, breadcrumb, span) as a
+    table: one row per stage in pipeline order (corpus, settings, L0 hint, attempt,
+    retrieval, fusion, rerank, floor, cut, context), the baseline's value beside the
+    current one, the stage where a lost target was lost marked `<- lost here`; a value a
+    fixture does not record reads "not reported". The baseline fixture is read from
+    --baseline-fixtures DIR, from git at --baseline-ref REF, else from the first of HEAD,
+    HEAD^1, the upstream, origin/HEAD, origin/main, origin/master whose fixtures are the
+    ones --baseline was scored from (no baseline report: git HEAD). Writes no file.
+    """
+    explain.add_argument(
+        "case_id", metavar="CASE", help="the id of the golden case to explain (required)"
+    )
+    _add_inputs(explain)
+    _add(
+        explain,
+        "--baseline",
+        **_FILE,
+        help=f"the baseline JSON report, whose fixtures digest finds the baseline fixtures in "
+        f"git (default: {DEFAULT_BASELINE} when it exists, else the fixtures at git HEAD)",
+    )
+    _add_baseline_fixtures(explain)
+    _add(
+        explain,
+        "--config",
+        help="settings file with scoring.skip (default: ragsnap.yaml when it exists, else "
+        "built-in defaults)",
+    )
+    _add(
+        explain,
+        "--json",
+        **_FLAG,
+        help="print the explanation as JSON instead of text (default: text)",
+    )
 
 
 @_command("lookup", help="run one query through the lookup pipeline and print its lookupResult")

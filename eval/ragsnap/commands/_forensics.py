@@ -34,7 +34,14 @@ from ..io.jsonio import parse_json, read_bytes
 from ..io.schema import validate
 from ..scoring.attribution import Side, attribute_diff
 
-__all__ = ["BaselineFixtures", "attribute", "baseline_fixtures", "open_folder", "open_git"]
+__all__ = [
+    "BaselineFixtures",
+    "attribute",
+    "baseline_fixtures",
+    "documents",
+    "open_folder",
+    "open_git",
+]
 
 #: refs tried, in order, when no baseline fixtures are named
 DEFAULT_REFS = ("HEAD", "HEAD^1", "@{upstream}", "origin/HEAD", "origin/main", "origin/master")
@@ -179,7 +186,9 @@ def baseline_fixtures(
     return None, [f"stages were not attributed: the baseline's fixtures were not found; {_NAME_IT}"]
 
 
-def _documents(manifest: Mapping[str, Any] | None, case_id: str) -> Mapping[str, str] | None:
+def documents(manifest: Mapping[str, Any] | None, case_id: str) -> Mapping[str, str] | None:
+    """The corpus documents (source -> digest) the manifest records for the capture
+    of ``case_id``'s fixture (None: not recorded)."""
     if manifest is None:
         return None
     entry = manifest["fixtures"].get(case_id)
@@ -214,8 +223,8 @@ def attribute(
         if path.is_file():
             now = parse_json(read_bytes(path, "re-snapshot", kind="fixture"), path)
         sides[case_id] = (
-            Side(source.fixture(case_id), _documents(source.manifest, case_id)),
-            Side(now, _documents(current, case_id)),
+            Side(source.fixture(case_id), documents(source.manifest, case_id)),
+            Side(now, documents(current, case_id)),
         )
     attribute_diff(diff, sides, source.label)
     diff["notes"] = [*diff["notes"], *notes]

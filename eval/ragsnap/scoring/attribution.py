@@ -74,7 +74,10 @@ __all__ = [
     "attribute_case",
     "attribute_diff",
     "cause_text",
+    "floor_value",
+    "settings_moved",
     "stage_settings",
+    "target_chunk",
     "trail",
     "word_changes",
 ]
@@ -148,8 +151,9 @@ def stage_settings(generator: Mapping[str, Any] | None) -> dict[str, dict[str, A
     return out
 
 
-def _settings_moved(before: Side, after: Side) -> dict[str, dict[str, list[Any]]]:
-    """stage -> setting -> [baseline, current], for the settings that differ."""
+def settings_moved(before: Side, after: Side) -> dict[str, dict[str, list[Any]]]:
+    """stage -> setting -> [baseline, current], for the settings that differ
+    (``stage_settings`` of each side's generator)."""
     old = stage_settings(_generator(before))
     new = stage_settings(_generator(after))
     moved: dict[str, dict[str, list[Any]]] = {}
@@ -241,10 +245,11 @@ def trail(side: Side, chunk: str, source: str | None) -> dict[str, Any]:
     return out
 
 
-def _target_chunk(
+def target_chunk(
     entry: Mapping[str, Any], blocks: Sequence[Mapping[str, Any]]
 ) -> tuple[str, str | None] | None:
-    """The baseline chunk a loss is about, and its source (None: not found)."""
+    """The baseline chunk a loss (a ``lost`` entry, or an expected target in that
+    form) is about, and its source (None: not found in ``blocks``)."""
     kind, target = entry["kind"], entry["target"]
     if kind in ("keyword", "breadcrumb", "span"):
         chunk = entry["before"]
@@ -257,7 +262,10 @@ def _target_chunk(
     return None
 
 
-def _floor(side: Side, settings: Mapping[str, Any]) -> float | None:
+def floor_value(side: Side, settings: Mapping[str, Any]) -> float | None:
+    """The confidence floor of ``side``'s selected attempt, ``max(minScore,
+    relativeScore x its top confidence)`` (``settings``: ``stage_settings``); None
+    when the fixture does not record one of them."""
     trace = _result(side)["retrievalTrace"]
     selected = trace.get("selectedAttempt")
     top = next(
@@ -343,7 +351,7 @@ def _target_cause(
     chunk: str, source: str | None, lost: Sequence[Mapping[str, Any]], before: Side, after: Side
 ) -> dict[str, Any]:
     old, new = trail(before, chunk, source), trail(after, chunk, source)
-    moved = _settings_moved(before, after)
+    moved = settings_moved(before, after)
     settings_new = stage_settings(_generator(after))
     settings_old = stage_settings(_generator(before))
     docs_old, docs_new = before.documents, after.documents
@@ -415,7 +423,7 @@ def _target_cause(
             "rerank", _with({"rerankRank": [old["rerankRank"], new["rerankRank"]]}, moved, "rerank")
         )
     # floor and cut
-    floors = [_floor(before, settings_old), _floor(after, settings_new)]
+    floors = [floor_value(before, settings_old), floor_value(after, settings_new)]
     top_k = [settings_old["cut"].get("topK"), settings_new["cut"].get("topK")]
     if new.get("evidenceRank") is None:
         conf = new.get("confidence")
@@ -464,7 +472,7 @@ def _content_gone(lost: Sequence[Mapping[str, Any]], text: str) -> bool:
 
 
 def _expectation_cause(name: str, before: Side, after: Side) -> dict[str, Any]:
-    moved = _settings_moved(before, after)
+    moved = settings_moved(before, after)
     stage, ev = _pipeline_stage(before, after, moved)
     if stage is None:
         stage = {
@@ -518,7 +526,7 @@ def attribute_case(
         if entry["kind"] == "expectation":
             slots.append(("expectation", index))
             continue
-        located = _target_chunk(entry, blocks)
+        located = target_chunk(entry, blocks)
         if located is None:
             continue
         chunk, source = located
