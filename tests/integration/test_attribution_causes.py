@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import copy_example
 
+from conftest import copy_example
 from ragsnap.cli import main
 
 EXAMPLE = ("cases", "seed-docs", "ragsnap.yaml")
