@@ -149,6 +149,69 @@ def test_the_html_report_draws_in_chromium(tmp_path: Path) -> None:
     assert shot.startswith(b"\x89PNG") and len(shot) > 20_000
 
 
+SIDE_BY_SIDE = """(() => {
+  const view = document.querySelector("section.why");
+  const link = [...document.querySelectorAll("#case-rows a")].map((a) => a.getAttribute("href"));
+  const words = (selector) => [...view.querySelectorAll(selector)].map((n) => n.textContent);
+  return {
+    case: view.querySelector("h3").textContent,
+    removed: words(".side .baseline del.removed"),
+    added: words(".side .current ins.added"),
+    currentRemoved: words(".side .current del"),
+    baselineAdded: words(".side .baseline ins"),
+    marked: words("tr.attributed .lost-here"),
+    stage: view.querySelector("tr.attributed th").firstChild.textContent.trim(),
+    link: link,
+    target: view.id,
+  };
+})()"""
+
+
+@pytest.mark.slow  # a real browser and a project seeded twice
+def test_a_lost_keyword_is_shown_side_by_side_in_chromium(tmp_path: Path) -> None:
+    """The issue's scenario: the log-retention document no longer says "14 days"; the
+    page shows the chunk's text before and after, the words marked, the stage named."""
+    executable = chromium_or_skip()
+    assert run_cli("init", "proj", cwd=tmp_path).code == 0
+    root = tmp_path / "proj"
+    for step in (("seed",), ("snapshot",), ("accept",)):
+        run = run_cli(*step, cwd=root)
+        assert run.code == 0, run.out + run.err
+    shutil.copytree(root / "fixtures", tmp_path / "base-fixtures")
+    doc = root / "seed-docs/log-retention.md"
+    doc.write_text(
+        doc.read_text(encoding="utf-8").replace("kept for 14 days", "kept for two weeks"), "utf-8"
+    )
+    for step in (("seed",), ("snapshot", "--skip-eval")):
+        run = run_cli(*step, cwd=root)
+        assert run.code == 0, run.out + run.err
+    run = run_cli(
+        "score",
+        "--compare-to",
+        "reports/baseline.json",
+        "--baseline-fixtures",
+        str(tmp_path / "base-fixtures"),
+        "--html-report",
+        "reports/r.html",
+        cwd=root,
+    )
+    assert run.code == 1, run.out + run.err
+    with Chromium(executable) as browser:
+        browser.load(root / "reports/r.html")
+        browser.evaluate(
+            "(() => { const f = document.getElementById('case-filter');"
+            " f.value = 'obs-log-retention'; f.dispatchEvent(new Event('input'));"
+            " document.querySelector('#case-rows details').open = true; })()"
+        )
+        shown = browser.evaluate(SIDE_BY_SIDE)
+        assert browser.errors() == [], browser.errors()
+    assert shown["case"] == "obs-log-retention (regression)"
+    assert shown["removed"] == ["14 days"] and shown["added"] == ["two weeks"]
+    assert shown["currentRemoved"] == [] and shown["baselineAdded"] == []
+    assert shown["marked"] == ["lost here"] and shown["stage"] == "corpus"
+    assert shown["link"] == [f"#{shown['target']}"]  # the case's row links to its view
+
+
 def test_a_script_the_policy_does_not_allow_is_blocked_and_reported(tmp_path: Path) -> None:
     executable = chromium_or_skip()
     root = _example(tmp_path)

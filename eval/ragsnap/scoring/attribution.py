@@ -80,6 +80,7 @@ __all__ = [
     "target_chunk",
     "trail",
     "word_changes",
+    "word_diff",
 ]
 
 STAGES = (
@@ -185,6 +186,36 @@ def word_changes(before: str, after: str) -> tuple[list[str], list[str]]:
         if op in ("replace", "insert") and len(added) < _WORDS_SHOWN:
             added.append(_join(b[j1:j2]))
     return removed, added
+
+
+def word_diff(before: str, after: str) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """``before`` and ``after`` as runs of (text, changed), read as they are
+    (whitespace kept): the word runs ``word_changes`` names (every one of them)
+    are marked, removed ones in ``before``, added ones in ``after``."""
+    a, b = list(_WORD.finditer(before)), list(_WORD.finditer(after))
+    words = [m.group() for m in a], [m.group() for m in b]
+    gone: list[tuple[int, int]] = []
+    came: list[tuple[int, int]] = []
+    matcher = difflib.SequenceMatcher(a=words[0], b=words[1], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op in ("replace", "delete"):
+            gone.append((a[i1].start(), a[i2 - 1].end()))
+        if op in ("replace", "insert"):
+            came.append((b[j1].start(), b[j2 - 1].end()))
+    return _runs(before, gone), _runs(after, came)
+
+
+def _runs(text: str, marked: Sequence[tuple[int, int]]) -> list[tuple[str, bool]]:
+    out: list[tuple[str, bool]] = []
+    at = 0
+    for start, end in marked:
+        if start > at:
+            out.append((text[at:start], False))
+        out.append((text[start:end], True))
+        at = end
+    if at < len(text):
+        out.append((text[at:], False))
+    return out
 
 
 def _join(words: Sequence[str]) -> str:
@@ -564,6 +595,9 @@ def cause_text(cause: Mapping[str, Any]) -> str:
 
 
 def _changed_words(ev: Mapping[str, Any]) -> str:
+    if "removed" not in ev:  # a privacy view counts the changed words
+        runs = ev.get("removedCount", 0), ev.get("addedCount", 0)
+        return f"{runs[0]} word run(s) removed, {runs[1]} added"
     parts = [f"removed {_quote(ev['removed'])}"] if ev["removed"] else []
     parts += [f"added {_quote(ev['added'])}"] if ev["added"] and not ev["removed"] else []
     return "; ".join(parts) or "whitespace"

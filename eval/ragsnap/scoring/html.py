@@ -19,7 +19,12 @@ What a page holds, summaries first:
 * the case table: a text filter, a status select, pages of ``PAGE_SIZE``
   rows; each row is a ``<details>`` folded by default, opened to the case's
   evidence (top sources with their ranks, the reasons, the pipeline fields,
-  the metrics, what changed against the baseline).
+  the metrics, what changed against the baseline, what it lost);
+* with a baseline diff whose cases carry causes (``attribution``): "What the
+  cases lost, and where", baseline and current side by side for each such case
+  (``ragsnap.scoring.sidebyside``: the target's evidence text before and after
+  with the changed words marked, its ranks per stage with the attributed stage
+  marked, the cause and the losses); the case's row links to it.
 
 Templates: the markup lives in Jinja2 templates shipped as package data
 (``ragsnap/templates/html/``: ``page.html.j2`` the document every page
@@ -33,13 +38,14 @@ Safety and size: the templates autoescape every value (entities spelled as
 ``html.escape`` spells them, so the pages keep their bytes); the case table's
 rows travel as JSON in a ``<script type="application/json">`` block with
 ``<``, ``>`` and ``&`` escaped, and are drawn with ``textContent`` only, so a
-query holding ``<script>`` stays text. The Content-Security-Policy allows no
+query holding ``<script>`` stays text (a row's link to its side-by-side view is an
+anchor id generated here). The Content-Security-Policy allows no
 network at all and only the page's own script (by its SHA-256). Only one page
 of rows is ever in the document, so a 10,000-case report opens at once.
 
 A privacy report (``"privacy": true``) holds no text to show: its page shows
 ids, hit levels, ranks, metrics and id-based reasons only, and hashes for
-inputs.
+inputs; its side-by-side view shows ranks only.
 
 The building blocks (``render``, ``CaseTable``, the charts) are shared by the
 trial, live-check and trend pages.
@@ -57,8 +63,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..models import HIT_LEVELS
-from .diff import REGRESSION, delta_text, metric_value, verdict
+from .diff import REGRESSION, delta_text, lost_text, metric_value, verdict
 from .report import outcome_text, percent, report_outcome
+from .sidebyside import why_context
 
 if TYPE_CHECKING:  # imported when a page is rendered
     import jinja2
@@ -140,7 +147,8 @@ class CaseTable:
 
     In the page's data a row is ``{"c": cells, "t": tags, "d": [[label index,
     value], ...]}`` and the labels are listed once (``labels``): a 10,000-case
-    table repeats no label text.
+    table repeats no label text. A row with a ``link`` (an anchor id in the page)
+    also has ``"w"``: its unfolded evidence links there.
     """
 
     columns: Sequence[tuple[str, str]]
@@ -152,10 +160,12 @@ class CaseTable:
         cells: Sequence[Any],
         tags: Sequence[str],
         detail: Sequence[tuple[str, str | Sequence[str]]],
+        link: str | None = None,
     ) -> None:
         """Add a row; ``None`` cells show as ``-``."""
         self.rows.append(
             {
+                **({} if link is None else {"w": link}),
                 "c": ["-" if c is None else str(c) for c in cells],
                 "t": list(tags),
                 "d": [
@@ -642,7 +652,11 @@ def _change_text(change: Mapping[str, Any]) -> str:
     return f"{change['field']}: {before} → {after} ({change['status']})"
 
 
-def _score_table(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> CaseTable:
+def _score_table(
+    report: Mapping[str, Any], diff: Mapping[str, Any] | None, links: Mapping[str, str]
+) -> CaseTable:
+    """The score page's case table; ``links``: case id -> the anchor of its
+    side-by-side view."""
     private = report.get("privacy") is True
     columns = [("case", "minmax(160px,2fr)")]
     if not private:
@@ -706,7 +720,10 @@ def _score_table(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> C
             if not private and row.get("topSources"):
                 before = row["topSources"].get("baseline")
                 detail.append(("baseline top sources", _sources(before, matched)))
-        table.add(cells, tags, detail)
+            lost = row.get("lost") or []
+            if lost:
+                detail.append(("what it lost", lost_text(row, len(lost)) or ""))
+        table.add(cells, tags, detail, links.get(case["id"]))
     for row in changed.values():
         if row["status"] != "removed":
             continue
@@ -752,6 +769,8 @@ def render_score_html(
         if ids:
             regressed = ", ".join(ids[:20]) + (" …" if len(ids) > 20 else "")
     groups = report["groups"]
+    why = None if diff is None else why_context(diff, report.get("privacy") is True)
+    links = {} if why is None else {c["id"]: c["anchor"] for c in why["cases"]}
     context: dict[str, Any] = {
         "title": "ragsnap retrieval report",
         "bad": bad,
@@ -767,7 +786,8 @@ def render_score_html(
         ),
         "diff": _diff_context(diff) if diff is not None else None,
         "cases": len(report["cases"]),
-        "case_rows": _score_table(report, diff).context(
+        "why": why if why is not None and why["cases"] else None,
+        "case_rows": _score_table(report, diff, links).context(
             ["fail", "known failure", "pass", *_STATUS_ORDER]
         ),
         "footer": _footer(report, diff),

@@ -2,8 +2,8 @@
 
 The golden files under ``golden_html/`` were written by the string-built renderers
 that came before the Jinja2 templates; the templates must give the same bytes for
-the same reports: the score page with and without a baseline diff, its privacy
-view, the trend page, the trial page (with gates, latency and a baseline trial),
+the same reports: the score page with and without a baseline diff (one case's
+loss attributed: baseline and current side by side), its privacy view, the trend page, the trial page (with gates, latency and a baseline trial),
 its privacy view, and the live-check page and its privacy view. The inputs hold
 markup in every text a user controls, so the escaping is pinned too.
 
@@ -26,6 +26,7 @@ from ragsnap.live.html import render_live_html
 from ragsnap.live.livecheck import LiveAnswer, build_live_report
 from ragsnap.live.privacy import private_live
 from ragsnap.models import Fixture, GoldenCase
+from ragsnap.scoring.attribution import Side, attribute_diff
 from ragsnap.scoring.diff import Tolerances, diff_reports
 from ragsnap.scoring.hits import score_case
 from ragsnap.scoring.html import render_score_html
@@ -46,23 +47,31 @@ INPUTS = {
 }
 
 
-def _report(sources: dict[str, str]) -> dict[str, Any]:
+def _report(sources: dict[str, str], fixtures: dict[str, Side] | None = None) -> dict[str, Any]:
+    """The report of one fixture per case (first block from ``sources``, its text
+    holding markup); ``fixtures`` collects them for the attribution."""
     results = []
     for n, (case_id, source) in enumerate(sources.items()):
         fields: dict[str, Any] = {"query": f"{EVIL} {case_id}", "category": f"db<{n % 2}>"}
         if n == 2:
             fields["language"] = "zh"
         case = GoldenCase.from_json(make_case(case_id, **fields), {})
-        blocks = [block(1, source), block(2, "other & more")]
-        fixture = Fixture.from_json(make_fixture(case_id, blocks, query=case.query))
-        results.append(score_case(case, fixture))
+        blocks = [block(1, source, text=f"kept for 14 days {EVIL}"), block(2, "other & more")]
+        data = make_fixture(case_id, blocks, query=case.query)
+        if fixtures is not None:
+            fixtures[case_id] = Side(data)
+        results.append(score_case(case, Fixture.from_json(data)))
     return build_report(results, [], INPUTS)
 
 
 def _score_pages() -> dict[str, str]:
-    before = _report({"a<1>": "mysql-pool", "b": "mysql-pool", "c": "x", "gone": "mysql-pool"})
-    after = _report({"a<1>": "mysql-pool", "b": "elsewhere", "c": "mysql-pool"})
+    old: dict[str, Side] = {}
+    new: dict[str, Side] = {}
+    before = _report({"a<1>": "mysql-pool", "b": "mysql-pool", "c": "x", "gone": "mysql-pool"}, old)
+    after = _report({"a<1>": "mysql-pool", "b": "elsewhere", "c": "mysql-pool"}, new)
     diff = diff_reports(before, after, Tolerances(), "base<&>.json")
+    # b lost mysql-pool: its chunk left every list the current fixture records
+    attribute_diff(diff, {k: (old[k], new[k]) for k in new if k in old}, "HEAD:fixtures")
     private = private_diff(diff, before, after)
     return {
         "score": render_score_html(after),

@@ -30,6 +30,15 @@
       }
       list.appendChild(value);
     });
+    if (row.w) {
+      var link = document.createElement("a");
+      link.href = "#" + row.w;
+      link.textContent = "the two fixtures side by side";
+      list.appendChild(text("dt", "where it was lost"));
+      var cell = document.createElement("dd");
+      cell.appendChild(link);
+      list.appendChild(cell);
+    }
   }
   function build(row) {
     var box = document.createElement("details");
