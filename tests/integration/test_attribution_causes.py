@@ -333,7 +333,7 @@ def _named_back(value: Any, back: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_named_back(v, back) for v in value]
     if isinstance(value, dict):
-        return {k: _named_back(v, back) for k, v in value.items()}
+        return {_named_back(k, back): _named_back(v, back) for k, v in value.items()}
     return value
 
 
@@ -348,7 +348,6 @@ INJECTIONS: dict[str, Callable[[Path], None]] = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("injection", sorted(INJECTIONS))
 def test_renamed_cases_and_documents_get_the_same_causes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, injection: str

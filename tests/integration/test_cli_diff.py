@@ -73,14 +73,28 @@ def test_help_does_not_import_heavy_modules() -> None:
     assert out.strip() == "[]"
 
 
-def _log_retention_lost(tmp_path: Path) -> Path:
-    """The issue's scenario: an initialised, accepted project whose log-retention
-    document no longer says "14 days" (the keyword its case expects), re-snapshotted."""
+def _git(root: Path, *argv: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *argv],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
+def _log_retention_lost(tmp_path: Path, *, committed: bool = True) -> Path:
+    """The issue's scenario: an initialised, accepted project (committed to git, where
+    the baseline's fixtures are found) whose log-retention document no longer says
+    "14 days" (the keyword its case expects), re-snapshotted."""
     assert run_cli("init", "proj", cwd=tmp_path).code == 0
     root = tmp_path / "proj"
     for step in (("seed",), ("snapshot",), ("accept",)):
         run = run_cli(*step, cwd=root)
         assert run.code == 0, run.out + run.err
+    if committed:
+        _git(root, "init", "-q")
+        _git(root, "add", "-A")
+        _git(root, "commit", "-qm", "accepted")
     doc = root / "seed-docs/log-retention.md"
     text = doc.read_text(encoding="utf-8")
     assert "kept for 14 days" in text
@@ -104,7 +118,8 @@ def test_a_lost_keyword_is_named_with_its_baseline_chunk_in_every_output(tmp_pat
         cwd=root,
     )
     assert run.code == 1, run.out + run.err
-    lost = "lost keyword '14 days' (was in log-retention#1)"
+    # the stage: the chunk that held the keyword no longer says it (found in git: HEAD)
+    lost = "lost keyword '14 days' (corpus: log-retention#1 text changed: removed '14 days')"
     assert f"What the cases lost:\n  obs-log-retention: {lost}\n" in run.out
     for name in ("reports/baseline-diff.md", "reports/pr.md"):
         assert f"- {lost}" in (root / name).read_text(encoding="utf-8"), name
@@ -117,12 +132,35 @@ def test_a_lost_keyword_is_named_with_its_baseline_chunk_in_every_output(tmp_pat
         {"kind": "keyword", "target": "14 days", "before": "log-retention#1", "after": None}
     ]
     assert not any("coverage" in note for note in diff["notes"])
+    assert diff["attribution"] == {"baselineFixtures": "HEAD:fixtures", "attributedCases": 1}
+    (cause,) = case["attribution"]
+    assert (cause["stage"], cause["target"], cause["losses"]) == ("corpus", "log-retention#1", [0])
+    assert cause["evidence"] == {
+        "textChanged": True,
+        "removed": ["14 days"],
+        "added": ["two weeks"],
+    }
+
+
+def test_without_the_baseline_fixtures_the_loss_is_listed_and_the_note_says_how(
+    tmp_path: Path,
+) -> None:
+    root = _log_retention_lost(tmp_path, committed=False)
+    run = run_cli("score", "--compare-to", "reports/baseline.json", cwd=root)
+    assert run.code == 1, run.out + run.err
+    assert "obs-log-retention: lost keyword '14 days' (was in log-retention#1)\n" in run.out
+    assert "Note: stages were not attributed: the baseline's fixtures were not found; " in run.out
+    named = run_cli(
+        "score", "--compare-to", "reports/baseline.json", "--baseline-ref", "main", cwd=root
+    )
+    assert named.code == 2  # not a git repository: a named ref is bad input
+    assert "git cannot resolve 'main'" in named.err
 
 
 def test_a_baseline_without_coverage_names_no_lost_keyword(tmp_path: Path) -> None:
     """A baseline written before reports recorded coverage: the diff says so once and
     lists nothing it cannot know."""
-    root = _log_retention_lost(tmp_path)
+    root = _log_retention_lost(tmp_path, committed=False)
     baseline = json.loads((root / "reports/baseline.json").read_text(encoding="utf-8"))
     for case in baseline["cases"]:
         case.pop("coverage", None)
