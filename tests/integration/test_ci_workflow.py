@@ -97,7 +97,8 @@ def test_workflow_runs_on_pull_requests_with_the_permissions_it_needs() -> None:
     (job,) = data["jobs"].values()
     assert job["runs-on"] == "ubuntu-latest"
     checkout = _steps()[0]
-    assert checkout["with"] == {"persist-credentials": False}  # no token for later steps
+    # no token for later steps; the base branch's fixtures (HEAD^1) for stage attribution
+    assert checkout["with"] == {"persist-credentials": False, "fetch-depth": 2}
 
 
 #: the steps that record their exit code, in order: (id, the commands they run)
