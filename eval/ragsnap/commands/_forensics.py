@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,11 @@ _NAME_IT = (
 
 @dataclass(frozen=True, slots=True)
 class BaselineFixtures:
-    """Where baseline fixtures are read: ``read(name)`` is a file's bytes or None."""
+    """Where baseline fixtures are read: ``read(names)`` is each file's bytes (None: no
+    such file), read together (one git process for all of them)."""
 
     label: str
-    read: Callable[[str], bytes | None]
+    read: Callable[[Sequence[str]], dict[str, bytes | None]]
     manifest: Mapping[str, Any] | None
 
     def digest(self) -> str | None:
@@ -73,11 +74,17 @@ class BaselineFixtures:
 
     def fixture(self, case_id: str) -> Mapping[str, Any] | None:
         """The baseline fixture of ``case_id`` (None: it has none), checked."""
-        name = f"{case_id}.json"
-        raw = self.read(name)
+        return self.fixtures([case_id])[case_id]
+
+    def fixtures(self, case_ids: Sequence[str]) -> dict[str, Mapping[str, Any] | None]:
+        """The baseline fixtures of ``case_ids``, read together, each checked."""
+        raw = self.read([f"{case_id}.json" for case_id in case_ids])
+        return {c: self._checked(c, raw[f"{c}.json"]) for c in case_ids}
+
+    def _checked(self, case_id: str, raw: bytes | None) -> Mapping[str, Any] | None:
         if raw is None:
             return None
-        where = f"{self.label}/{name}"
+        where = f"{self.label}/{case_id}.json"
         entry = (self.manifest or {}).get("fixtures", {}).get(case_id)
         if entry is not None and hashlib.sha256(raw).hexdigest() != entry["sha256"]:
             raise InputError(
@@ -100,11 +107,13 @@ def open_folder(folder: Path) -> BaselineFixtures:
             "pass --baseline-fixtures with a folder of {caseId}.json fixtures",
         )
 
-    def read(name: str) -> bytes | None:
-        path = folder / name
-        if not path.is_file():
-            return None
-        return read_bytes(path, "pass a folder of fixtures", kind="fixture")
+    def read(names: Sequence[str]) -> dict[str, bytes | None]:
+        return {
+            name: read_bytes(folder / name, "pass a folder of fixtures", kind="fixture")
+            if (folder / name).is_file()
+            else None
+            for name in names
+        }
 
     return BaselineFixtures(folder.as_posix(), read, read_manifest(folder))
 
@@ -121,6 +130,44 @@ def _git(folder: Path, *argv: str) -> subprocess.CompletedProcess[bytes] | None:
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def _cat_files(
+    folder: Path, objects: Sequence[str], names: Sequence[str]
+) -> dict[str, bytes | None]:
+    """``git cat-file --batch`` of ``objects`` (``commit:path``), by ``names``: one process
+    for every file; a missing one is None."""
+    request = "".join(f"{o}\n" for o in objects).encode("utf-8")
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "cat-file", "--batch"],
+            input=request,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return dict.fromkeys(names)
+    out, at = done.stdout, 0
+    found: dict[str, bytes | None] = {}
+    for name in names:
+        end = out.find(b"\n", at)
+        if end < 0:
+            found[name] = None
+            continue
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found[name] = out[at : at + size]
+            at += size + 1  # the content, then a newline
+        else:  # "<object> missing", or not a file
+            found[name] = None
+            if len(header) == 3:  # a tree or another object: its content follows
+                at += int(header[2]) + 1
+    return found
 
 
 def open_git(folder: Path, ref: str, *, required: bool) -> BaselineFixtures | None:
@@ -141,15 +188,16 @@ def open_git(folder: Path, ref: str, *, required: bool) -> BaselineFixtures | No
             )
         return None
     commit = probe.stdout.decode().strip()
+    inside = _git(folder, "rev-parse", "--show-prefix")  # the folder in the repository
+    if inside is None or inside.returncode != 0:
+        return None
+    prefix = inside.stdout.decode("utf-8").strip()
 
-    def read(name: str) -> bytes | None:
-        shown = _git(folder, "show", f"{commit}:./{name}")
-        if shown is None or shown.returncode != 0:
-            return None
-        return shown.stdout
+    def read(names: Sequence[str]) -> dict[str, bytes | None]:
+        return _cat_files(folder, [f"{commit}:{prefix}{name}" for name in names], names)
 
     label = f"{ref}:{folder.as_posix()}"
-    raw = read(FIXTURE_MANIFEST)
+    raw = read([FIXTURE_MANIFEST])[FIXTURE_MANIFEST]
     manifest = None
     if raw is not None:
         where = f"{label}/{FIXTURE_MANIFEST}"
@@ -217,13 +265,14 @@ def attribute(
         return notes
     current = read_manifest(fixtures)
     sides: dict[str, tuple[Side, Side]] = {}
+    old = source.fixtures(wanted)
     for case_id in wanted:
         path = fixtures / f"{case_id}.json"
         now: Any = None
         if path.is_file():
             now = parse_json(read_bytes(path, "re-snapshot", kind="fixture"), path)
         sides[case_id] = (
-            Side(source.fixture(case_id), documents(source.manifest, case_id)),
+            Side(old[case_id], documents(source.manifest, case_id)),
             Side(now, documents(current, case_id)),
         )
     attribute_diff(diff, sides, source.label)
