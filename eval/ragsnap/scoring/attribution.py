@@ -650,7 +650,8 @@ def _stage_text(cause: Mapping[str, Any]) -> str:
         key = "fusedRank" if stage == "fusion" else "rerankRank"
         a, b = ev.get(key, [old.get(key), new.get(key)])
         place = "fused" if stage == "fusion" else "reranked"
-        return f"{target} {place} rank {_rank(a)} -> {_rank(b)}{tail}"
+        a_text, b_text = _rank(a, old.get("listed")), _rank(b, new.get("listed"))
+        return f"{target} {place} rank {a_text} -> {b_text}{tail}"
     if stage == "floor":
         if "confidence" in ev:
             return f"{target} confidence {ev['confidence']} below the floor {ev['floor'][1]}{tail}"
@@ -666,8 +667,10 @@ def _stage_text(cause: Mapping[str, Any]) -> str:
     return f"{target} left the context pack (budget {ev.get('budgetChars')}){tail}"
 
 
-def _rank(value: Any) -> str:
-    return "none" if value is None else str(value)
+def _rank(value: Any, listed: int | None = None) -> str:
+    if value is None:
+        return f"below the top {listed} listed" if listed else "none"
+    return str(value)
 
 
 def _hint(hints: Any) -> str:

@@ -340,3 +340,18 @@ def test_the_privacy_view_keeps_stages_and_ranks_and_drops_words() -> None:
     assert cause["target"] != "a#1" and len(cause["target"]) == 16
     assert private["attribution"]["baselineFixtures"] == "baseline"
     assert "14 days" not in repr(private)
+
+
+def test_a_place_past_the_listed_head_is_said_so() -> None:
+    """Without a reranker the trace lists the top K of the ranked list; an evidence block
+    can sit past it (the candidates above it failed the floor)."""
+    new = _fixture()
+    rt = new["lookupResult"]["rerankTrace"]
+    rt["before"] = [i for i in rt["before"] if i["chunkId"] != "a#1"]
+    rt["after"] = [i for i in rt["after"] if i["chunkId"] != "a#1"]
+    blocks = new["lookupResult"]["evidenceBlocks"]
+    blocks[0], blocks[1] = blocks[1], blocks[0]
+    blocks[0]["rank"], blocks[1]["rank"] = 1, 2
+    cause = _one(LOST_SOURCE, _fixture(), new)
+    assert (cause["stage"], cause["evidence"]["fusedRank"]) == ("fusion", [1, None])
+    assert cause_text(cause) == "a#1 fused rank 1 -> below the top 2 listed"
