@@ -34,7 +34,14 @@ from ..io.jsonio import parse_json, read_bytes
 from ..io.schema import validate
 from ..scoring.attribution import Side, attribute_diff
 
-__all__ = ["BaselineFixtures", "attribute", "baseline_fixtures", "open_folder", "open_git"]
+__all__ = [
+    "BaselineFixtures",
+    "attribute",
+    "attribute_with",
+    "baseline_fixtures",
+    "open_folder",
+    "open_git",
+]
 
 #: refs tried, in order, when no baseline fixtures are named
 DEFAULT_REFS = ("HEAD", "HEAD^1", "@{upstream}", "origin/HEAD", "origin/main", "origin/master")
@@ -206,9 +213,18 @@ def attribute(
         diff["attribution"] = {"baselineFixtures": None, "attributedCases": 0}
         diff["notes"] = [*diff["notes"], *notes]
         return notes
+    attribute_with(diff, fixtures, source)
+    diff["notes"] = [*diff["notes"], *notes]
+    return notes
+
+
+def attribute_with(diff: dict[str, Any], fixtures: Path, source: BaselineFixtures) -> None:
+    """Attribute the losses of the diff's cases (``attribute_diff``) from the baseline
+    fixtures ``source`` and the current ones in the folder ``fixtures``; ``pytest
+    --ragsnap`` finds ``source`` once and attributes each failing case with it."""
     current = read_manifest(fixtures)
     sides: dict[str, tuple[Side, Side]] = {}
-    for case_id in wanted:
+    for case_id in (c["id"] for c in diff["cases"] if c.get("lost")):
         path = fixtures / f"{case_id}.json"
         now: Any = None
         if path.is_file():
@@ -218,5 +234,3 @@ def attribute(
             Side(now, _documents(current, case_id)),
         )
     attribute_diff(diff, sides, source.label)
-    diff["notes"] = [*diff["notes"], *notes]
-    return notes
