@@ -33,6 +33,20 @@ case. A missing fixture fails, known failure or not, saying how to create it:
 unlike ``ragsnap score``, which counts it as a known failure's failure, a test
 that cannot run is never expected.
 
+**What a failing case lost.** With a baseline score report (``ragsnap_baseline``,
+default ``reports/baseline.json`` when it exists; none: no comparison), a case that
+fails or xfails and is in the baseline is compared with it as ``ragsnap score
+--compare-to`` compares it: its report entry (``ragsnap.scoring.report.case_entry``)
+against the baseline's (``ragsnap.scoring.diff.case_diff``), and what it lost is
+attributed to a pipeline stage (``ragsnap.commands._forensics.attribute_with``). The
+``lost_text`` line ends the failure message: ``hit level medium: <reasons>; lost
+keyword '14 days' (corpus: log-retention#1 text changed: removed '14 days')``. The
+baseline's fixtures are found once per session, at the first loss, as ``ragsnap
+score`` finds them (``ragsnap_baseline_fixtures``, ``ragsnap_baseline_ref``, else the
+git revision whose fixtures the baseline was scored from); none found: the loss is
+named without its stage, and the terminal summary says how to name them. A private
+baseline names losses by their hashes, without stages.
+
 **--ragsnap-update.** Before the first test runs, the fixtures of the selected
 cases are regenerated from the configured knowledge base by ``ragsnap
 snapshot``'s own code (``ragsnap.commands.snapshot.run``: the ``kb.backend`` of
@@ -50,13 +64,16 @@ that holds the cases file or the configuration is refused (``ragsnap snapshot
 --prune``'s rules).
 
 **Paths** (``--ragsnap-cases``, ``--ragsnap-fixtures``, ``--ragsnap-config``,
-else the ini options of the same names, else ``ragsnap score``'s defaults) are
-relative to pytest's rootdir, and every ragsnap function runs with the rootdir
-as the current folder, so the plugin reads and writes what ``ragsnap score``
-and ``ragsnap snapshot`` run from the rootdir would. Bad input (a cases file,
-configuration or fixture that does not validate, a knowledge base that cannot
-be opened) stops the run as a pytest usage error (exit code 4) naming the file
-and the fix.
+``--ragsnap-baseline``, ``--ragsnap-baseline-fixtures``, else the ini options of
+the same names, else ``ragsnap score``'s defaults) are relative to pytest's
+rootdir, and every ragsnap function runs with the rootdir as the current folder,
+so the plugin reads and writes what ``ragsnap score`` and ``ragsnap snapshot``
+run from the rootdir would. Bad input (a cases file,
+configuration, baseline report or fixture that does not validate, a knowledge base
+that cannot be opened) stops the run as a pytest usage error (exit code 4) naming
+the file and the fix; baseline fixtures or a git revision that cannot be read stop
+it with exit code 4 at the first loss (``pytest.exit``: raised in a test, a usage
+error would only fail that test).
 """
 
 from __future__ import annotations
