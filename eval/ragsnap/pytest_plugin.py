@@ -68,9 +68,9 @@ that holds the cases file or the configuration is refused (``ragsnap snapshot
 the same names, else ``ragsnap score``'s defaults) are relative to pytest's
 rootdir, and every ragsnap function runs with the rootdir as the current folder,
 so the plugin reads and writes what ``ragsnap score`` and ``ragsnap snapshot``
-run from the rootdir would. Bad input (a cases file,
-configuration, baseline report or fixture that does not validate, a knowledge base
-that cannot be opened) stops the run as a pytest usage error (exit code 4) naming
+run from the rootdir would. Bad input (a cases file, configuration, baseline
+report or fixture that does not validate, a knowledge base that cannot be
+opened) stops the run as a pytest usage error (exit code 4) naming
 the file and the fix; baseline fixtures or a git revision that cannot be read stop
 it with exit code 4 at the first loss (``pytest.exit``: raised in a test, a usage
 error would only fail that test).
