@@ -33,6 +33,20 @@ case. A missing fixture fails, known failure or not, saying how to create it:
 unlike ``ragsnap score``, which counts it as a known failure's failure, a test
 that cannot run is never expected.
 
+**What a failing case lost.** With a baseline score report (``ragsnap_baseline``,
+default ``reports/baseline.json`` when it exists; none: no comparison), a case that
+fails or xfails and is in the baseline is compared with it as ``ragsnap score
+--compare-to`` compares it: its report entry (``ragsnap.scoring.report.case_entry``)
+against the baseline's (``ragsnap.scoring.diff.case_diff``), and what it lost is
+attributed to a pipeline stage (``ragsnap.commands._forensics.attribute_with``). The
+``lost_text`` line ends the failure message: ``hit level medium: <reasons>; lost
+keyword '14 days' (corpus: log-retention#1 text changed: removed '14 days')``. The
+baseline's fixtures are found once per session, at the first loss, as ``ragsnap
+score`` finds them (``ragsnap_baseline_fixtures``, ``ragsnap_baseline_ref``, else the
+git revision whose fixtures the baseline was scored from); none found: the loss is
+named without its stage, and the terminal summary says how to name them. A private
+baseline names losses by their hashes, without stages.
+
 **--ragsnap-update.** Before the first test runs, the fixtures of the selected
 cases are regenerated from the configured knowledge base by ``ragsnap
 snapshot``'s own code (``ragsnap.commands.snapshot.run``: the ``kb.backend`` of
@@ -50,13 +64,16 @@ that holds the cases file or the configuration is refused (``ragsnap snapshot
 --prune``'s rules).
 
 **Paths** (``--ragsnap-cases``, ``--ragsnap-fixtures``, ``--ragsnap-config``,
-else the ini options of the same names, else ``ragsnap score``'s defaults) are
-relative to pytest's rootdir, and every ragsnap function runs with the rootdir
-as the current folder, so the plugin reads and writes what ``ragsnap score``
-and ``ragsnap snapshot`` run from the rootdir would. Bad input (a cases file,
-configuration or fixture that does not validate, a knowledge base that cannot
-be opened) stops the run as a pytest usage error (exit code 4) naming the file
-and the fix.
+``--ragsnap-baseline``, ``--ragsnap-baseline-fixtures``, else the ini options of
+the same names, else ``ragsnap score``'s defaults) are relative to pytest's
+rootdir, and every ragsnap function runs with the rootdir as the current folder,
+so the plugin reads and writes what ``ragsnap score`` and ``ragsnap snapshot``
+run from the rootdir would. Bad input (a cases file, configuration, baseline
+report or fixture that does not validate, a knowledge base that cannot be
+opened) stops the run as a pytest usage error (exit code 4) naming
+the file and the fix; baseline fixtures or a git revision that cannot be read stop
+it with exit code 4 at the first loss (``pytest.exit``: raised in a test, a usage
+error would only fail that test).
 """
 
 from __future__ import annotations
@@ -74,6 +91,7 @@ import pytest
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
+    from .commands._forensics import BaselineFixtures
     from .config import Config
     from .io.inputs import CaseSet, FixtureSet
     from .models import Fixture, GoldenCase
@@ -95,6 +113,7 @@ __all__ = [
 DEFAULT_CASES = "cases/golden-cases.json"
 DEFAULT_FIXTURES = "fixtures"
 DEFAULT_CONFIG = "ragsnap.yaml"
+DEFAULT_BASELINE = "reports/baseline.json"
 
 
 class CaseFailed(Exception):
@@ -125,21 +144,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "knowledge base as `ragsnap snapshot` does, and delete unused fixtures when every "
         "case is selected (default: off)",
     )
-    for name, what, default in (
-        ("cases", "golden cases file", DEFAULT_CASES),
-        ("fixtures", "folder of {caseId}.json fixtures", DEFAULT_FIXTURES),
-        ("config", "ragsnap settings file", f"{DEFAULT_CONFIG} when it exists"),
+    for name, what, default, metavar in (
+        ("cases", "golden cases file", DEFAULT_CASES, "FILE"),
+        ("fixtures", "folder of {caseId}.json fixtures", DEFAULT_FIXTURES, "DIR"),
+        ("config", "ragsnap settings file", f"{DEFAULT_CONFIG} when it exists", "FILE"),
+        (
+            "baseline",
+            "baseline score report a failing case is compared with, to say what it lost",
+            f"{DEFAULT_BASELINE} when it exists, else no comparison",
+            "FILE",
+        ),
+        (
+            "baseline_ref",
+            "git revision holding the baseline's fixtures, to say at which stage a "
+            "failing case lost it",
+            "the one of HEAD, its parent, the upstream, origin/main ... whose fixtures the "
+            "baseline was scored from",
+            "REF",
+        ),
+        (
+            "baseline_fixtures",
+            "folder of the baseline's fixtures (instead of a git revision)",
+            "none",
+            "DIR",
+        ),
     ):
-        metavar = "DIR" if name == "fixtures" else "FILE"
+        what += "" if metavar == "REF" else ", relative to the rootdir"
         group.addoption(
-            f"--ragsnap-{name}",
+            f"--ragsnap-{name.replace('_', '-')}",
             metavar=metavar,
-            help=f"{what}, relative to the rootdir (default: the ini option ragsnap_{name}, "
-            f"else {default})",
+            help=f"{what} (default: the ini option ragsnap_{name}, else {default})",
         )
         parser.addini(
             f"ragsnap_{name}",
-            f"ragsnap: {what}, relative to the rootdir (default: {default})",
+            f"ragsnap: {what} (default: {default})",
             default="",
         )
 
@@ -184,6 +222,26 @@ def _usage_errors(doing: str) -> Iterator[None]:
         raise pytest.UsageError(f"ragsnap ({doing}): {exc.kind}: {exc}") from None
 
 
+@contextlib.contextmanager
+def _stop_on_errors(doing: str) -> Iterator[None]:
+    """A ``RagsnapError`` while a test runs (bad baseline fixtures, a git revision that
+    cannot be read) stops the session as a usage error: raised in a test, a
+    ``pytest.UsageError`` would only fail that test."""
+    from .errors import RagsnapError
+
+    try:
+        yield
+    except RagsnapError as exc:
+        said = _our_options(f"ragsnap ({doing}): {exc.kind}: {exc}")
+        pytest.exit(said, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _our_options(text: str) -> str:
+    """``ragsnap.commands._forensics``'s messages name ``ragsnap score``'s options
+    (``--baseline-ref``, ``--baseline-fixtures``); the plugin's are prefixed."""
+    return text.replace("--baseline-", "--ragsnap-baseline-")
+
+
 def snapshot_args(
     cases: Path, fixtures: Path, config: Path | None, only: list[str] | None, *, prune: bool
 ) -> argparse.Namespace:
@@ -222,6 +280,18 @@ class RagsnapRun:
         self.fixtures = Path(_setting(config, "fixtures") or DEFAULT_FIXTURES)
         named = _setting(config, "config")
         self.config_file = None if named is None else Path(named)
+        named = _setting(config, "baseline")
+        self.baseline_file = Path(named) if named is not None else None
+        if named is None and (self.root / DEFAULT_BASELINE).is_file():
+            self.baseline_file = Path(DEFAULT_BASELINE)
+        self.baseline_ref = _setting(config, "baseline_ref")
+        named = _setting(config, "baseline_fixtures")
+        self.baseline_folder = None if named is None else Path(named)
+        self.baseline: dict[str, Any] | None = None  # the report, read at collection
+        self.baseline_cases: dict[str, Mapping[str, Any]] = {}
+        self.baseline_source: BaselineFixtures | None = None  # found at the first loss
+        self.baseline_searched = False
+        self.baseline_notes: list[str] = []
         self.case_set: CaseSet | None = None
         self.settings: Config | None = None
         self.staleness: Staleness | None = None
@@ -248,11 +318,12 @@ class RagsnapRun:
     def _read_inputs(self) -> None:
         """Read the configuration and the golden cases, or stop with a usage error."""
         from .config import load_config
-        from .io.inputs import load_cases
+        from .io.inputs import load_cases, load_report
 
         for path, option, what in (
             (self.cases, "cases", "golden cases file"),
             (self.config_file, "config", "ragsnap settings file"),
+            (self.baseline_file, "baseline", "baseline score report"),
         ):
             if path is not None and not (self.root / path).is_file():
                 raise pytest.UsageError(
@@ -267,6 +338,10 @@ class RagsnapRun:
             self.skip = frozenset(settings.skip_expectations)
             self.known_failures = settings.known_failures
             self.case_set = load_cases(self.cases)
+        if self.baseline_file is not None:
+            with _usage_errors("reading the baseline, --ragsnap-baseline"), _inside(self.root):
+                self.baseline = load_report(self.baseline_file, "baseline")
+            self.baseline_cases = {c["id"]: c for c in self.baseline["cases"]}
 
     # -- before the first test --------------------------------------------------------
 
@@ -389,7 +464,45 @@ class RagsnapRun:
         result = score_case(case, fixture, self.graded.get(case.id), skip=self.skip)
         item.user_properties.extend(_properties(result))
         if not result.passed:
-            raise CaseFailed(failure_message(result))
+            raise CaseFailed(failure_message(result, self.lost(result)))
+
+    # -- what a failing case lost -----------------------------------------------------
+
+    def lost(self, result: CaseResult) -> str | None:
+        """What the case lost against the baseline report, with the stage it was lost
+        at, as ``ragsnap score --compare-to`` says it (``lost_text``); None without a
+        baseline, or when the case is not in it or lost nothing named."""
+        before = self.baseline_cases.get(result.case.id)
+        if before is None or self.baseline is None:
+            return None
+        from .scoring.diff import case_diff, lost_text
+        from .scoring.privacy import is_private
+        from .scoring.report import case_entry
+
+        assert self.settings is not None  # read at collection
+        private = is_private(self.baseline)  # its coverage is hashed: compare ours hashed
+        row = case_diff(before, case_entry(result), self.settings.tolerances, False, private)
+        if row is None or not row.get("lost"):
+            return None
+        if not private:  # a private baseline names hashes, not chunks: no stages
+            self._attribute(row)
+        return lost_text(row)
+
+    def _attribute(self, row: dict[str, Any]) -> None:
+        """Attribute a diff case's losses to stages (``ragsnap score``'s code), the
+        baseline fixtures found at the first loss of the session."""
+        from .commands._forensics import attribute_with, baseline_fixtures
+
+        assert self.baseline is not None
+        with _stop_on_errors("reading the baseline fixtures"), _inside(self.root):
+            if not self.baseline_searched:
+                self.baseline_searched = True
+                self.baseline_source, notes = baseline_fixtures(
+                    self.fixtures, self.baseline, self.baseline_ref, self.baseline_folder
+                )
+                self.baseline_notes = [_our_options(note) for note in notes]
+            if self.baseline_source is not None:
+                attribute_with({"cases": [row]}, self.fixtures, self.baseline_source)
 
     # -- the terminal summary ---------------------------------------------------------
 
@@ -400,6 +513,7 @@ class RagsnapRun:
             lines.append(f"{_fixtures(len(self.deleted))} unused, deleted: {_names(self.deleted)}")
         if self.staleness is not None:
             lines += self.staleness.lines() + self.staleness.note_lines()
+        lines += self.baseline_notes
         if self.unused:
             fix = (
                 "run with --ragsnap-update and every case selected to delete them"
@@ -424,10 +538,11 @@ def _names(names: Iterable[str], limit: int = 20) -> str:
     )
 
 
-def failure_message(result: CaseResult) -> str:
-    """``hit level <level>: <reasons>``; a no-answer case has no hit level."""
+def failure_message(result: CaseResult, lost: str | None = None) -> str:
+    """``hit level <level>: <reasons>``, then what the case ``lost`` against the baseline
+    when it lost something; a no-answer case has no hit level."""
     level = result.hit_level or "none (no-answer case)"
-    return f"hit level {level}: {'; '.join(result.reasons)}"
+    return f"hit level {level}: {'; '.join(result.reasons)}" + (f"; {lost}" if lost else "")
 
 
 def _properties(result: CaseResult) -> list[tuple[str, object]]:

@@ -7,15 +7,17 @@ import importlib.metadata
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
 from conftest import REPO, block, make_case, make_fixture, run_cli, run_score
 from ragsnap import pytest_plugin
 from ragsnap.cli import build_parser
-from ragsnap.commands import DEFAULT_CASES, DEFAULT_FIXTURES
+from ragsnap.commands import DEFAULT_BASELINE, DEFAULT_CASES, DEFAULT_FIXTURES
 from ragsnap.config import DEFAULT_CONFIG
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.hits import score_case
@@ -292,6 +294,7 @@ def test_the_plugin_defaults_are_those_of_ragsnap_score() -> None:
     assert Path(pytest_plugin.DEFAULT_CASES) == DEFAULT_CASES
     assert Path(pytest_plugin.DEFAULT_FIXTURES) == DEFAULT_FIXTURES
     assert Path(pytest_plugin.DEFAULT_CONFIG) == DEFAULT_CONFIG
+    assert Path(pytest_plugin.DEFAULT_BASELINE) == DEFAULT_BASELINE
 
 
 def test_update_runs_snapshot_with_the_command_lines_defaults() -> None:
@@ -370,3 +373,93 @@ def test_an_edited_seed_document_fails_every_case_captured_before_it(
     doc.write_text(doc.read_text().replace("kept for 15 days", "kept for 14 days"))
     fresh = ragsnap(pytester, "-k", ORDER)
     fresh.assert_outcomes(passed=1, deselected=29)
+
+
+RETENTION = "obs-log-retention"  # a case of `ragsnap init`'s example project
+LOST = "lost keyword '14 days' (corpus: log-retention#1 text changed: removed '14 days')"
+
+
+def _ok(*args: str, cwd: Path) -> str:
+    run = run_cli(*args, cwd=cwd)
+    assert run.code == 0, run.out + run.err
+    return run.out
+
+
+@pytest.fixture
+def retention(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`ragsnap init`'s project in git with an accepted baseline, in which the log-retention
+    case asks for a strong hit; then its seed document loses "14 days" and is
+    re-snapshotted: the case falls to medium and fails."""
+    paths = [str(REPO / "eval"), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    root = pytester.path
+    _ok("init", ".", cwd=root)
+    cases = root / "cases" / "golden-cases.json"
+    data = json.loads(cases.read_text(encoding="utf-8"))
+    (case,) = [c for c in data["cases"] if c["id"] == RETENTION]
+    case["minHitLevel"] = "strong"
+    cases.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    for step in (["seed"], ["snapshot"], ["accept"]):
+        _ok(*step, cwd=root)
+    pytester.makeini("[pytest]\n")
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], [*git, "commit", "-qm", "base"]):
+        subprocess.run(argv, cwd=root, check=True, capture_output=True)
+    doc = root / "seed-docs" / "log-retention.md"
+    text = doc.read_text(encoding="utf-8")
+    assert "kept for 14 days" in text
+    doc.write_text(text.replace("kept for 14 days", "kept for two weeks"), encoding="utf-8")
+    _ok("seed", cwd=root)
+    _ok("snapshot", "--skip-eval", cwd=root)
+    return root
+
+
+def test_a_failing_case_says_what_it_lost_and_at_which_stage(
+    pytester: pytest.Pytester, retention: Path
+) -> None:
+    """Against reports/baseline.json, found by default, with the baseline's fixtures found
+    in git as `ragsnap score --compare-to` finds them: the same loss line as score's."""
+    score = run_cli("score", "--compare-to", "reports/baseline.json", cwd=retention)
+    assert score.code == 1, score.err  # the case fails, and regressed
+    assert f"  {RETENTION}: {LOST}" in score.out.splitlines()
+
+    reasons = "hit level medium: hit level medium is below the minimum strong"
+    result = ragsnap(pytester, "-rf", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([f"*_ ragsnap case {RETENTION} _*", f"{reasons}; {LOST}"])
+    (failure,) = ElementTree.parse(retention / "junit.xml").iter("failure")
+    assert failure.get("message") == f"{reasons}; {LOST}"
+
+    # baseline fixtures named where git cannot find them stop the run
+    bad_ref = ragsnap(pytester, "--ragsnap-baseline-ref", "no-such-ref")
+    assert bad_ref.ret == pytest.ExitCode.USAGE_ERROR
+    assert "git cannot resolve 'no-such-ref'" in bad_ref.stdout.str() + bad_ref.stderr.str()
+
+    # without a baseline report: the message is the reasons alone, as before
+    (retention / "reports" / "baseline.json").unlink()
+    plain = ragsnap(pytester, "-rf")
+    plain.assert_outcomes(passed=2, failed=1)
+    plain.stdout.fnmatch_lines([f"*_ ragsnap case {RETENTION} _*", reasons])
+    assert "lost keyword" not in plain.stdout.str()
+
+
+def test_a_bad_baseline_report_is_a_usage_error(pytester: pytest.Pytester, example: Path) -> None:
+    (example / "reports").mkdir()
+    (example / "reports" / "baseline.json").write_text("{\n", encoding="utf-8")
+    broken = ragsnap(pytester)
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    broken.stderr.fnmatch_lines(
+        [
+            "ERROR: ragsnap (reading the baseline, --ragsnap-baseline): InputError: "
+            "reports/baseline.json: is not valid JSON*"
+        ]
+    )
+    missing = ragsnap(pytester, "--ragsnap-baseline", "reports/nowhere.json")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(
+        [
+            "ERROR: ragsnap: reports/nowhere.json: no such baseline score report under the "
+            "rootdir *; create it, or set ragsnap_baseline in the pytest configuration (or "
+            "pass --ragsnap-baseline)"
+        ]
+    )

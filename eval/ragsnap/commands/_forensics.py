@@ -37,6 +37,7 @@ from ..scoring.attribution import Side, attribute_diff
 __all__ = [
     "BaselineFixtures",
     "attribute",
+    "attribute_with",
     "baseline_fixtures",
     "documents",
     "open_folder",
@@ -263,8 +264,18 @@ def attribute(
         diff["attribution"] = {"baselineFixtures": None, "attributedCases": 0}
         diff["notes"] = [*diff["notes"], *notes]
         return notes
+    attribute_with(diff, fixtures, source)
+    diff["notes"] = [*diff["notes"], *notes]
+    return notes
+
+
+def attribute_with(diff: dict[str, Any], fixtures: Path, source: BaselineFixtures) -> None:
+    """Attribute the losses of the diff's cases (``attribute_diff``) from the baseline
+    fixtures ``source`` and the current ones in the folder ``fixtures``; ``pytest
+    --ragsnap`` finds ``source`` once and attributes each failing case with it."""
     current = read_manifest(fixtures)
     sides: dict[str, tuple[Side, Side]] = {}
+    wanted = [c["id"] for c in diff["cases"] if c.get("lost")]
     old = source.fixtures(wanted)
     for case_id in wanted:
         path = fixtures / f"{case_id}.json"
@@ -276,5 +287,3 @@ def attribute(
             Side(now, documents(current, case_id)),
         )
     attribute_diff(diff, sides, source.label)
-    diff["notes"] = [*diff["notes"], *notes]
-    return notes

@@ -40,7 +40,7 @@ group: the overall rows it moved, under that case, and a count of the scope
 rows that repeat them. Renderings read ``causes`` (``cause_lines``); the
 ``aggregates`` list keeps every row, and ``counts`` still counts rows.
 
-Case-level changes, for every case present in both reports:
+Case-level changes, for every case present in both reports (``case_diff``, one case):
 
 * pass state: pass -> fail is a regression, fail -> pass an improvement;
 * hit level (strong > medium > weak > miss): down is a regression;
@@ -108,6 +108,7 @@ __all__ = [
     "UNCHANGED",
     "NoiseFloor",
     "Tolerances",
+    "case_diff",
     "case_lost",
     "cause_lines",
     "delta_text",
@@ -662,6 +663,31 @@ def _case_row(
     }
 
 
+def case_diff(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    tolerances: Tolerances,
+    hash_before: bool = False,
+    hash_after: bool = False,
+) -> dict[str, Any] | None:
+    """One case of the diff: its report entry ``before`` (baseline) against ``after``
+    (current), with its ``changes`` and, when it regressed or changed, what it
+    ``lost`` (``case_lost``, whose ``hash_before`` / ``hash_after`` these are); None
+    when nothing changed. ``diff_reports`` lists one per shared case; ``pytest
+    --ragsnap`` computes the one of a failing case."""
+    changes = _case_changes(before, after, tolerances)
+    if not changes and before.get("coverage") != after.get("coverage"):
+        # a case that kept its level but lost a judged chunk or a span: its metrics
+        changes = _metric_changes(before, after)
+    if not changes:
+        return None
+    status = _worst([c["status"] for c in changes])
+    row = _case_row(after["id"], status, changes, before, after)
+    if status in (REGRESSION, CHANGED):
+        row["lost"] = case_lost(before, after, changes, hash_before, hash_after)
+    return row
+
+
 def _transitions(
     pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
 ) -> dict[str, dict[str, int]]:
@@ -715,16 +741,9 @@ def diff_reports(
         if old is None:
             cases.append(_case_row(case_id, "added", [], None, entry))
             continue
-        changes = _case_changes(old, entry, tolerances)
-        if not changes and old.get("coverage") != entry.get("coverage"):
-            # a case that kept its level but lost a judged chunk or a span: its metrics
-            changes = _metric_changes(old, entry)
-        if changes:
-            status = _worst([c["status"] for c in changes])
-            row = _case_row(case_id, status, changes, old, entry)
-            if status in (REGRESSION, CHANGED):
-                row["lost"] = case_lost(old, entry, changes, *hashing)
-            cases.append(row)
+        changed = case_diff(old, entry, tolerances, *hashing)
+        if changed is not None:
+            cases.append(changed)
     cases += [
         _case_row(case_id, "removed", [], old, None)
         for case_id, old in old_cases.items()

@@ -14,7 +14,7 @@ from ragsnap.io.schema import validate
 from ragsnap.ir.metrics import parse_measures
 from ragsnap.models import Fixture, GoldenCase
 from ragsnap.scoring.casemetrics import case_metrics
-from ragsnap.scoring.diff import NoiseFloor, Tolerances, diff_reports, lost_text
+from ragsnap.scoring.diff import NoiseFloor, Tolerances, case_diff, diff_reports, lost_text
 from ragsnap.scoring.hits import score_case
 from ragsnap.scoring.report import build_report
 from ragsnap.scoring.significance import SignificanceSettings
@@ -70,6 +70,16 @@ def test_lost_document_is_a_case_and_aggregate_regression() -> None:
     assert overall["passRate"]["delta"] == -0.5
     assert overall["missCount"]["status"] == "regression"
     assert {row["scope"] for row in d["aggregates"]} >= {"category=database", "split=dev"}
+
+
+def test_case_diff_is_one_case_of_the_diff() -> None:
+    """What ``pytest --ragsnap`` computes for one failing case is the diff's row."""
+    before = report({"a": [block(1, "mysql-pool")], "b": [block(1, "mysql-pool")]})
+    after = report({"a": [block(1, "mysql-pool")], "b": [block(1, "other")]})
+    (row,) = diff(before, after)["cases"]
+    assert case_diff(before["cases"][1], after["cases"][1], Tolerances()) == row
+    assert row["lost"] == [{"kind": "source", "target": "mysql-pool", "before": 1, "after": None}]
+    assert case_diff(before["cases"][0], after["cases"][0], Tolerances()) is None
 
 
 def test_improvement_does_not_fail() -> None:
