@@ -103,6 +103,7 @@ __all__ = [
     "EXPECTATION_REASONS",
     "IMPROVEMENT",
     "LOST_KINDS",
+    "LOST_ORDER",
     "LOST_SHOWN",
     "REGRESSION",
     "UNCHANGED",
@@ -134,7 +135,7 @@ _EPSILON = 1e-12
 LOST_KINDS = ("source", "docId", "chunk", "keyword", "breadcrumb", "span", "expectation")
 #: coverage key -> lost kind, in the order a case's losses are listed (the short
 #: ones a reader recognises first; spans, long, last)
-_LOST_ORDER = (
+LOST_ORDER = (
     ("keywords", "keyword"),
     ("breadcrumbs", "breadcrumb"),
     ("sources", "source"),
@@ -611,7 +612,7 @@ def case_lost(
     if new is not None and hash_after:
         new = private_coverage(new)
     if old is not None and new is not None:
-        for key, kind in _LOST_ORDER:
+        for key, kind in LOST_ORDER:
             lost += (_lost_ranked if key in _RANKED_KEYS else _lost_covered)(
                 kind, old.get(key, ()), new.get(key, ())
             )

@@ -54,20 +54,13 @@ from .attribution import (
     trail,
     word_changes,
 )
-from .diff import case_lost, lost_text
+from .diff import LOST_ORDER, case_lost, lost_text
 
 __all__ = ["NOT_REPORTED", "TARGET_ORDER", "explain_case", "render_explanation"]
 
 NOT_REPORTED = "not reported"
 #: coverage key -> target kind, in the order the diff lists a case's losses
-TARGET_ORDER = (
-    ("keywords", "keyword"),
-    ("breadcrumbs", "breadcrumb"),
-    ("sources", "source"),
-    ("docIds", "docId"),
-    ("chunks", "chunk"),
-    ("spans", "span"),
-)
+TARGET_ORDER = LOST_ORDER
 _COVERED = ("keywords", "breadcrumbs", "spans")
 _LOST_HERE = "<- lost here"
 
