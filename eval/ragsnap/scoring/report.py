@@ -47,6 +47,7 @@ from .hits import (
     Coverage,
     case_outcome,
     fails_run,
+    not_applicable_text,
 )
 
 __all__ = [
@@ -190,8 +191,7 @@ def unchecked_text(case: Mapping[str, Any]) -> str | None:
     """One case's expectations that were not checked: ``rerankTopSource not applicable
     (fixture has no rerankTrace); contextSources skipped (scoring.skip)``; None: none."""
     parts = [
-        f"{e['expectation']} not applicable (fixture has no {e['missing']})"
-        for e in case.get("notApplicable", ())
+        not_applicable_text(e["expectation"], e["missing"]) for e in case.get("notApplicable", ())
     ]
     parts += [f"{name} skipped (scoring.skip)" for name in case.get("skippedExpectations", ())]
     return "; ".join(parts) or None
