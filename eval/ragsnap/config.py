@@ -78,13 +78,15 @@ an error. Strictly validated against ``schemas/config.schema.json``::
         embedder: {kind: frozen, path: other-vectors.json}  # its own vectors
         note: what the method is for
     scoring:               # `ragsnap score`
-      skip: [rerankTopSource, contextSources]  # expectations not checked: for a service
-                           # that exposes no rerank trace or context pack. Any of
-                           # selectedAttempt, fallbackReason, fallbackReasons,
-                           # evidenceStatus, contextSources, rerankTopSource (the
-                           # golden cases' expected<Name> fields); a skipped one never
-                           # fails a case, and the case's report entry lists it under
-                           # skippedExpectations
+      skip: [rerankTopSource]  # expectations not checked: for a service that reports
+                           # a part but cannot meet them (a rerank trace with applied:
+                           # false). Any of selectedAttempt, fallbackReason,
+                           # fallbackReasons, evidenceStatus, contextSources,
+                           # rerankTopSource (the golden cases' expected<Name> fields);
+                           # a skipped one never fails a case, and the case's report
+                           # entry lists it under skippedExpectations. (An expectation
+                           # on a part the fixture lacks is not applicable: no skip
+                           # needed.)
     knownFailures: expected  # what a case marked `knownFailure` does to the run (score,
                            # pytest --ragsnap, the JUnit file); see ragsnap.scoring.hits:
                            # expected: it does not fail the run, and one that now passes

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_TOP_K",
     "HIT_LEVELS",
     "JUDGMENT_TARGETS",
+    "LOOKUP_PARTS",
     "REPORT_KIND",
     "REPORT_SCHEMA_VERSION",
     "TRIAL_REPORT_KIND",
@@ -149,26 +150,42 @@ class EvidenceBlock:
     score: float | None
 
 
+#: The optional parts of a lookupResult, in the order they are named: a fixture from
+#: a retriever that does not report one leaves it out (``LookupResult.absent``).
+LOOKUP_PARTS = ("retrievalTrace", "rerankTrace", "contextPack")
+
+
 @dataclass(frozen=True, slots=True)
 class LookupResult:
-    """The parts of a lookupResult that scoring and the diff read."""
+    """The parts of a lookupResult that scoring and the diff read.
+
+    Only the evidence blocks are always there. A part the fixture leaves out
+    (``LOOKUP_PARTS``) is named in ``absent`` and its fields are None, never a
+    default: no retrieval trace leaves ``selected_attempt``, ``fallback_reasons``
+    and ``evidence_status`` None; no rerank trace ``rerank_applied`` and
+    ``rerank_top_source``; no context pack ``context_sources`` and
+    ``context_chars``. (A present retrieval trace may still select no attempt:
+    ``selected_attempt`` None with ``retrievalTrace`` not in ``absent``.)
+    """
 
     evidence_blocks: tuple[EvidenceBlock, ...]
-    context_sources: tuple[str, ...]
-    context_chars: int
+    context_sources: tuple[str, ...] | None
+    context_chars: int | None
     selected_attempt: str | None
-    fallback_reasons: tuple[str, ...]
-    evidence_status: str
-    rerank_applied: bool
+    fallback_reasons: tuple[str, ...] | None
+    evidence_status: str | None
+    rerank_applied: bool | None
     rerank_top_source: str | None
+    #: the ``LOOKUP_PARTS`` the fixture does not record, in that order
+    absent: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LookupResult:
         """Build from a validated ``lookupResult`` object."""
-        trace = data["retrievalTrace"]
-        rerank = data["rerankTrace"]
-        after = rerank["after"]
-        pack = data["contextPack"]
+        trace = data.get("retrievalTrace")
+        rerank = data.get("rerankTrace")
+        pack = data.get("contextPack")
+        top = rerank["after"][:1] if rerank is not None and rerank["applied"] else ()
         block = EvidenceBlock  # positional: a fixture set builds ~100,000 of them
         return cls(
             evidence_blocks=tuple(
@@ -185,13 +202,14 @@ class LookupResult:
                     for b in data["evidenceBlocks"]
                 ]
             ),
-            context_sources=tuple(pack["sources"]),
-            context_chars=len(pack["text"]),
-            selected_attempt=trace["selectedAttempt"],
-            fallback_reasons=tuple(trace["fallbackReasons"]),
-            evidence_status=trace["evidenceStatus"],
-            rerank_applied=rerank["applied"],
-            rerank_top_source=after[0]["source"] if rerank["applied"] and after else None,
+            context_sources=None if pack is None else tuple(pack["sources"]),
+            context_chars=None if pack is None else len(pack["text"]),
+            selected_attempt=None if trace is None else trace["selectedAttempt"],
+            fallback_reasons=None if trace is None else tuple(trace["fallbackReasons"]),
+            evidence_status=None if trace is None else trace["evidenceStatus"],
+            rerank_applied=None if rerank is None else rerank["applied"],
+            rerank_top_source=top[0]["source"] if top else None,
+            absent=tuple(name for name in LOOKUP_PARTS if data.get(name) is None),
         )
 
 

@@ -29,7 +29,11 @@ configuration (``ragsnap.scoring.hits``), as ``ragsnap score`` does: ``expected`
 when it passes, as ``ragsnap score`` lists "known failures that now pass");
 ``strict`` marks it ``xfail(strict=True)``, so a known failure that passes fails
 the run as ``XPASS(strict)``; ``fail`` does not mark it, so it fails like any
-case. A missing fixture fails, known failure or not, saying how to create it:
+case. An expectation the case's fixture cannot show (no retrieval trace, rerank
+trace or context pack: not applicable) or that ``scoring.skip`` turns off is not
+checked, as in ``ragsnap score``, and is recorded as the item's
+``ragsnap.notApplicable`` / ``ragsnap.skippedExpectations`` property (JUnit XML).
+A missing fixture fails, known failure or not, saying how to create it:
 unlike ``ragsnap score``, which counts it as a known failure's failure, a test
 that cannot run is never expected.
 
@@ -548,10 +552,23 @@ def failure_message(result: CaseResult, lost: str | None = None) -> str:
 def _properties(result: CaseResult) -> list[tuple[str, object]]:
     """What a JUnit XML report records of a scored case."""
     found: Mapping[str, float | None] = result.metrics or {}
+    unchecked: list[tuple[str, object]] = []
+    if result.not_applicable:  # the fixture lacks the part they read: neither passed nor failed
+        unchecked.append(
+            (
+                "ragsnap.notApplicable",
+                ", ".join(
+                    f"{name} (fixture has no {part})" for name, part in result.not_applicable
+                ),
+            )
+        )
+    if result.skipped_expectations:  # scoring.skip
+        unchecked.append(("ragsnap.skippedExpectations", ", ".join(result.skipped_expectations)))
     return [
         ("ragsnap.hitLevel", result.hit_level),
         ("ragsnap.firstExpectedRank", result.first_expected_rank),
         *((f"ragsnap.{name}", value) for name, value in found.items()),
+        *unchecked,
     ]
 
 

@@ -27,23 +27,13 @@ from ragsnap.errors import BackendError, InputError, UsageError
 from ragsnap.io.httpclient import HttpClient
 from ragsnap.io.schema import validate
 from ragsnap.kb.backends.http import HttpMapping, HttpService
+from ragsnap.models import Fixture, GoldenCase
+from ragsnap.scoring.hits import score_case
 
 from .conftest import LoopbackServer, send
 
 TOKEN = "sk-http-backend-91c2e0aa-SECRET"
 TOKEN_ENV = "RAGSNAP_TEST_SPRING_TOKEN"
-
-#: what the http backend records for a trace the mapping sets to null (module docstring)
-EMPTY_TRACES: dict[str, Any] = {
-    "contextPack": {"sources": [], "text": ""},
-    "retrievalTrace": {
-        "attempts": [],
-        "selectedAttempt": None,
-        "fallbackReasons": [],
-        "evidenceStatus": "unknown",
-    },
-    "rerankTrace": {"applied": False, "reranker": None, "before": [], "after": []},
-}
 
 
 @dataclass
@@ -314,7 +304,7 @@ def test_spring_service_mapped_by_ragsnap_yaml(service: Service, spring_config: 
             "score": None,  # no relevance: null
         },
     ]
-    assert {k: v for k, v in result.items() if k != "evidenceBlocks"} == EMPTY_TRACES
+    assert list(result) == ["evidenceBlocks"]  # the traces mapped to null: not reported
     validate(fixture_of(result, generator, 5), "fixture", "x", "fixture")
     (seen,) = service.hits("POST", "/rag/v1/search")
     assert seen.body == {"question": "hikari pool size", "limit": 5}  # kbScope mapped to null
@@ -322,15 +312,35 @@ def test_spring_service_mapped_by_ragsnap_yaml(service: Service, spring_config: 
     assert service.hits("GET", "/api/health") == []  # health: null
 
 
-def test_empty_traces_are_fresh_for_every_lookup(service: Service, spring_config: Path) -> None:
+def test_a_trace_mapped_to_null_is_absent_and_its_expectations_not_applicable(
+    service: Service, spring_config: Path
+) -> None:
     service.on("POST", "/rag/v1/search", (200, spring(spring_evidence())))
     with spring_service(spring_config) as http:
-        first = http.lookup("q", kb_scope=None, top_k=5)
-        first["retrievalTrace"]["attempts"].append({"name": "added-by-a-caller"})
-        first["contextPack"]["sources"].append("x")
-        first["rerankTrace"]["before"].append({"chunkId": "c", "source": "x", "score": 1.0})
-        second = http.lookup("q", kb_scope=None, top_k=5)
-    assert {k: v for k, v in second.items() if k != "evidenceBlocks"} == EMPTY_TRACES
+        result = http.lookup("q", kb_scope=None, top_k=5)
+        fixture = Fixture.from_json(fixture_of(result, http.generator(), 5))
+    assert fixture.lookup.absent == ("retrievalTrace", "rerankTrace", "contextPack")
+    case = GoldenCase.from_json(
+        {
+            "id": "c1",
+            "query": "q",
+            "language": "en",
+            "category": "database",
+            "split": "dev",
+            "expectedSources": ["mysql-connection-pool"],
+            "expectedEvidenceStatus": "sufficient",
+            "expectedRerankTopSource": "mysql-connection-pool",
+            "expectedContextSources": ["mysql-connection-pool"],
+        },
+        {},
+    )
+    scored = score_case(case, fixture)
+    assert scored.passed and scored.hit_level == "strong"
+    assert scored.not_applicable == (
+        ("evidenceStatus", "retrievalTrace"),
+        ("contextSources", "contextPack"),
+        ("rerankTopSource", "rerankTrace"),
+    )
 
 
 def test_spring_similar_search_and_documents(service: Service, spring_config: Path) -> None:

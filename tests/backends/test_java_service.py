@@ -54,8 +54,9 @@ TOKEN = "ref-service-token-5d1c9e"
 TOKEN_ENV = "RAG_TOKEN"  # the mapping file's tokenEnv
 #: golden cases of the repository that the service's term overlap answers: trace
 #: expectations (filtered, a filtered-weak fallback, evidence status), doc ids,
-#: breadcrumbs, Chinese queries, and expectations it cannot meet (a rerank top
-#: source, context sources), skipped by the mapping file's scoring.skip
+#: breadcrumbs, Chinese queries, and expectations it cannot meet: context sources (no
+#: context pack: not applicable) and a rerank top source (its rerank trace says
+#: applied: false), skipped by the mapping file's scoring.skip
 CASES = (
     "db-err-4031-order-repository",
     "db-payment-pool-near-duplicate",
@@ -260,7 +261,7 @@ def test_mapping_file_reads_as_a_config() -> None:
     assert mapping.trace.fields["retrievalTrace"]["l0Hints"] is None
     assert mapping.trace.fields["rankedItem"]["lexicalRank"] == "keywordRank"
     assert mapping.document["source"] == "docSource"
-    assert config.skip_expectations == ("rerankTopSource", "contextSources")
+    assert config.skip_expectations == ("rerankTopSource",)
 
 
 # -- the commands, as a user runs them ----------------------------------------------------
@@ -302,7 +303,7 @@ def test_seed_snapshot_score_and_live_check(java: JavaService, tmp_path: Path) -
         assert fixture["generator"]["backend"] == "http"
         assert fixture["generator"]["pipelineVersion"] == "java-ref/1"  # health, in its envelope
         result = fixture["lookupResult"]
-        assert result["contextPack"] == {"sources": [], "text": ""}
+        assert "contextPack" not in result  # mapped to null: not reported
         rerank = result["rerankTrace"]  # its own names, mapped by http.lookup.trace
         assert rerank["applied"] is False and rerank["reranker"] is None
         assert rerank["before"] == rerank["after"]
@@ -351,9 +352,10 @@ def test_seed_snapshot_score_and_live_check(java: JavaService, tmp_path: Path) -
     assert score.code == 0, score.out + score.err
     assert f"{len(CASES)} cases: {len(CASES)} passed, 0 failed" in score.out
     assert (
-        "Not checked (scoring.skip): contextSources in 2 case(s), rerankTopSource in 3 case(s)"
-        in score.out
+        "Not applicable in 2 case(s) (the fixture lacks what they read, neither passed nor "
+        "failed): contextSources in 2 case(s) (no contextPack)" in score.out
     )
+    assert "Not checked (scoring.skip): rerankTopSource in 3 case(s)" in score.out
     report = json.loads((tmp_path / "score.json").read_text(encoding="utf-8"))
     fallback = next(c for c in report["cases"] if c["id"] == "cache-avalanche-db-hint-fallback-zh")
     assert fallback["selectedAttempt"] == "unfiltered"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
@@ -214,6 +216,89 @@ def test_scoring_skip_turns_off_an_expectation_the_service_cannot_meet(project: 
     assert bad.code == 2
     assert "ragsnap.yaml" in bad.err and "/scoring/skip/0" in bad.err
     assert "rerankTopSource" in bad.err
+
+
+def test_a_fixture_without_traces_scores_and_every_format_says_not_applicable(
+    project: Project,
+) -> None:
+    # a hand-written fixture from another retriever: evidence blocks only
+    seed_project(project)
+    fixture = make_fixture(
+        "pool-size",
+        [block(1, "mysql-pool", text="Set maximum-pool-size to 20."), block(2, "decoy")],
+    )
+    fixture["lookupResult"] = {"evidenceBlocks": fixture["lookupResult"]["evidenceBlocks"]}
+    project.write_fixture(fixture)
+    (project.root / "ragsnap.yaml").write_text("scoring:\n  skip: [evidenceStatus]\n")
+    project.write_cases(
+        [
+            make_case(
+                "pool-size",
+                expectedBreadcrumbs=["Database > MySQL"],
+                expectedKeywords=["maximum-pool-size"],
+                expectedRerankTopSource="nowhere",  # would fail, were it checked
+                expectedSelectedAttempt="nowhere",
+                expectedEvidenceStatus="nowhere",
+            ),
+            make_case("slow-log", category="observability", split="test", language="zh"),
+            make_case("no-answer", noAnswer=True, expectedSources=None),
+        ],
+        defaults={"kbScope": "rag-eval", "topK": 5},
+    )
+    run = score(
+        project,
+        *("--report", "github=comment.md", "--junit-xml", "junit.xml"),
+        *("--html-report", "page.html"),
+    )
+    assert run.code == 0, run.out + run.err
+    assert run.out.startswith("3 cases: 3 passed, 0 failed")
+    counted = (
+        "Not applicable in 1 case(s) (the fixture lacks what they read, neither passed nor "
+        "failed): selectedAttempt in 1 case(s) (no retrievalTrace), rerankTopSource in 1 "
+        "case(s) (no rerankTrace)"
+    )
+    skipped = "Not checked (scoring.skip): evidenceStatus in 1 case(s)"
+    assert counted in run.out and skipped in run.out
+
+    report = json.loads((project.root / "reports/current.json").read_text())
+    jsonschema.validate(report, load_schema("report"))
+    entry = next(c for c in report["cases"] if c["id"] == "pool-size")
+    assert entry["passed"] and entry["hitLevel"] == "strong"
+    assert entry["notApplicable"] == [
+        {"expectation": "selectedAttempt", "missing": "retrievalTrace"},
+        {"expectation": "rerankTopSource", "missing": "rerankTrace"},
+    ]
+    assert entry["skippedExpectations"] == ["evidenceStatus"]
+    assert report["notApplicable"] == {
+        "cases": 1,
+        "expectations": {"rerankTopSource": 1, "selectedAttempt": 1},
+    }
+    markdown = (project.root / "reports/current.md").read_text()
+    assert "## Expectations not checked (1 case(s))" in markdown
+    assert f"- {counted}" in markdown and f"- {skipped}" in markdown
+    assert "rerankTopSource not applicable (fixture has no rerankTrace)" in markdown
+    comment = (project.root / "comment.md").read_text()
+    assert f"- {counted}" in comment and f"- {skipped}" in comment
+
+    junit = ET.parse(project.root / "junit.xml").getroot()
+    assert junit.get("failures") == "0"
+    case = junit.find("testsuite/testcase[@name='pool-size']")
+    assert case is not None and case.find("failure") is None
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties == {
+        "notApplicable": "selectedAttempt (fixture has no retrievalTrace), "
+        "rerankTopSource (fixture has no rerankTrace)",
+        "skippedExpectations": "evidenceStatus",
+    }
+    suite = {p.get("name"): p.get("value") for p in junit.findall("testsuite/properties/property")}
+    assert suite == {"notApplicable": counted, "skippedExpectations": skipped}
+
+    page = (project.root / "page.html").read_text()
+    assert html.escape(counted, quote=True) in page and html.escape(skipped) in page
+    assert (
+        "selectedAttempt not applicable (fixture has no retrievalTrace); rerankTopSource not "
+        "applicable (fixture has no rerankTrace); evidenceStatus skipped (scoring.skip)"
+    ) in page  # the case's row, in the table's JSON
 
 
 def test_invalid_case_file_exits_2_naming_file_and_field(project: Project) -> None:

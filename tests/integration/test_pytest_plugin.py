@@ -128,6 +128,23 @@ def test_cases_run_as_tests_with_the_outcomes_of_ragsnap_score(
     assert '<property name="ragsnap.ndcg@10" value=' in junit
 
 
+def test_a_fixture_without_traces_passes_with_its_expectations_not_applicable(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    def bare(data: dict[str, Any]) -> None:  # another retriever's fixture: blocks only
+        data["lookupResult"] = {"evidenceBlocks": data["lookupResult"]["evidenceBlocks"]}
+
+    edit_fixture(example, ORDER, bare)
+    result = ragsnap(pytester, "-k", ORDER, "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1)
+    junit = (example / "junit.xml").read_text(encoding="utf-8")
+    assert (
+        '<property name="ragsnap.notApplicable" value="selectedAttempt (fixture has no '
+        "retrievalTrace), fallbackReasons (fixture has no retrievalTrace), evidenceStatus "
+        '(fixture has no retrievalTrace)" />'
+    ) in junit
+
+
 def test_a_no_answer_case_fails_without_a_hit_level() -> None:
     case = GoldenCase.from_json(make_case("none", noAnswer=True, expectedSources=None), {})
     fixture = Fixture.from_json(make_fixture("none", [block(1, "mysql-pool")]))

@@ -19,6 +19,9 @@ the rerank trace's ``before`` list: the fused order), ``rerankRank`` (in
 ``after``), ``confidence``, ``evidenceRank``, ``inContext`` and ``text`` (the
 evidence block's: what a reader compares side by side). A field the
 fixture does not record for it is left out: it is *not reported*, never guessed.
+A fixture without a rerank trace, a retrieval trace or a context pack (a retriever
+that does not report them) records none of their fields; the L0 hint and attempt
+stages are compared only when both fixtures have a retrieval trace.
 
 **Stages** (``STAGES``, pipeline order); the cause is the first that differs:
 
@@ -242,7 +245,7 @@ def trail(side: Side, chunk: str, source: str | None) -> dict[str, Any]:
     if side.documents is not None and source is not None:
         out["present"] = source in side.documents
     result = _result(side)
-    rerank = result["rerankTrace"]
+    rerank = result.get("rerankTrace") or {}
     applied = bool(rerank.get("applied"))
     blocks = result["evidenceBlocks"]
     found = _find(blocks, chunk)
@@ -297,7 +300,7 @@ def floor_value(side: Side, settings: Mapping[str, Any]) -> float | None:
     """The confidence floor of ``side``'s selected attempt, ``max(minScore,
     relativeScore x its top confidence)`` (``settings``: ``stage_settings``); None
     when the fixture does not record one of them."""
-    trace = _result(side)["retrievalTrace"]
+    trace = _result(side).get("retrievalTrace") or {}
     selected = trace.get("selectedAttempt")
     top = next(
         (a.get("topScore") for a in trace.get("attempts", ()) if a.get("name") == selected), None
@@ -311,7 +314,8 @@ def floor_value(side: Side, settings: Mapping[str, Any]) -> float | None:
 
 def _hints_matter(before: Side, after: Side) -> bool:
     def filtered(side: Side) -> bool:
-        return bool(_result(side)["retrievalTrace"].get("selectedAttempt") == "filtered")
+        trace = _result(side).get("retrievalTrace") or {}
+        return bool(trace.get("selectedAttempt") == "filtered")
 
     return filtered(before) or filtered(after)
 
@@ -337,10 +341,13 @@ def _cause(
 def _pipeline_stage(
     before: Side, after: Side, moved: Mapping[str, Mapping[str, list[Any]]]
 ) -> tuple[str | None, dict[str, Any]]:
-    """The first of settings / L0 hint / attempt at which the two lookups differ."""
+    """The first of settings / L0 hint / attempt at which the two lookups differ (the
+    last two only when both fixtures have a retrieval trace)."""
     if "settings" in moved:
         return "settings", {"settings": dict(moved["settings"])}
-    old, new = _result(before)["retrievalTrace"], _result(after)["retrievalTrace"]
+    old, new = _result(before).get("retrievalTrace"), _result(after).get("retrievalTrace")
+    if old is None or new is None:
+        return None, {}
     hints = old.get("l0Hints"), new.get("l0Hints")
     if hints[0] != hints[1] and _hints_matter(before, after):
         ev: dict[str, Any] = {"l0Hints": list(hints)}
@@ -417,7 +424,7 @@ def _target_cause(
     stage, ev = _pipeline_stage(before, after, moved)
     if stage is not None:
         return cause(stage, ev)
-    selected = _result(after)["retrievalTrace"]
+    selected = _result(after).get("retrievalTrace") or {}
     picked = selected.get("selectedAttempt")
     for attempt in selected.get("attempts", ()):
         category = (attempt.get("filter") or {}).get("category")
@@ -518,8 +525,8 @@ def _expectation_cause(name: str, before: Side, after: Side) -> dict[str, Any]:
         if stage == "floor":
             ev = {
                 "evidenceStatus": [
-                    old["retrievalTrace"].get("evidenceStatus"),
-                    new["retrievalTrace"].get("evidenceStatus"),
+                    (old.get("retrievalTrace") or {}).get("evidenceStatus"),
+                    (new.get("retrievalTrace") or {}).get("evidenceStatus"),
                 ]
             }
         elif stage == "rerank":
@@ -534,7 +541,7 @@ def _expectation_cause(name: str, before: Side, after: Side) -> dict[str, Any]:
 
 
 def _top(result: Mapping[str, Any]) -> str | None:
-    after = result["rerankTrace"].get("after") or []
+    after = (result.get("rerankTrace") or {}).get("after") or []
     return after[0]["source"] if after else None
 
 

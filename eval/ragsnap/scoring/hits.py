@@ -27,7 +27,22 @@ are named in ``EXPECTATIONS`` (``selectedAttempt``, ``fallbackReason``,
 ``rerankTopSource``: the case fields ``expected<Name>``); the ones in
 ``score_case``'s ``skip`` (``scoring.skip`` in ragsnap.yaml, for a service
 that does not expose a trace or a context pack) are not checked, and a case
-that sets one lists it in ``skipped_expectations``. A no-answer case has no hit
+that sets one lists it in ``skipped_expectations``.
+
+**Not applicable.** Each pipeline expectation reads one part of the lookupResult
+(``EXPECTATION_PARTS``): ``selectedAttempt``, ``fallbackReason``,
+``fallbackReasons`` and ``evidenceStatus`` the ``retrievalTrace``,
+``rerankTopSource`` the ``rerankTrace``, ``contextSources`` the ``contextPack``.
+A fixture that does not record that part (a hand-written fixture, a service
+whose mapping sets the trace to null: ``LookupResult.absent``) cannot show the
+expectation: it is *not applicable* (``not_applicable``: the expectation and the
+missing part, "not applicable (fixture has no rerankTrace)"), never checked, so
+it neither passes nor fails the case, and every report counts it. A present
+rerank trace with ``applied: false`` is a rerank that did not run: its top
+source is none, so ``rerankTopSource`` is checked and fails, as it always did.
+Skipped (``scoring.skip``: configured not to check) and not applicable (the
+fixture cannot show it) are different and both reported; an expectation that
+is both is reported as skipped. A no-answer case has no hit
 level and passes only when no evidence is returned. A failing case lists
 every reason, in a fixed order.
 
@@ -78,6 +93,7 @@ from .casemetrics import annotated_spans, first_holding
 __all__ = [
     "DEFAULT_KNOWN_FAILURES",
     "EXPECTATIONS",
+    "EXPECTATION_PARTS",
     "FIXTURE_MISSING",
     "KNOWN_FAILURE_MODES",
     "OUTCOMES",
@@ -88,6 +104,7 @@ __all__ = [
     "fails_run",
     "hit_level",
     "normalize",
+    "not_applicable_text",
     "score_case",
 ]
 
@@ -129,6 +146,21 @@ EXPECTATIONS: Mapping[str, Callable[[GoldenCase], bool]] = {
     "contextSources": lambda case: bool(case.expected_context_sources),
     "rerankTopSource": lambda case: case.expected_rerank_top_source is not None,
 }
+#: The lookupResult part (``models.LOOKUP_PARTS``) each expectation reads: a fixture
+#: without it makes the expectation not applicable (module docstring).
+EXPECTATION_PARTS: Mapping[str, str] = {
+    "selectedAttempt": "retrievalTrace",
+    "fallbackReason": "retrievalTrace",
+    "fallbackReasons": "retrievalTrace",
+    "evidenceStatus": "retrievalTrace",
+    "contextSources": "contextPack",
+    "rerankTopSource": "rerankTrace",
+}
+
+
+def not_applicable_text(expectation: str, part: str) -> str:
+    """``rerankTopSource not applicable (fixture has no rerankTrace)``."""
+    return f"{expectation} not applicable (fixture has no {part})"
 
 
 #: The full-width forms of ASCII (U+FF01-U+FF5E) and the ideographic space, each
@@ -258,16 +290,20 @@ class CaseResult:
     breadcrumbs_covered: int
     keywords_covered: int
     selected_attempt: str | None
-    fallback_reasons: tuple[str, ...]
+    #: None: the fixture has no retrieval trace (the evidence status too) / no context pack
+    fallback_reasons: tuple[str, ...] | None
     evidence_status: str | None
     rerank_top_source: str | None
-    context_sources: tuple[str, ...]
+    context_sources: tuple[str, ...] | None
     #: graded IR and span metrics (``ragsnap.scoring.hits.casemetrics``); None when not judged
     metrics: Mapping[str, float | None] | None = None
     #: the sources of the evidence blocks in the case's top K, in rank order
     top_sources: tuple[str, ...] = ()
     #: the expectations the case sets that were not checked (``EXPECTATIONS`` names)
     skipped_expectations: tuple[str, ...] = ()
+    #: the expectations the case sets that its fixture cannot show, each with the
+    #: lookupResult part the fixture lacks (``EXPECTATION_PARTS``), in ``EXPECTATIONS`` order
+    not_applicable: tuple[tuple[str, str], ...] = ()
     #: which top-K block covered each expected target; None for a no-answer case
     coverage: Coverage | None = None
 
@@ -326,6 +362,15 @@ def score_case(
             coverage=None if case.no_answer else coverage(case, ()),
         )
     lookup = fixture.lookup
+    absent = (
+        tuple(
+            (name, EXPECTATION_PARTS[name])
+            for name, sets in EXPECTATIONS.items()
+            if name not in skipped and EXPECTATION_PARTS[name] in lookup.absent and sets(case)
+        )
+        if lookup.absent
+        else ()
+    )
     top = lookup.evidence_blocks[: case.top_k]
     reasons: list[str] = []
     if fixture.query != case.query:
@@ -346,7 +391,7 @@ def score_case(
         if hit_level_rank(level) < hit_level_rank(case.min_hit_level):
             reasons.append(f"hit level {level} is below the minimum {case.min_hit_level}")
 
-    reasons.extend(_pipeline_reasons(case, fixture, skipped))
+    reasons.extend(_pipeline_reasons(case, fixture, (*skipped, *(name for name, _ in absent))))
     return CaseResult(
         case=case,
         fixture_present=True,
@@ -366,6 +411,7 @@ def score_case(
         metrics=metrics,
         top_sources=tuple(block.source for block in top),
         skipped_expectations=skipped,
+        not_applicable=absent,
         coverage=covered,
     )
 
@@ -407,22 +453,24 @@ def _mismatch(label: str, actual: object, expected: object) -> str | None:
 def _pipeline_reasons(
     case: GoldenCase, fixture: Fixture, skipped: tuple[str, ...] = ()
 ) -> list[str]:
-    """Why the pipeline expectations failed, in ``EXPECTATIONS`` order, the skipped ones
-    left out."""
+    """Why the pipeline expectations failed, in ``EXPECTATIONS`` order, the skipped and
+    the not applicable ones (both in ``skipped``) left out."""
     lookup = fixture.lookup
     reason = case.expected_fallback_reason
     reasons = case.expected_fallback_reasons
-    missing = [s for s in case.expected_context_sources if s not in lookup.context_sources]
+    held = lookup.context_sources or ()
+    missing = [s for s in case.expected_context_sources if s not in held]
+    fallback = lookup.fallback_reasons or ()
     checks = {
         "selectedAttempt": _mismatch(
             "selected attempt", lookup.selected_attempt, case.expected_selected_attempt
         ),
         "fallbackReason": None
-        if reason is None or reason in lookup.fallback_reasons
-        else f"fallback reason {reason!r} not among {list(lookup.fallback_reasons)}",
+        if reason is None or reason in fallback
+        else f"fallback reason {reason!r} not among {list(fallback)}",
         "fallbackReasons": _mismatch(
             "fallback reasons",
-            list(lookup.fallback_reasons),
+            list(fallback),
             None if reasons is None else list(reasons),
         ),
         "evidenceStatus": _mismatch(

@@ -7,7 +7,10 @@ sorted keys, numbers formatted to fixed decimals.
 
 What a page holds, summaries first:
 
-* the verdict (regressed or not against the baseline; failing cases);
+* the verdict (regressed or not against the baseline; failing cases), then the
+  expectations that were not checked, when any were (``report.unchecked_lines``:
+  not applicable to the fixtures, skipped by ``scoring.skip``; a case's own in its
+  row's "not checked");
 * hit-level distribution per category and per language: one stacked bar per
   group (strong, medium, weak, miss, and no-answer cases);
 * without a baseline, the overall rates and graded means as bars;
@@ -64,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import HIT_LEVELS
 from .diff import REGRESSION, delta_text, lost_text, metric_value, verdict
-from .report import outcome_text, percent, report_outcome
+from .report import outcome_text, percent, report_outcome, unchecked_lines, unchecked_text
 from .sidebyside import why_context
 
 if TYPE_CHECKING:  # imported when a page is rendered
@@ -699,6 +702,9 @@ def _score_table(
             ("evidence blocks", str(case["evidenceCount"])),
             ("reasons", case["reasons"] or ["passes every expectation"]),
         ]
+        unchecked = unchecked_text(case)
+        if unchecked is not None:
+            detail.append(("not checked", unchecked))
         if not private:
             detail += [
                 ("known failure", case.get("knownFailure") or ""),
@@ -778,6 +784,7 @@ def render_score_html(
         "card_items": _cards(summary),
         "aggregate_head": _AGGREGATE_HEAD,
         "regressed": regressed,
+        "unchecked": list(unchecked_lines(report).values()),
         "by_category": markup(
             stacked_bars("hit-levels-category", _level_rows(groups["category"]), segments)
         ),

@@ -13,6 +13,12 @@ no host names). One ``testcase`` per golden case, in the report's order:
 * a known failure that now passes passes, saying so in its ``system-out`` (remove
   its ``knownFailure``); with ``knownFailures: strict`` it is a ``failure`` of type
   ``XPASS(strict)``, as pytest reports it;
+* an expectation the case sets but did not check is a ``property`` of its
+  ``testcase`` (first, as pytest writes ``record_property``), never a failure:
+  ``notApplicable`` (``rerankTopSource (fixture has no rerankTrace)``: the fixture
+  lacks the part it reads) and ``skippedExpectations`` (``scoring.skip``), comma
+  separated; the ``ragsnap.cases`` suite's properties count them
+  (``report.unchecked_lines``);
 * with a diff, a second suite holds one ``testcase`` per overall aggregate row,
   failing when the row is a regression;
 * when the report has a ``provenance`` (stale fixtures, or what could not be
@@ -34,7 +40,7 @@ from typing import Any
 
 from .diff import REGRESSION, delta_text, lost_text, metric_value
 from .hits import case_outcome
-from .report import report_outcome
+from .report import report_outcome, unchecked_lines
 
 __all__ = ["render_junit_xml"]
 
@@ -93,6 +99,21 @@ def _case_failure(
     return ": ".join(parts[:2]) + ("; " + parts[2] if len(parts) > 2 else "")
 
 
+def _unchecked_properties(item: ET.Element, case: Mapping[str, Any]) -> None:
+    """The case's expectations that were not checked, as ``property`` elements."""
+    absent = [
+        f"{e['expectation']} (fixture has no {e['missing']})" for e in case.get("notApplicable", ())
+    ]
+    skipped = list(case.get("skippedExpectations", ()))
+    if not absent and not skipped:
+        return
+    listed = ET.SubElement(item, "properties")
+    if absent:
+        ET.SubElement(listed, "property", name="notApplicable", value=", ".join(absent))
+    if skipped:
+        ET.SubElement(listed, "property", name="skippedExpectations", value=", ".join(skipped))
+
+
 def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> str:
     """The JUnit XML text of a score report and, when given, its diff."""
     root = ET.Element("testsuites", name="ragsnap")
@@ -101,10 +122,16 @@ def render_junit_xml(report: Mapping[str, Any], diff: Mapping[str, Any] | None) 
         {} if diff is None else {c["id"]: c for c in diff["cases"] if c["status"] == REGRESSION}
     )
     mode = report_outcome(report)["knownFailures"]
+    counts = unchecked_lines(report)
+    if counts:
+        listed = ET.SubElement(suite, "properties")
+        for name, line in counts.items():
+            ET.SubElement(listed, "property", name=name, value=line)
     for case in report["cases"]:
         item = ET.SubElement(
             suite, "testcase", classname=f"ragsnap.{case['category']}", name=case["id"]
         )
+        _unchecked_properties(item, case)
         message = _case_failure(case, regressed.get(case["id"]), mode)
         outcome = case_outcome(case["passed"], case.get("knownFailure"))
         if message is not None:

@@ -20,7 +20,8 @@ A private score report (``private-report.schema.json``) is marked
 * each case keeps ``id``, ``category``, ``language``, ``split``, ``topK``,
   ``noAnswer``, ``fixture``, ``passed``, ``hitLevel``, ``minHitLevel``,
   ``firstExpectedRank``, ``evidenceCount``, the coverage counts, ``metrics``
-  and ``skippedExpectations``; ``matchedSources`` becomes the count
+  ``skippedExpectations`` and ``notApplicable`` (expectation and part names);
+  ``matchedSources`` becomes the count
   ``matchedTargets``, ``knownFailure`` a boolean, and ``reasons``
   ``private_reasons`` of them. Dropped: ``query``, ``kbScope``,
   ``topSources``, ``selectedAttempt``, ``fallbackReasons``,
@@ -28,7 +29,8 @@ A private score report (``private-report.schema.json``) is marked
   keeps its ranks and whether each target was covered, each target and chunk id
   (sources, doc ids, keywords, breadcrumbs, spans: corpus text) replaced by
   ``private_id`` of it, a stable hash, so two private reports still diff;
-* ``outcome`` (counts and the knownFailures mode) is kept as it is.
+* ``outcome`` (counts and the knownFailures mode) and ``notApplicable`` (counts)
+  are kept as they are.
 
 A private diff (``private-diff-report.schema.json``) names its baseline
 ``"baseline"`` (not its path), keeps only the hashes of both reports' inputs,
@@ -83,6 +85,7 @@ PRIVATE_CASE_FIELDS = (
     "keywordsExpected",
     "metrics",
     "skippedExpectations",
+    "notApplicable",
 )
 #: diff change fields whose values may name sources or service codes: kept as a
 #: change, values dropped
@@ -225,6 +228,7 @@ def private_report(
         "orphanedFixtures": list(report["orphanedFixtures"]),
         # counts and the knownFailures mode only; absent from reports that predate it
         **({"outcome": dict(report["outcome"])} if "outcome" in report else {}),
+        **({"notApplicable": report["notApplicable"]} if "notApplicable" in report else {}),
     }
     provenance = report.get("provenance")
     if provenance is not None:  # its lines name seed files and settings: counts only

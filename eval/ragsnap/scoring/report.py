@@ -17,17 +17,38 @@ it: ``sources``, ``docIds`` and ``chunks`` (the judged targets) as ``{"target",
 "rank"}`` (``rank`` null: not in the top K); ``keywords``, ``breadcrumbs`` and
 ``spans`` as ``{"target", "chunk"}`` (the chunk id of the first top-K block that
 covers it, null: not covered). The baseline diff reads it to name what a case lost.
+
+**Expectations not checked.** A case's ``notApplicable`` lists the expectations
+its fixture cannot show (``hits.EXPECTATION_PARTS``: ``{"expectation":
+"rerankTopSource", "missing": "rerankTrace"}``) and ``skippedExpectations`` the ones
+``scoring.skip`` turned off; each is written only when not empty, so the reports of
+fixtures with every trace keep their bytes. A fixture without a retrieval trace has
+``fallbackReasons`` and ``evidenceStatus`` null, one without a context pack
+``contextSources`` null. The report's ``notApplicable`` (present when some case has
+any) counts the cases that have any and, per expectation, the cases; ``unchecked_lines``
+says both kinds in one line each, for the Markdown report, the terminal summary and
+the other formats.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..io.markdown import markdown_table
 from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
 from .aggregates import GROUP_KEYS, aggregate, group
-from .hits import DEFAULT_KNOWN_FAILURES, CaseResult, Coverage, case_outcome, fails_run
+from .hits import (
+    DEFAULT_KNOWN_FAILURES,
+    EXPECTATION_PARTS,
+    EXPECTATIONS,
+    CaseResult,
+    Coverage,
+    case_outcome,
+    fails_run,
+    not_applicable_text,
+)
 
 __all__ = [
     "REPORT_KIND",
@@ -36,12 +57,15 @@ __all__ = [
     "build_report",
     "case_entry",
     "coverage_entry",
+    "not_applicable_summary",
     "outcome",
     "outcome_text",
     "percent",
     "provenance_lines",
     "render_markdown",
     "report_outcome",
+    "unchecked_lines",
+    "unchecked_text",
 ]
 
 #: The Markdown report lists every case up to this many (the JSON report always does).
@@ -92,10 +116,10 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
         "keywordsCovered": result.keywords_covered,
         "keywordsExpected": len(case.expected_keywords),
         "selectedAttempt": result.selected_attempt,
-        "fallbackReasons": list(result.fallback_reasons),
+        "fallbackReasons": _listed(result.fallback_reasons),
         "evidenceStatus": result.evidence_status,
         "rerankTopSource": result.rerank_top_source,
-        "contextSources": list(result.context_sources),
+        "contextSources": _listed(result.context_sources),
         "metrics": None if result.metrics is None else dict(result.metrics),
         # only when ``scoring.skip`` skipped one: reports without skips keep their bytes
         **(
@@ -103,8 +127,74 @@ def case_entry(result: CaseResult) -> dict[str, Any]:
             if result.skipped_expectations
             else {}
         ),
+        # only when the fixture lacks a part an expectation needs (likewise)
+        **(
+            {
+                "notApplicable": [
+                    {"expectation": name, "missing": part} for name, part in result.not_applicable
+                ]
+            }
+            if result.not_applicable
+            else {}
+        ),
         **({} if result.coverage is None else {"coverage": coverage_entry(result.coverage)}),
     }
+
+
+def _listed(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
+def not_applicable_summary(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The report's ``notApplicable``: how many ``cases`` have an expectation their
+    fixture cannot show, and per expectation how many; None when none has."""
+    having = [c["notApplicable"] for c in cases if c.get("notApplicable")]
+    if not having:
+        return None
+    counts = Counter(entry["expectation"] for entries in having for entry in entries)
+    return {"cases": len(having), "expectations": dict(counts)}
+
+
+def _per_expectation(counts: Mapping[str, int], parts: bool) -> str:
+    return ", ".join(
+        f"{name} in {counts[name]} case(s)" + (f" (no {EXPECTATION_PARTS[name]})" if parts else "")
+        for name in EXPECTATIONS
+        if counts.get(name)
+    )
+
+
+def unchecked_lines(report: Mapping[str, Any]) -> dict[str, str]:
+    """The expectations the cases set that were not checked, one line per kind (the
+    case field that lists them -> the line; empty when every expectation was
+    checked): ``notApplicable``: ``Not applicable in 2 case(s) (the fixture lacks
+    what they read, neither passed nor failed): rerankTopSource in 2 case(s) (no
+    rerankTrace)``; ``skippedExpectations``: ``Not checked (scoring.skip):
+    contextSources in 1 case(s)``."""
+    cases = report["cases"]
+    lines = {}
+    absent = Counter(e["expectation"] for c in cases for e in c.get("notApplicable", ()))
+    if absent:
+        having = sum(bool(c.get("notApplicable")) for c in cases)
+        lines["notApplicable"] = (
+            f"Not applicable in {having} case(s) (the fixture lacks what they read, neither "
+            f"passed nor failed): {_per_expectation(absent, True)}"
+        )
+    skipped = Counter(name for c in cases for name in c.get("skippedExpectations", ()))
+    if skipped:
+        lines["skippedExpectations"] = (
+            f"Not checked (scoring.skip): {_per_expectation(skipped, False)}"
+        )
+    return lines
+
+
+def unchecked_text(case: Mapping[str, Any]) -> str | None:
+    """One case's expectations that were not checked: ``rerankTopSource not applicable
+    (fixture has no rerankTrace); contextSources skipped (scoring.skip)``; None: none."""
+    parts = [
+        not_applicable_text(e["expectation"], e["missing"]) for e in case.get("notApplicable", ())
+    ]
+    parts += [f"{name} skipped (scoring.skip)" for name in case.get("skippedExpectations", ())]
+    return "; ".join(parts) or None
 
 
 def outcome(
@@ -187,6 +277,7 @@ def build_report(
         "cases": cases,
         "orphanedFixtures": sorted(orphaned_fixtures),
         "outcome": outcome(cases, known_failures),
+        **({} if (absent := not_applicable_summary(cases)) is None else {"notApplicable": absent}),
     }
 
 
@@ -362,6 +453,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             ),
         ]
     cases = report["cases"]
+    lines += _unchecked_section(report)
     if len(cases) <= ALL_CASES_LISTED:
         lines += ["", "## All cases", "", _all_cases_table(cases, private)]
     else:  # a table no one reads, and most of the run's time: the JSON and HTML hold them
@@ -398,6 +490,29 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"scoring `{report['scoringVersion']}`."
         )
     return "\n".join(lines) + "\n"
+
+
+def _unchecked_section(report: Mapping[str, Any]) -> list[str]:
+    """ "Expectations not checked": not applicable (the fixture lacks the part they
+    read) and skipped (``scoring.skip``), counted, then case by case; none when every
+    expectation was checked."""
+    counts = unchecked_lines(report)
+    if not counts:
+        return []
+    rows = [[c["id"], text] for c in report["cases"] if (text := unchecked_text(c)) is not None]
+    lines = [
+        "",
+        f"## Expectations not checked ({len(rows)} case(s))",
+        "",
+        "Not applicable: the case expects a part of the lookupResult its fixture does not "
+        "record, so the expectation is neither passed nor failed. Skipped: `scoring.skip` in "
+        "ragsnap.yaml turns it off.",
+        "",
+        *(f"- {line}" for line in counts.values()),
+    ]
+    if len(rows) <= ALL_CASES_LISTED:
+        lines += ["", markdown_table(("case", "not checked"), rows)]
+    return lines
 
 
 _ALL_HEADERS = (

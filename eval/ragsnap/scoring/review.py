@@ -19,7 +19,9 @@ lines only (no row table, no unchanged rows: a count), the hit-level moves as on
 line, and it stays under ``COMMENT_LIMIT`` characters (GitHub refuses comments
 over 65,536): every block is bounded, blocks are added in review order while they
 fit, and what did not fit is counted in a notice that says where the full report
-is.
+is. Its score summary ends with the expectations that were not checked
+(``report.unchecked_lines``: not applicable to the fixtures, skipped by
+``scoring.skip``), when there are any.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from .diff import (
     row_label,
     verdict,
 )
-from .report import percent, provenance_lines
+from .report import percent, provenance_lines, unchecked_lines
 
 __all__ = ["COMMENT_LIMIT", "render_diff_markdown", "render_pr_comment"]
 
@@ -312,12 +314,15 @@ def render_diff_markdown(diff: Mapping[str, Any]) -> str:
 def _score_head(report: Mapping[str, Any]) -> list[str]:
     s = report["summary"]
     stale = provenance_lines(report, limit=5)
+    unchecked = list(unchecked_lines(report).values())
     return [
         f"{s['cases']} cases: {s['passed']} passed ({percent(s['passRate'])}), "
         f"Recall@K {percent(s['recallAtK'])}, strong {percent(s['strongHitRate'])}, "
         f"{s['missCount']} miss(es).",
         *([""] if stale else []),
         *(_short(line, 2 * _TEXT_LIMIT) for line in stale),
+        *([""] if unchecked else []),
+        *(f"- {_short(line, 2 * _TEXT_LIMIT)}" for line in unchecked),
     ]
 
 

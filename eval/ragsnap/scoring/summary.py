@@ -3,14 +3,13 @@ the reports are. Pure: returns lines, prints nothing."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..io.markdown import cell
 from .diff import cause_lines, lost_text, verdict
-from .report import outcome_text, percent, report_outcome
+from .report import outcome_text, percent, report_outcome, unchecked_lines
 
 __all__ = ["diff_lines", "score_lines"]
 
@@ -25,7 +24,8 @@ def _listed(items: Sequence[str], limit: int, where: str) -> list[str]:
 def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]:
     """Summary and failing cases of a score report: first what passed, what is expected
     to fail and what failed (``outcome_text``), then the known failures that now pass
-    (their fix, and whether they fail the run), the failing cases, the expected ones."""
+    (their fix, and whether they fail the run), the failing cases, the expected ones,
+    then the expectations not checked (``unchecked_lines``: not applicable, skipped)."""
     s = report["summary"]
     outcome = report_outcome(report)
     mode = outcome["knownFailures"]
@@ -70,14 +70,7 @@ def score_lines(report: Mapping[str, Any], limit: int, where: Path) -> list[str]
             f"Expected failures: {len(known)} case(s) fail as their knownFailure says, "
             f"not failing the run; see {where}"
         )
-    skipped = Counter(
-        name for case in report["cases"] for name in case.get("skippedExpectations", ())
-    )
-    if skipped:
-        lines.append(
-            "Not checked (scoring.skip): "
-            + ", ".join(f"{name} in {n} case(s)" for name, n in skipped.items())
-        )
+    lines += unchecked_lines(report).values()
     orphans = report["orphanedFixtures"]
     if orphans:
         lines.append(

@@ -80,9 +80,39 @@ def test_fixture_checks(project: Project) -> None:
     assert err.pointer == "/lookupResult/evidenceBlocks/0" and "'extra'" in err.problem
 
     fixture = make_fixture("a", [block(1, "s")])
-    del fixture["lookupResult"]["rerankTrace"]
+    del fixture["lookupResult"]["evidenceBlocks"]
     project.write_fixture(fixture)
-    assert "'rerankTrace' is a required property" in str(error(load_fixtures, project.fixtures))
+    assert "'evidenceBlocks' is a required property" in str(error(load_fixtures, project.fixtures))
+
+
+def test_a_fixture_needs_only_its_evidence_blocks(project: Project) -> None:
+    """A retriever without ragsnap's traces: the parts it leaves out are absent (None)
+    in the model, never defaults; an unknown part is still refused."""
+    fixture = make_fixture("a", [block(1, "s")])
+    for part in ("contextPack", "retrievalTrace", "rerankTrace"):
+        del fixture["lookupResult"][part]
+    project.write_fixture(fixture)
+    lookup = load_fixtures(project.fixtures).fixtures["a"].lookup
+    assert lookup.absent == ("retrievalTrace", "rerankTrace", "contextPack")
+    assert [b.source for b in lookup.evidence_blocks] == ["s"]
+    assert (lookup.selected_attempt, lookup.fallback_reasons, lookup.evidence_status) == (
+        None,
+        None,
+        None,
+    )
+    assert (lookup.rerank_applied, lookup.rerank_top_source) == (None, None)
+    assert (lookup.context_sources, lookup.context_chars) == (None, None)
+
+    fixture["lookupResult"]["rerankTrace"] = {"applied": False, "before": [], "after": []}
+    project.write_fixture(fixture)
+    lookup = load_fixtures(project.fixtures).fixtures["a"].lookup
+    assert lookup.absent == ("retrievalTrace", "contextPack")
+    assert (lookup.rerank_applied, lookup.rerank_top_source) == (False, None)
+
+    fixture["lookupResult"]["answer"] = "text"
+    project.write_fixture(fixture)
+    err = error(load_fixtures, project.fixtures)
+    assert err.pointer == "/lookupResult" and "'answer'" in err.problem
 
 
 def test_fixture_set_hash_changes_with_content(project: Project) -> None:

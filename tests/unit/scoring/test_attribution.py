@@ -355,3 +355,41 @@ def test_a_place_past_the_listed_head_is_said_so() -> None:
     cause = _one(LOST_SOURCE, _fixture(), new)
     assert (cause["stage"], cause["evidence"]["fusedRank"]) == ("fusion", [1, None])
     assert cause_text(cause) == "a#1 fused rank 1 -> below the top 2 listed"
+
+
+def _bare(fx: dict[str, Any]) -> dict[str, Any]:
+    """``fx`` as a retriever without ragsnap's traces records it: evidence blocks only."""
+    fx["lookupResult"] = {"evidenceBlocks": fx["lookupResult"]["evidenceBlocks"]}
+    return fx
+
+
+def test_a_side_without_traces_is_attributed_from_what_it_records() -> None:
+    bare = _bare(_fixture())
+    t = trail(Side(bare, DOCS), "a#1", "a")
+    # the evidence block's own record only: no fused or reranked place, no context
+    assert t == {
+        "present": True,
+        "lexicalRank": 1,
+        "vectorRank": 2,
+        "confidence": 0.6,
+        "category": "ops",
+        "evidenceRank": 1,
+        "text": TEXT,
+    }
+    bare = _fixture()
+    _drop_a(bare)
+    _bare(bare)
+    # the current fixture has no traces: the trail goes cold, said as not reported
+    cause = _one(LOST_SOURCE, _fixture(), bare)
+    assert (cause["stage"], cause["unreported"]) == ("retrieval", ["retrieval", "fusion"])
+    assert "not reported" in cause_text(cause)
+    # the baseline has none: the attempt is not compared (nothing to compare with)
+    new = _fixture()
+    _drop_a(new)
+    cause = _one(LOST_SOURCE, _bare(_fixture()), new)
+    assert cause["stage"] not in ("l0Hint", "attempt") and cause_text(cause)
+    # a lost expectation over a side without the trace it reads
+    for old, cur in ((_bare(_fixture()), _fixture()), (_fixture(), _bare(_fixture()))):
+        for name in ("rerankTopSource", "evidenceStatus", "contextSources", "selectedAttempt"):
+            lost = [{"kind": "expectation", "target": name, "before": "held", "after": "failed"}]
+            assert cause_text(_one(lost, old, cur))

@@ -448,3 +448,29 @@ def test_lost_text_shows_three_losses_then_a_count_and_the_diff_is_valid() -> No
         "lost keyword 'k3' (was in mysql-pool#1) +3 more"
     )
     assert lost_text({"lost": []}) is None
+
+
+def test_a_side_without_traces_diffs_with_its_pipeline_fields_changed() -> None:
+    """A fixture from another retriever (evidence blocks only) against one with every
+    trace: the absent parts are changes, never regressions, and nothing crashes."""
+    c = GoldenCase.from_json(
+        make_case("a", query="query for a", expectedRerankTopSource="mysql-pool"), {}
+    )
+    full = make_fixture("a", [block(1, "mysql-pool")])
+    bare = make_fixture("a", [block(1, "other")])
+    bare["lookupResult"] = {"evidenceBlocks": bare["lookupResult"]["evidenceBlocks"]}
+    before = build_report([score_case(c, Fixture.from_json(full))], [], INPUTS)
+    after = build_report([score_case(c, Fixture.from_json(bare))], [], INPUTS)
+    for old, new in ((before, after), (after, before)):
+        d = diff(old, new)
+        validate(d, "diff-report", "diff.json", "diff")
+        (case,) = d["cases"]
+        changed = {ch["field"]: ch for ch in case["changes"]}
+        assert changed["fallbackReasons"]["status"] == "changed"
+        assert {changed["evidenceStatus"]["baseline"], changed["evidenceStatus"]["current"]} == {
+            "sufficient",
+            None,
+        }
+    # the source lost is a regression either way; the not applicable expectation is not lost
+    lost = diff(before, after)["cases"][0]["lost"]
+    assert [entry["kind"] for entry in lost] == ["source"]

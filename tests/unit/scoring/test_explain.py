@@ -72,6 +72,18 @@ def test_what_a_fixture_does_not_record_reads_not_reported() -> None:
     assert explained["lost"] == [] and explained["causes"] == []
 
 
+def test_a_fixture_without_traces_reads_not_reported_at_their_stages() -> None:
+    bare = _fixture()
+    bare["lookupResult"] = {"evidenceBlocks": bare["lookupResult"]["evidenceBlocks"]}
+    for old, new in ((_fixture(), bare), (bare, _fixture())):
+        explained = _explain(old, new)
+        rows = _rows(explained["targets"][1])
+        side = "current" if new is bare else "baseline"
+        for stage in ("l0Hint", "attempt", "fusion", "rerank", "context"):
+            assert rows[stage][side] == NOT_REPORTED, stage
+        assert rows["cut"][side] == "evidence rank 1 (topK 5)"
+
+
 def test_ranks_confidence_floor_and_hints_recorded_by_the_fixture_are_shown() -> None:
     old = _fixture(settings={"minScore": 0.2, "relativeScore": 0.5})
     trace = old["lookupResult"]["retrievalTrace"]

@@ -190,6 +190,74 @@ def test_skipped_expectations_are_not_checked_and_are_listed() -> None:
     assert missing.skipped_expectations == ("rerankTopSource",)
 
 
+def traceless(blocks: list[dict[str, Any]], *parts: str, **kw: Any) -> Fixture:
+    """A fixture without the lookupResult ``parts`` (all three by default)."""
+    data = make_fixture("c1", blocks, **kw)
+    for part in parts or ("retrievalTrace", "rerankTrace", "contextPack"):
+        del data["lookupResult"][part]
+    return Fixture.from_json(data)
+
+
+EVERY_EXPECTATION = {
+    "expectedSelectedAttempt": "filtered",
+    "expectedFallbackReason": "filtered-empty",
+    "expectedFallbackReasons": [],
+    "expectedEvidenceStatus": "sufficient",
+    "expectedContextSources": ["mysql-slow-log"],
+    "expectedRerankTopSource": "mysql-slow-log",
+}
+
+
+def test_an_expectation_the_fixture_cannot_show_is_not_applicable() -> None:
+    c = case(**EVERY_EXPECTATION, expectedKeywords=["text"])
+    r = score_case(c, traceless([block(1, "mysql-pool")]))
+    # neither failed (every expectation would fail on these values) nor silently passed
+    assert r.passed and r.reasons == ()
+    assert r.not_applicable == (
+        ("selectedAttempt", "retrievalTrace"),
+        ("fallbackReason", "retrievalTrace"),
+        ("fallbackReasons", "retrievalTrace"),
+        ("evidenceStatus", "retrievalTrace"),
+        ("contextSources", "contextPack"),
+        ("rerankTopSource", "rerankTrace"),
+    )
+    assert r.skipped_expectations == ()
+    # absent parts are recorded as absent, not as invented defaults
+    assert (r.fallback_reasons, r.evidence_status, r.context_sources) == (None, None, None)
+    # the hit level needs only the evidence blocks
+    assert (r.hit_level, r.first_expected_rank, r.top_sources) == ("strong", 1, ("mysql-pool",))
+
+
+def test_only_the_missing_part_makes_its_expectations_not_applicable() -> None:
+    c = case(**EVERY_EXPECTATION)
+    r = score_case(c, traceless([block(1, "mysql-pool")], "rerankTrace"))
+    assert r.not_applicable == (("rerankTopSource", "rerankTrace"),)
+    assert r.reasons == (
+        "fallback reason 'filtered-empty' not among []",
+        "context pack lacks expected source(s) ['mysql-slow-log']",
+    )
+    # a case that does not set an expectation has nothing not applicable
+    assert score_case(case(), traceless([block(1, "mysql-pool")])).not_applicable == ()
+
+
+def test_a_present_rerank_trace_that_did_not_run_is_checked() -> None:
+    data = make_fixture("c1", [block(1, "mysql-pool")])
+    data["lookupResult"]["rerankTrace"]["applied"] = False
+    r = score_case(case(expectedRerankTopSource="mysql-pool"), Fixture.from_json(data))
+    assert r.not_applicable == ()
+    assert r.reasons == ("rerank top source None, expected 'mysql-pool'",)
+
+
+def test_skipped_wins_over_not_applicable() -> None:
+    c = case(expectedRerankTopSource="x", expectedContextSources=["y"])
+    r = score_case(c, traceless([block(1, "mysql-pool")]), skip=["rerankTopSource"])
+    assert r.passed
+    assert r.skipped_expectations == ("rerankTopSource",)
+    assert r.not_applicable == (("contextSources", "contextPack"),)
+    missing = score_case(c, None)  # a missing fixture fails; nothing is not applicable
+    assert missing.reasons == (FIXTURE_MISSING,) and missing.not_applicable == ()
+
+
 def test_skipping_an_unknown_expectation_is_a_bug() -> None:
     with pytest.raises(ValueError, match="rerankTop"):
         score_case(case(), None, skip=["rerankTop"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,76 @@ def test_the_outcome_and_its_line_under_each_known_failure_mode() -> None:
     )
     # a report written before `outcome` existed reads with the default mode
     assert outcome_text({"summary": {"cases": 5}, "cases": cases}) == line("expected")
+
+
+def _traceless_report() -> dict[str, Any]:
+    """Three cases: one whose fixture has no traces, one whose skip setting turns an
+    expectation off, one checked in full."""
+    bare = make_fixture("bare", [block(1, "mysql-pool")], query="q")
+    for part in ("retrievalTrace", "rerankTrace", "contextPack"):
+        del bare["lookupResult"][part]
+    expects = {"expectedRerankTopSource": "mysql-pool", "expectedEvidenceStatus": "sufficient"}
+    results = [
+        score_case(
+            GoldenCase.from_json(make_case("bare", query="q", **expects), {}),
+            Fixture.from_json(bare),
+        ),
+        score_case(
+            GoldenCase.from_json(make_case("skip", query="q", **expects), {}),
+            Fixture.from_json(make_fixture("skip", [block(1, "mysql-pool")], query="q")),
+            skip=["rerankTopSource"],
+        ),
+        score_case(
+            GoldenCase.from_json(make_case("full", query="q"), {}),
+            Fixture.from_json(make_fixture("full", [block(1, "mysql-pool")], query="q")),
+        ),
+    ]
+    return build_report(results, [], INPUTS)
+
+
+def test_not_applicable_expectations_are_counted_per_case_and_in_the_report() -> None:
+    from ragsnap.io.schema import validate
+    from ragsnap.scoring.privacy import private_report
+
+    report = _traceless_report()
+    validate(report, "report", "r.json", "report")
+    bare, skipped, full = report["cases"]
+    assert bare["passed"] and bare["notApplicable"] == [
+        {"expectation": "evidenceStatus", "missing": "retrievalTrace"},
+        {"expectation": "rerankTopSource", "missing": "rerankTrace"},
+    ]
+    assert (bare["fallbackReasons"], bare["evidenceStatus"], bare["contextSources"]) == (
+        None,
+        None,
+        None,
+    )
+    assert "notApplicable" not in skipped and skipped["skippedExpectations"] == ["rerankTopSource"]
+    assert "notApplicable" not in full and "skippedExpectations" not in full
+    assert report["notApplicable"] == {
+        "cases": 1,
+        "expectations": {"evidenceStatus": 1, "rerankTopSource": 1},
+    }
+    private = private_report(report)
+    validate(private, "private-report", "p.json", "report")
+    assert private["notApplicable"] == report["notApplicable"]
+    assert private["cases"][0]["notApplicable"] == bare["notApplicable"]
+    for view in (report, private):
+        section = render_markdown(view).split("## Expectations not checked (2 case(s))")[1]
+        assert (
+            "- Not applicable in 1 case(s) (the fixture lacks what they read, neither passed nor "
+            "failed): evidenceStatus in 1 case(s) (no retrievalTrace), rerankTopSource in 1 "
+            "case(s) (no rerankTrace)"
+        ) in section
+        assert "- Not checked (scoring.skip): rerankTopSource in 1 case(s)" in section
+        assert (
+            "| bare   | evidenceStatus not applicable (fixture has no retrievalTrace); "
+            "rerankTopSource not applicable (fixture has no rerankTrace) |"
+        ) in section
+        assert "| skip   | rerankTopSource skipped (scoring.skip)" in section
+
+
+def test_a_report_whose_expectations_were_all_checked_says_nothing_of_them() -> None:
+    report = _traceless_report()
+    report["cases"] = report["cases"][2:]
+    del report["notApplicable"]
+    assert "not checked" not in render_markdown(report).lower()

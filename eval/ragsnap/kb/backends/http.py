@@ -48,9 +48,12 @@ but the answer lacks is an error naming the endpoint, the field and the
 mapping key to fix. Evidence blocks need ``chunkId``, ``source`` and
 ``text``; ``rank`` defaults to the position, ``score`` to null, and
 ``docId``, ``title``, ``breadcrumb``, ``scoreLabel`` and ``metadata`` are
-copied when present. A trace mapped to null is recorded empty (the service
-does not expose it), so the golden cases' pipeline expectations on it fail
-visibly rather than silently.
+copied when present. A part mapped to null (``contextPack``,
+``retrievalTrace``, ``rerankTrace``: the service does not expose it) is left out
+of the fixture, never recorded empty: it is *not reported*, and a golden case's
+expectation that reads it is "not applicable (fixture has no rerankTrace)",
+counted in every report, never passed or failed (``ragsnap.scoring.hits``);
+``scoring.skip`` is not needed for it.
 
 **Trace field names** (``http.lookup.trace``). Without it the objects found at
 ``retrievalTrace`` and ``rerankTrace`` are copied as they are, so they must
@@ -88,7 +91,6 @@ too. ``attempts``, ``before`` and ``after`` must be lists of objects,
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -158,16 +160,6 @@ _NULL_IS_ABSENT = {("retrievalTrace", "l0Hints"), ("retrievalTrace", "fusion")} 
     ("attempt", "filter"),
     ("attempt", "method"),
     ("attempt", "skipped"),
-}
-_EMPTY_TRACES: dict[str, Any] = {
-    "contextPack": {"sources": [], "text": ""},
-    "retrievalTrace": {
-        "attempts": [],
-        "selectedAttempt": None,
-        "fallbackReasons": [],
-        "evidenceStatus": "unknown",
-    },
-    "rerankTrace": {"applied": False, "reranker": None, "before": [], "after": []},
 }
 
 
@@ -493,14 +485,13 @@ class HttpService:
         out: dict[str, Any] = {"evidenceBlocks": blocks}
         for name in _TRACES:
             dotted = m.traces.get(name)
-            if dotted is None:
-                out[name] = copy.deepcopy(_EMPTY_TRACES[name])
-            else:
-                raw = self._field(result, dotted, endpoint, f"lookup.{name}", inside)
-                if m.trace is not None and name != "contextPack":
-                    at = self._inside(m.lookup_result, dotted)
-                    raw = self._translate(name, raw, endpoint, at, f"http.lookup.{name}")
-                out[name] = raw
+            if dotted is None:  # not reported: left out of the fixture, never invented
+                continue
+            raw = self._field(result, dotted, endpoint, f"lookup.{name}", inside)
+            if m.trace is not None and name != "contextPack":
+                at = self._inside(m.lookup_result, dotted)
+                raw = self._translate(name, raw, endpoint, at, f"http.lookup.{name}")
+            out[name] = raw
         return out
 
     def _translate(
