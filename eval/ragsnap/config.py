@@ -30,7 +30,7 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       tolerance: 0.0001    # a fixture's numbers may move this much (absolute) and the
                            # fixture is unchanged: not rewritten, --check passes
     kb:                    # the knowledge base of `ragsnap seed` / `ragsnap lookup`
-      backend: embedded    # embedded | milvus | http: where seed, snapshot, serve go
+      backend: embedded    # embedded | milvus | http | python: where seed, snapshot, serve go
       path: .ragsnap/kb.sqlite
       milvus:              # the milvus backend (extra `milvus`)
         uri: .ragsnap/milvus.db  # a Milvus Lite file, or http(s)://host:19530
@@ -53,6 +53,9 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       tokenEnv: RAG_TOKEN  # or tokenFile: path; endpoint paths and answer fields too
       envelope: null       # or {code: code, message: message, data: data, ok: 0}:
                            # Spring's {code, message, data}, errors with HTTP 200
+    python:                # the python backend (see ragsnap.kb.backends.python)
+      retriever: my_rag.search:make_retriever  # MODULE:FACTORY (or --retriever)
+      timeoutSeconds: 30   # one search may take this long, then the lookup fails
     lookup:                # the lookup pipeline (see ragsnap.kb.pipeline)
       method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
       topK: 5
@@ -114,6 +117,7 @@ from .errors import InputError, UsageError
 from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
+from .kb.backends.python import PythonConfig
 from .scoring.diff import NoiseFloor, Tolerances
 from .scoring.hits import DEFAULT_KNOWN_FAILURES, EXPECTATIONS
 from .scoring.significance import SignificanceSettings
@@ -219,6 +223,7 @@ class Config:
     #: the validated ``http`` section, its folder and file; read through ``http``
     http_section: dict[str, Any] = field(default_factory=dict)
     http_base: Path | None = None
+    python: PythonConfig = field(default_factory=PythonConfig)
     source: str = str(DEFAULT_CONFIG)
     #: ``scoring.skip``: the case expectations ``ragsnap score`` does not check
     skip_expectations: tuple[str, ...] = ()
@@ -479,6 +484,11 @@ def load_config(path: Path | None) -> Config:
         trial=trial,
         http_section=dict(data.get("http", {})),
         http_base=base,
+        python=PythonConfig(
+            retriever=data.get("python", {}).get("retriever"),
+            timeout_seconds=float(data.get("python", {}).get("timeoutSeconds", 30.0)),
+            base=base,
+        ),
         source=str(path),
         skip_expectations=_skip_expectations(data.get("scoring", {}), path),
         known_failures=data.get("knownFailures", DEFAULT_KNOWN_FAILURES),
