@@ -63,7 +63,10 @@ def test_an_unknown_backend_suggests_the_closest() -> None:
 
 def test_the_manifest_settings_each_backend_adds() -> None:
     config = Config(python=PythonConfig(retriever="pkg.mod:make"))
-    assert settings_of(config, "python") == {"backend": "python", "python.retriever": "pkg.mod:make"}
+    assert settings_of(config, "python") == {
+        "backend": "python",
+        "python.retriever": "pkg.mod:make",
+    }
     assert settings_of(config, "http") == {"backend": "http"}
     assert settings_of(config, "milvus")["kb.milvus.analyzer"] == "ragsnap"
     assert "kb.milvus.analyzer" not in settings_of(config, "embedded")
