@@ -118,6 +118,7 @@ from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
 from .kb.backends.python import PythonConfig
+from .kb.backends.registry import DEFAULT_BACKEND
 from .scoring.diff import NoiseFloor, Tolerances
 from .scoring.hits import DEFAULT_KNOWN_FAILURES, EXPECTATIONS
 from .scoring.significance import SignificanceSettings
@@ -184,7 +185,7 @@ DEFAULT_SEED_DOCS = Path("seed-docs")
 class KbConfig:
     """Where the knowledge base lives and how it is built."""
 
-    backend: str = "embedded"
+    backend: str = DEFAULT_BACKEND
     path: Path = DEFAULT_KB
     seed_docs: Path = DEFAULT_SEED_DOCS
     segmenter: str = "bigram"
@@ -261,7 +262,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     stemmer = data.get("analyzer", {}).get("stemmer", DEFAULT_STEMMER)
 
     return KbConfig(
-        backend=data.get("backend", "embedded"),
+        backend=data.get("backend", DEFAULT_BACKEND),
         path=where("path", DEFAULT_KB),
         seed_docs=where("seedDocs", DEFAULT_SEED_DOCS),
         segmenter=data.get("segmenter", "bigram"),
