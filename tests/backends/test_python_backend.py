@@ -165,6 +165,8 @@ def test_an_unknown_module_names_python_retriever_and_the_fix(
     err = capsys.readouterr().err
     assert "python.retriever 'no_such_module:make': no module named 'no_such_module'" in err
     assert "add its folder to PYTHONPATH" in err
+    assert main(["snapshot", "--retriever", "no_colon"]) == 2
+    assert "python.retriever 'no_colon': is not MODULE:FACTORY" in capsys.readouterr().err
 
 
 def test_a_retriever_that_fails_half_way_leaves_the_fixtures_as_they_were(

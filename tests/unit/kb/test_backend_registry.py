@@ -116,3 +116,15 @@ def test_listing_the_backends_imports_none() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "['ragsnap.kb.backends.registry']"
+
+
+def test_a_mistyped_backend_in_ragsnap_yaml_suggests_the_closest(tmp_path: Path) -> None:
+    from ragsnap.config import load_config
+    from ragsnap.errors import InputError
+
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text("kb:\n  backend: pyhton\n", encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        load_config(path)
+    assert raised.value.pointer == "/kb/backend"
+    assert "did you mean 'python'? Else use one of: 'embedded'" in str(raised.value)
