@@ -113,12 +113,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, did_you_mean
 from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
 from .kb.backends.python import PythonConfig
-from .kb.backends.registry import DEFAULT_BACKEND
+from .kb.backends.registry import BACKENDS, DEFAULT_BACKEND, get_backend
 from .scoring.diff import NoiseFloor, Tolerances
 from .scoring.hits import DEFAULT_KNOWN_FAILURES, EXPECTATIONS
 from .scoring.significance import SignificanceSettings
@@ -242,6 +242,22 @@ class Config:
         return load_mapping(self.http_section, self.http_base, self.source)
 
 
+def _backend(name: str, path: Path) -> str:
+    """``kb.backend``: a registered backend (the closest one named when it is not)."""
+    try:
+        get_backend(name)
+    except UsageError:
+        meant = did_you_mean(name, BACKENDS)
+        fix = f"use one of: {', '.join(map(repr, BACKENDS))}"
+        raise InputError(
+            path,
+            f"{name!r} is not a backend",
+            f"did you mean {meant!r}? Else {fix}" if meant else fix,
+            "/kb/backend",
+        ) from None
+    return name
+
+
 def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     chunking = data.get("chunking", {})
     defaults = ChunkSettings()
@@ -262,7 +278,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     stemmer = data.get("analyzer", {}).get("stemmer", DEFAULT_STEMMER)
 
     return KbConfig(
-        backend=data.get("backend", DEFAULT_BACKEND),
+        backend=_backend(data.get("backend", DEFAULT_BACKEND), path),
         path=where("path", DEFAULT_KB),
         seed_docs=where("seedDocs", DEFAULT_SEED_DOCS),
         segmenter=data.get("segmenter", "bigram"),

@@ -68,6 +68,10 @@ def test_the_example_snapshots_and_scores_through_a_python_retriever(tmp_path: P
     assert run.code == 1, run.err
     assert f"29 case(s) from python ({KEYWORD})" in run.out
     assert "29 cases: 13 passed" in run.out
+    assert (
+        "the python backend records evidenceBlocks only; contextPack, retrievalTrace, "
+        "rerankTrace are written empty" in run.out
+    )
     assert "db-noanswer-postgres-autovacuum: no-answer case returned 5 evidence block(s)" in (
         run.out
     )

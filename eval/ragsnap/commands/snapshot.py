@@ -53,7 +53,7 @@ from ..io.jsonio import check_outputs, dump_json, read_bytes, write_outputs
 from ..io.progress import Progress
 from ..io.reads import Read, reads_of
 from ..io.schema import validate
-from ..kb.backends.registry import get_backend
+from ..kb.backends.registry import LOOKUP_PARTS, get_backend
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
@@ -286,6 +286,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {case_id}: {'; '.join(reasons)}")
     if len(changed) > LISTED:
         print(f"  ... and {len(changed) - LISTED} more")
+    entry = get_backend(backend)
+    empty = [part for part in LOOKUP_PARTS if part not in entry.records]
+    if empty:
+        print(
+            f"snapshot: the {backend} backend records {', '.join(entry.records)} only; "
+            f"{', '.join(empty)} are written empty, so expectations on them fail unless "
+            "scoring.skip in ragsnap.yaml names them"
+        )
     if orphans:
         action = "deleted" if args.prune else "no case; --prune deletes them"
         print(f"orphaned fixtures ({action}): " + ", ".join(p.name for p in orphans))

@@ -103,9 +103,6 @@ def _explain(instance: Any, name: str, path: Path | str, what: str) -> InputErro
         options = error.validator_value if keyword == "enum" else [error.validator_value]
         problem = f"{error.instance!r} is not allowed"
         fix = f"use one of: {', '.join(map(repr, options))}"
-        if isinstance(error.instance, str):  # a mistyped name: the one meant first
-            closest = did_you_mean(error.instance, [str(o) for o in options])
-            fix = f"did you mean {closest!r}? Else {fix}" if closest else fix
     elif keyword == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected

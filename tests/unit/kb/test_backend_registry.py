@@ -3,14 +3,12 @@ to list them, and every place that names backends reading them from here."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 from ragsnap.cli import build_parser
 from ragsnap.commands._provenance import settings_of
 from ragsnap.config import Config, KbConfig, MilvusConfig
@@ -93,8 +91,15 @@ def test_the_cli_and_the_config_schema_offer_the_registered_backends() -> None:
     assert tuple(choices["snapshot"]) == tuple(choices["seed"]) == tuple(BACKENDS)
     assert tuple(choices["serve"]) == tuple(choices["lookup"]) == ("embedded", "milvus")
     assert tuple(choices["prepare"]) == ("http",)
-    schema = json.loads((REPO / "eval/ragsnap/io/schemas/config.schema.json").read_text())
-    assert schema["properties"]["kb"]["properties"]["backend"]["enum"] == list(BACKENDS)
+
+
+def test_ragsnap_yaml_takes_every_registered_backend(tmp_path: Path) -> None:
+    from ragsnap.config import load_config
+
+    path = tmp_path / "ragsnap.yaml"
+    for name in BACKENDS:
+        path.write_text(f"kb:\n  backend: {name}\n", encoding="utf-8")
+        assert load_config(path).kb.backend == name
 
 
 def test_a_registered_backend_is_offered_by_the_cli() -> None:
@@ -127,4 +132,6 @@ def test_a_mistyped_backend_in_ragsnap_yaml_suggests_the_closest(tmp_path: Path)
     with pytest.raises(InputError) as raised:
         load_config(path)
     assert raised.value.pointer == "/kb/backend"
-    assert "did you mean 'python'? Else use one of: 'embedded'" in str(raised.value)
+    assert "'pyhton' is not a backend; did you mean 'python'? Else use one of: 'embedded'" in (
+        str(raised.value)
+    )

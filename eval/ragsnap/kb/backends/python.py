@@ -71,7 +71,7 @@ import importlib
 import math
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -382,7 +382,3 @@ class PythonSource:
         """A retriever's corpus is its own: no document digests; its fingerprint or
         version as the revision (None: it reports neither)."""
         return None, self.revision
-
-
-#: how a retriever is made, for tests and callers that build one in-process
-Factory = Callable[[], Any]

@@ -35,7 +35,7 @@ choices, ``ragsnap --help``) imports nothing. ``register_backend`` adds another;
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -382,8 +382,3 @@ def get_backend(name: str, where: str = "--backend") -> Backend:
     meant = did_you_mean(name, BACKENDS)
     hint = f"did you mean {meant!r}? " if meant else ""
     raise UsageError(f"{where}: no backend {name!r}; {hint}use one of {', '.join(BACKENDS)}")
-
-
-def describe(names: Sequence[str] | None = None) -> Mapping[str, str]:
-    """name -> one line of help, for ``--backend``'s help text."""
-    return {n: BACKENDS[n].help for n in (names if names is not None else list(BACKENDS))}
