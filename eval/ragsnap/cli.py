@@ -147,6 +147,11 @@ _SHARED: dict[str, dict[str, Any]] = {
         "in ragsnap.yaml, else seed-docs)",
     },
     "--base-url": {"metavar": "URL", "help": _SERVICE},
+    "--retriever": {
+        "metavar": "MODULE:FACTORY",
+        "help": "python: the callable that returns the retriever (default: python.retriever "
+        "in ragsnap.yaml)",
+    },
     "--case": {
         "action": "append",
         "metavar": "ID",
@@ -306,6 +311,20 @@ def _add_method(parser: argparse.ArgumentParser, which: str) -> None:
     )
 
 
+def _backends(**wanted: Any) -> tuple[str, ...]:
+    """The registered backends with these capabilities (``ragsnap.kb.backends.registry``;
+    listing them imports no backend)."""
+    from .kb.backends.registry import backend_names
+
+    return backend_names(**wanted)
+
+
+def _backend_help(names: tuple[str, ...]) -> str:
+    from .kb.backends.registry import BACKENDS
+
+    return "; ".join(f"{name}: {BACKENDS[name].help}" for name in names)
+
+
 def _add_store(parser: argparse.ArgumentParser, backends: tuple[str, ...] = ()) -> None:
     """``--kb`` and ``--config``, and with ``backends`` the ``--backend`` of a local store."""
     _add(parser, "--kb")
@@ -315,8 +334,7 @@ def _add_store(parser: argparse.ArgumentParser, backends: tuple[str, ...] = ()) 
             parser,
             "--backend",
             choices=backends,
-            help="embedded: the SQLite file (--kb); milvus: kb.milvus.uri (extra `milvus`) "
-            "(default: kb.backend in ragsnap.yaml, else embedded)",
+            help=f"{_backend_help(backends)} (default: kb.backend in ragsnap.yaml, else embedded)",
         )
 
 
@@ -339,7 +357,7 @@ def _add_lookup_source(parser: argparse.ArgumentParser) -> None:
     _add(
         parser,
         "--backend",
-        choices=("embedded", "milvus", "http"),
+        choices=_backends(),
         help="where lookups run (default: kb.backend in ragsnap.yaml, else embedded)",
     )
     _add_store(parser)
@@ -369,6 +387,7 @@ def _add_lookup_source(parser: argparse.ArgumentParser) -> None:
     )
     _add(parser, "--base-url", help=f"http: {_SERVICE}")
     _add_token(parser, "http: send this bearer token")
+    _add(parser, "--retriever")
 
 
 _Declare = Callable[[argparse.ArgumentParser], None]
@@ -512,13 +531,15 @@ def _seed(seed: argparse.ArgumentParser) -> None:
     _add(
         seed,
         "--backend",
-        choices=("embedded", "milvus", "http"),
+        choices=_backends(),
         help="embedded: the SQLite knowledge base; milvus: kb.milvus.uri (extra `milvus`); "
-        "http: upload through the service's endpoint (default: kb.backend in ragsnap.yaml, "
-        "else embedded)",
+        "http: upload through the service's endpoint; python: the retriever's "
+        "add_documents(docs) or index(docs), if it has one (default: kb.backend in "
+        "ragsnap.yaml, else embedded)",
     )
     _add(seed, "--base-url", help=f"http: {_SERVICE}")
     _add_token(seed, "http: send this bearer token")
+    _add(seed, "--retriever")
     _add(
         seed,
         "--reindex",
@@ -749,7 +770,7 @@ def _lookup(lookup: argparse.ArgumentParser) -> None:
     traces) of one query as JSON, for debugging the pipeline.
     """
     lookup.add_argument("query", help="the query text")
-    _add_store(lookup, ("embedded", "milvus"))
+    _add_store(lookup, _backends(looks_up="pipeline"))
     _add(lookup, "--kb-scope", help="only documents of this kb_scope (default: every document)")
     _add(lookup, "--top-k", help="evidence blocks (default: lookup.topK, else 5)")
     _add_method(lookup, "")
@@ -897,7 +918,7 @@ def _serve(serve: argparse.ArgumentParser) -> None:
     /api/documents, GET /api/health; OpenAPI at /openapi.json. The http backend and
     live-check talk to it.
     """
-    _add_store(serve, ("embedded", "milvus"))
+    _add_store(serve, _backends(serves=True))
     _add(serve, "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     _add(
         serve,
@@ -959,7 +980,7 @@ def _prepare(prepare: argparse.ArgumentParser) -> None:
     _add(
         prepare,
         "--backend",
-        choices=("http",),
+        choices=_backends(seeds="service"),
         default="http",
         help="the service to prepare (default: http, the only one)",
     )

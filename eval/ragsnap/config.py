@@ -30,7 +30,7 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       tolerance: 0.0001    # a fixture's numbers may move this much (absolute) and the
                            # fixture is unchanged: not rewritten, --check passes
     kb:                    # the knowledge base of `ragsnap seed` / `ragsnap lookup`
-      backend: embedded    # embedded | milvus | http: where seed, snapshot, serve go
+      backend: embedded    # embedded | milvus | http | python: where seed, snapshot, serve go
       path: .ragsnap/kb.sqlite
       milvus:              # the milvus backend (extra `milvus`)
         uri: .ragsnap/milvus.db  # a Milvus Lite file, or http(s)://host:19530
@@ -53,6 +53,9 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       tokenEnv: RAG_TOKEN  # or tokenFile: path; endpoint paths and answer fields too
       envelope: null       # or {code: code, message: message, data: data, ok: 0}:
                            # Spring's {code, message, data}, errors with HTTP 200
+    python:                # the python backend (see ragsnap.kb.backends.python)
+      retriever: my_rag.search:make_retriever  # MODULE:FACTORY (or --retriever)
+      timeoutSeconds: 30   # one search may take this long, then the lookup fails
     lookup:                # the lookup pipeline (see ragsnap.kb.pipeline)
       method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
       topK: 5
@@ -112,10 +115,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, did_you_mean
 from .io.jsonio import parse_yaml, read_bytes
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
+from .kb.backends.python import PythonConfig
+from .kb.backends.registry import BACKENDS, DEFAULT_BACKEND, get_backend
 from .scoring.diff import NoiseFloor, Tolerances
 from .scoring.hits import DEFAULT_KNOWN_FAILURES, EXPECTATIONS
 from .scoring.significance import SignificanceSettings
@@ -182,7 +187,7 @@ DEFAULT_SEED_DOCS = Path("seed-docs")
 class KbConfig:
     """Where the knowledge base lives and how it is built."""
 
-    backend: str = "embedded"
+    backend: str = DEFAULT_BACKEND
     path: Path = DEFAULT_KB
     seed_docs: Path = DEFAULT_SEED_DOCS
     segmenter: str = "bigram"
@@ -221,6 +226,7 @@ class Config:
     #: the validated ``http`` section, its folder and file; read through ``http``
     http_section: dict[str, Any] = field(default_factory=dict)
     http_base: Path | None = None
+    python: PythonConfig = field(default_factory=PythonConfig)
     source: str = str(DEFAULT_CONFIG)
     #: ``scoring.skip``: the case expectations ``ragsnap score`` does not check
     skip_expectations: tuple[str, ...] = ()
@@ -236,6 +242,22 @@ class Config:
         from .kb.backends.http import load_mapping
 
         return load_mapping(self.http_section, self.http_base, self.source)
+
+
+def _backend(name: str, path: Path) -> str:
+    """``kb.backend``: a registered backend (the closest one named when it is not)."""
+    try:
+        get_backend(name)
+    except UsageError:
+        meant = did_you_mean(name, BACKENDS)
+        fix = f"use one of: {', '.join(map(repr, BACKENDS))}"
+        raise InputError(
+            path,
+            f"{name!r} is not a backend",
+            f"did you mean {meant!r}? Else {fix}" if meant else fix,
+            "/kb/backend",
+        ) from None
+    return name
 
 
 def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
@@ -258,7 +280,7 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
     stemmer = data.get("analyzer", {}).get("stemmer", DEFAULT_STEMMER)
 
     return KbConfig(
-        backend=data.get("backend", "embedded"),
+        backend=_backend(data.get("backend", DEFAULT_BACKEND), path),
         path=where("path", DEFAULT_KB),
         seed_docs=where("seedDocs", DEFAULT_SEED_DOCS),
         segmenter=data.get("segmenter", "bigram"),
@@ -481,6 +503,11 @@ def load_config(path: Path | None) -> Config:
         trial=trial,
         http_section=dict(data.get("http", {})),
         http_base=base,
+        python=PythonConfig(
+            retriever=data.get("python", {}).get("retriever"),
+            timeout_seconds=float(data.get("python", {}).get("timeoutSeconds", 30.0)),
+            base=base,
+        ),
         source=str(path),
         skip_expectations=_skip_expectations(data.get("scoring", {}), path),
         known_failures=data.get("knownFailures", DEFAULT_KNOWN_FAILURES),

@@ -4,38 +4,69 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import UsageError
+from ..kb.backends.registry import BACKENDS, Backend, BackendOptions, get_backend
 from ..kb.embedders import Embedder, make_embedder
 from ..kb.text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
     from ..kb.backends import KnowledgeBase
+    from ..kb.corpus import SeedDocument
     from ..kb.pipeline import Pipeline
     from ..settings import LookupSettings
 
 __all__ = [
     "backend_of",
+    "entry_of",
     "kb_path",
     "open_embedder",
     "open_pipeline",
     "open_store",
     "open_tokenizer",
+    "options_of",
     "store_lock",
     "store_name",
+    "with_options",
 ]
-
-STORES = ("embedded", "milvus")
 
 
 def backend_of(args: argparse.Namespace, config: Config) -> str:
     """``--backend`` when given, else ``kb.backend`` of the configuration."""
     given: str | None = getattr(args, "backend", None)
     return given if given is not None else config.kb.backend
+
+
+def entry_of(args: argparse.Namespace, config: Config) -> Backend:
+    """The registered backend ``backend_of`` names (an unknown name: exit 2, the closest
+    one suggested)."""
+    return get_backend(backend_of(args, config))
+
+
+def options_of(args: argparse.Namespace) -> BackendOptions:
+    """The backend flags of ``args`` (a command without one has it None)."""
+    return BackendOptions(
+        base_url=getattr(args, "base_url", None),
+        token_file=getattr(args, "token_file", None),
+        token_env=getattr(args, "token_env", None),
+        retriever=getattr(args, "retriever", None),
+    )
+
+
+def with_options(args: argparse.Namespace, config: Config) -> Config:
+    """``config`` with what the command line overrides of a backend's settings
+    (``--retriever``: ``python.retriever``), so the manifest records what ran."""
+    retriever: str | None = getattr(args, "retriever", None)
+    if retriever is None:
+        return config
+    return dataclasses.replace(
+        config, python=dataclasses.replace(config.python, retriever=retriever)
+    )
 
 
 def kb_path(args: argparse.Namespace, config: Config) -> Path:
@@ -46,23 +77,19 @@ def kb_path(args: argparse.Namespace, config: Config) -> Path:
 
 def store_name(backend: str, args: argparse.Namespace, config: Config) -> str:
     """Where the store of ``backend`` lives, for messages: a file or a URI."""
-    if backend == "milvus":
-        return config.kb.milvus.uri
-    return str(kb_path(args, config))
+    return get_backend(backend).where(config, kb_path(args, config))
 
 
 def store_lock(
     backend: str, args: argparse.Namespace, config: Config
 ) -> contextlib.AbstractContextManager[None]:
-    """The writer lock of the store of ``backend``: a file beside an embedded store or a
-    Milvus Lite file; nothing for a Milvus server (one writer is the user's to ensure)."""
+    """The writer lock of the store of ``backend``: a file beside a local store (the
+    embedded SQLite file, a Milvus Lite file); nothing for a server (one writer is the
+    user's to ensure)."""
     from ..io.locks import writer_lock
 
-    if backend == "embedded":
-        return writer_lock(kb_path(args, config))
-    if backend == "milvus" and "://" not in config.kb.milvus.uri:
-        return writer_lock(Path(config.kb.milvus.uri))
-    return contextlib.nullcontext()
+    path = get_backend(backend).lock_file(config, kb_path(args, config))
+    return contextlib.nullcontext() if path is None else writer_lock(path)
 
 
 def open_store(
@@ -71,41 +98,25 @@ def open_store(
     config: Config,
     *,
     create: bool,
-    analyzer: str = "standard",
+    docs: Iterable[SeedDocument] = (),
 ) -> KnowledgeBase:
-    """The knowledge base of ``backend`` (``embedded`` or ``milvus``).
+    """The knowledge base of ``backend`` (one the registry says has a store).
 
-    ``analyzer`` is the Milvus text analyzer for a collection created now, with the
-    configured stemmer and stop words; an existing one keeps the analyzer it was
-    built with.
+    ``docs`` are the documents a seed is about to write: a store may choose settings
+    of a collection created now from them (milvus: ``analyzer: auto``).
     """
-    if backend == "embedded":
-        from ..kb.backends.sqlite import SqliteKnowledgeBase
-
-        return SqliteKnowledgeBase(kb_path(args, config), create=create)
-    if backend == "milvus":
-        if getattr(args, "kb", None) is not None:
-            raise UsageError(
-                "--kb names an embedded SQLite file; the milvus backend uses kb.milvus.uri "
-                "in ragsnap.yaml: drop --kb"
-            )
-        from ..io.httpclient import read_token
-        from ..kb.backends.milvus import MilvusKnowledgeBase
-
-        milvus = config.kb.milvus
-        token = read_token(milvus.token_file, milvus.token_env)
-        return MilvusKnowledgeBase(
-            milvus.uri,
-            token=token,
-            collection=milvus.collection,
-            analyzer=analyzer,
-            stemmer=config.kb.stemmer,
-            stop_words=config.kb.stop_words,
-            create=create,
+    entry = get_backend(backend)
+    if entry.open_store is None:
+        stores = " or ".join(name for name, b in BACKENDS.items() if b.open_store is not None)
+        raise UsageError(
+            f"the {backend} backend has no local knowledge base here; use --backend {stores}"
         )
-    raise UsageError(
-        f"the {backend} backend has no local knowledge base here; use --backend embedded or milvus"
-    )
+    if entry.location is not None and getattr(args, "kb", None) is not None:
+        raise UsageError(
+            f"--kb names an embedded SQLite file; the {backend} backend uses {entry.location} "
+            "in ragsnap.yaml: drop --kb"
+        )
+    return entry.open_store(config, kb_path(args, config), create=create, docs=docs)
 
 
 @contextlib.contextmanager
@@ -131,14 +142,7 @@ def open_pipeline(
         else make_embedder(method.embedder, config.kb.base)
     )
     tokenizer = open_tokenizer(config)
-    analyzer = config.kb.milvus.analyzer  # for a collection created now (serve)
-    kb = open_store(
-        backend,
-        args,
-        config,
-        create=create,
-        analyzer="standard" if analyzer == "auto" else analyzer,
-    )
+    kb = open_store(backend, args, config, create=create)
     try:
         check_compatible(
             kb.read_meta(),
@@ -146,7 +150,7 @@ def open_pipeline(
             tokenizer.name,
             store_name(backend, args, config),
             fix="configure the embedder and segmenter it was built with, or rebuild it with "
-            f"`ragsnap seed{'' if backend == 'embedded' else f' --backend {backend}'} --reindex`",
+            f"`ragsnap seed{get_backend(backend).flag} --reindex`",
         )
         yield Pipeline(kb, embedder, tokenizer, settings)
     finally:

@@ -32,10 +32,16 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
     """The settings of ragsnap.yaml that can change a lookup of ``method`` (the
     configured one when None) on ``backend``, flat under their ragsnap.yaml names.
 
-    A service (``http``) runs its own lookup, so only the backend is recorded.
+    A backend that answers whole lookups (a service, a Python retriever) runs its own
+    lookup, so only the backend and what it adds itself (the python backend's
+    retriever) are recorded; a store adds its own settings to the pipeline's (the
+    milvus backend's analyzer): ``ragsnap.kb.backends.registry``.
     """
-    if backend == "http":
-        return {"backend": backend}
+    from ..kb.backends.registry import get_backend
+
+    entry = get_backend(backend)
+    if entry.looks_up != "pipeline":
+        return {"backend": backend, **entry.settings(config)}
     from ..settings import PIPELINE_VERSION, method_settings
 
     spec = config.lookup.method_spec(method or config.lookup.method)
@@ -52,9 +58,8 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
         "kb.stopWords": kb.stop_words,
         "kb.embedder": kb.embedder if spec.embedder is None else None,
         "kb.chunking": kb.chunking.fingerprint(),
+        **entry.settings(config),
     }
-    if backend == "milvus":
-        out["kb.milvus.analyzer"] = kb.milvus.analyzer
     return out
 
 

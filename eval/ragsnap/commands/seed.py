@@ -11,16 +11,17 @@ from ..errors import UsageError
 from ..io.jsonio import check_outputs
 from ..io.progress import Progress
 from ..io.reads import reads_of
-from ..kb.backends import KnowledgeBase
+from ..kb.backends.registry import get_backend
 from ..kb.corpus import SeedCorpus, markdown_of, open_seed_docs
 from ..kb.seeding import SeedPlan, index_hash, seed
-from ..kb.text import has_cjk
 from ._kb import (
     backend_of,
+    entry_of,
     kb_path,
     open_embedder,
     open_store,
     open_tokenizer,
+    options_of,
     store_lock,
     store_name,
 )
@@ -29,28 +30,25 @@ from ._kb import (
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
-    if backend_of(args, config) == "embedded":  # the store is written: never over an input
+    backend = backend_of(args, config)
+    entry = get_backend(backend)
+    if entry.uses_kb:  # the store is written: never over an input
         reads = reads_of(args, config, updates=["kb"])
         check_outputs([("--kb", kb_path(args, config))], inputs=reads, allow_outside=True)
     started = time.perf_counter()
     docs = open_seed_docs(folder)
-    backend = backend_of(args, config)
     # every document is parsed and checked before the store opens
     hashes: dict[str, str] = {}
-    cjk = False
     for doc in docs:
         hashes[doc.source] = index_hash(doc, config.kb.chunking)
-        cjk = cjk or (backend == "milvus" and has_cjk(doc.body))
-    if backend == "http":
-        return _seed_http(args, config, docs, len(hashes), started)
-    if args.base_url is not None:
-        raise UsageError("--base-url is for --backend http; drop it or add --backend http")
+    if entry.seeds == "service":
+        return _seed_service(args, config, docs, len(hashes), started)
+    entry.check_options(options_of(args), ("--base-url", "--retriever"))
+    if entry.seeds == "none":
+        return _hand_over(args, config, docs, started)
     tokenizer = open_tokenizer(config)
     embedder = open_embedder(config)
     path = store_name(backend, args, config)
-    analyzer = config.kb.milvus.analyzer
-    if analyzer == "auto":
-        analyzer = "jieba" if cjk else "standard"
     progress: Progress | None = None
 
     def before_write(plan: SeedPlan) -> None:
@@ -58,13 +56,9 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(len(plan.added) + len(plan.updated), "seed", "documents")
 
     with store_lock(backend, args, config):  # from reading the store to the commit
-        kb = open_store(backend, args, config, create=True, analyzer=analyzer)
+        kb = open_store(backend, args, config, create=True, docs=docs)
         try:
-            dropped: set[str] = set()
-            if backend == "milvus":
-                dropped = _check_analyzer(
-                    kb, analyzer, config.kb.milvus.analyzer, args.reindex, path
-                )
+            dropped = entry.before_seed(kb, config, docs, reindex=args.reindex, where=path)
             plan = seed(
                 kb,
                 docs,
@@ -102,32 +96,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_analyzer(
-    kb: KnowledgeBase, analyzer: str, configured: str, reindex: bool, where: str
-) -> set[str]:
-    """Milvus: an existing collection keeps its analyzer; switching needs ``--reindex``,
-    which drops the collections and rebuilds them (Milvus Lite keeps deleted rows in its
-    BM25 statistics, so rebuilding in place would not give a fresh index). Returns the
-    sources stored before a drop, for the summary."""
-    from ..errors import BackendError
-    from ..kb.backends.milvus import MilvusKnowledgeBase
-
-    assert isinstance(kb, MilvusKnowledgeBase)
-    built = kb.read_meta().get("analyzer")
-    if reindex:
-        before = set(kb.documents())
-        kb.drop()
-        kb.set_analyzer(analyzer)
-        return before
-    if built is not None and built != analyzer and configured != "auto":
-        raise BackendError(
-            f"{where} was built with the {built} analyzer, not {analyzer}; run `ragsnap seed "
-            "--backend milvus --reindex` to rebuild it, or configure the old one again"
+def _hand_over(args: argparse.Namespace, config: Config, docs: SeedCorpus, started: float) -> int:
+    """A backend that holds its own documents takes them through its hook, if it has
+    one (the python backend: ``add_documents`` or ``index``), else refuses."""
+    entry = entry_of(args, config)
+    if args.reindex:
+        raise UsageError(
+            f"--reindex rebuilds a local knowledge base; the {entry.name} backend holds its "
+            "own documents: drop --reindex"
         )
-    return set()
+    assert entry.hand_over is not None
+    listed = list(docs)
+    where = entry.hand_over(config, options_of(args), listed)
+    elapsed = time.perf_counter() - started
+    print(f"seed: {len(listed)} documents handed to {where} ({elapsed:.1f} s)")
+    return 0
 
 
-def _seed_http(
+def _seed_service(
     args: argparse.Namespace, config: Config, docs: SeedCorpus, total: int, started: float
 ) -> int:
     """Seed through the service's upload endpoint (it deletes-then-uploads by source).
@@ -137,19 +123,18 @@ def _seed_http(
     kb_scopes that are no longer seed documents are deleted; documents of other
     scopes, or without one, are never touched.
     """
-    from ..io.httpclient import read_token
-    from ..kb.backends.http import HttpService
-
     if args.reindex:
         raise UsageError(
             "--reindex rebuilds a local knowledge base; reindex the service itself, or "
             "delete its documents and seed again"
         )
-    token = read_token(args.token_file, args.token_env)
+    entry = entry_of(args, config)
+    entry.check_options(options_of(args), ("--retriever",))
+    assert entry.open_service is not None
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     seeded: set[str] = set()
     scopes: set[str] = set()
-    with HttpService(config.http, base_url=args.base_url, token=token) as service:
+    with entry.open_service(config, options_of(args)) as service:
         progress = Progress(total, "seed", "documents")
         for doc in docs:
             name, content = markdown_of(doc)

@@ -60,6 +60,7 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 from ..config import Config, load_config
 from ..errors import BackendError, MissingDependency, RagsnapError, UsageError
 from ..io.httpclient import is_loopback, read_token
+from ..kb.backends.registry import backend_names, get_backend
 from ._kb import backend_of, open_pipeline, store_lock, store_name
 
 if TYPE_CHECKING:
@@ -198,8 +199,9 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 
 
 def default_workers(backend: str) -> int:
-    """Worker processes when ``--workers`` is not given (module docstring)."""
-    if backend != "embedded":
+    """Worker processes when ``--workers`` is not given (module docstring): one unless
+    several processes can share the backend's store."""
+    if not get_backend(backend).workers:
         return 1
     return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
 
@@ -221,9 +223,10 @@ def run(args: argparse.Namespace) -> int:
         )
     backend = backend_of(args, config)
     workers: int = args.workers or default_workers(backend)
-    if workers > 1 and backend != "embedded":
+    if workers > 1 and not get_backend(backend).workers:
+        shared = " or ".join(backend_names(workers=True))
         raise UsageError(
-            f"--workers {workers}: several worker processes need the embedded store; "
+            f"--workers {workers}: several worker processes need the {shared} store; "
             f"the {backend} backend is served by one (drop --workers)"
         )
     path = store_name(backend, args, config)

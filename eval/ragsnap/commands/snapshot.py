@@ -53,12 +53,13 @@ from ..io.jsonio import check_outputs, dump_json, read_bytes, write_outputs
 from ..io.progress import Progress
 from ..io.reads import Read, reads_of
 from ..io.schema import validate
+from ..kb.backends.registry import LOOKUP_PARTS, get_backend
 from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
 from ..snapshot.provenance import Capture, Manifest, check_provenance
 from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
-from ._kb import backend_of
+from ._kb import backend_of, entry_of, options_of, with_options
 from ._provenance import captured_documents, folder_name, settings_of
 
 #: at most this many changed cases are listed one per line
@@ -68,35 +69,29 @@ LISTED = 40
 @contextlib.contextmanager
 def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[LookupSource, str]]:
     """The lookup source ``--backend`` names, and a description for messages."""
-    backend = backend_of(args, config)
-    if backend == "http":
-        from ..io.httpclient import read_token
-        from ..kb.backends.http import HttpService
-
+    entry = entry_of(args, config)
+    options = options_of(args)
+    if entry.open_source is not None:  # whole lookups answered by something else
         for flag, value in (("--kb", args.kb), ("--method", args.method)):
             if value is not None:
                 raise UsageError(
-                    f"{flag} is for a local knowledge base; the service runs its own lookup: "
+                    f"{flag} is for a local knowledge base; {entry.answered_by} runs its own "
+                    f"lookup: "
                     f"drop {flag} or use --backend embedded"
                 )
-
-        token = read_token(args.token_file, args.token_env)
-        with HttpService(config.http, base_url=args.base_url, token=token) as service:
-            yield service, f"http ({service.base_url})"
+        entry.check_options(options, ("--base-url", "--token-file", "--token-env", "--retriever"))
+        with entry.open_source(config, options) as (source, described):
+            yield source, described
         return
-    if args.base_url is not None:
-        raise UsageError("--base-url is for --backend http; drop it or add --backend http")
+    entry.check_options(options, ("--base-url", "--token-file", "--token-env", "--retriever"))
     from ._kb import open_pipeline, store_name
-
-    if args.token_file is not None or args.token_env is not None:
-        raise UsageError("--token-file and --token-env are for --backend http; drop them")
 
     settings = config.lookup
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)
-    path = store_name(backend, args, config)
-    with open_pipeline(backend, args, config, settings=settings) as pipeline:
-        yield PipelineSource(pipeline, record_latency=args.latency), f"{backend} ({path})"
+    path = store_name(entry.name, args, config)
+    with open_pipeline(entry.name, args, config, settings=settings) as pipeline:
+        yield PipelineSource(pipeline, record_latency=args.latency), f"{entry.name} ({path})"
 
 
 def _check_retrieved_at(value: str | None) -> str | None:
@@ -180,7 +175,7 @@ def _old_manifest(folder: Path, check: bool) -> Manifest | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = with_options(args, load_config(args.config))
     retrieved_at = _check_retrieved_at(args.retrieved_at)
     if args.check and args.prune:
         raise UsageError("--check writes nothing and --prune deletes files; pick one")
@@ -207,16 +202,18 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
 
     with open_source(args, config) as (source, described):
-        concurrency = args.concurrency or (
-            config.http.concurrency if described.startswith("http") else 1
-        )
+        concurrency = args.concurrency or entry_of(args, config).concurrency(config)
         generator = source.generator()
+        fix = entry_of(args, config).fix
         progress = Progress(len(cases), "snapshot", "cases")
 
         def one(case: GoldenCase) -> tuple[dict[str, Any], bytes]:
-            fixture = snapshot_case(
-                source, case, retrieved_at=stamp, kb_scope=args.kb_scope, generator=generator
-            )
+            try:
+                fixture = snapshot_case(
+                    source, case, retrieved_at=stamp, kb_scope=args.kb_scope, generator=generator
+                )
+            except BackendError as exc:  # which lookup failed: the case
+                raise BackendError(f"case {case.id}: {exc}") from None
             if not args.latency:  # a service measures them anyway: fixtures stay stable
                 fixture = without_latencies(fixture)
             where = folder / f"{case.id}.json"
@@ -225,8 +222,7 @@ def run(args: argparse.Namespace) -> int:
             except InputError as exc:
                 raise BackendError(
                     f"case {case.id}: the {described} answer does not fit the fixture contract "
-                    f"({exc.problem} at {exc.pointer or 'the top'}); fix the service or its "
-                    "mapping (the http section of ragsnap.yaml)"
+                    f"({exc.problem} at {exc.pointer or 'the top'}); {fix}"
                 ) from None
             # what the file will hold: floats rounded as the writer rounds them
             raw = dump_json(fixture)
@@ -237,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         documents, revision = source.corpus()
     elapsed = time.perf_counter() - started
     backend = str(generator.get("backend", backend_of(args, config)))
-    method = args.method if backend != "http" else None
+    method = args.method if get_backend(backend).looks_up == "pipeline" else None
     recorded, behind = captured_documents(documents, config)
     capture = Capture(settings_of(config, backend, method), recorded, revision)
 
@@ -290,6 +286,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {case_id}: {'; '.join(reasons)}")
     if len(changed) > LISTED:
         print(f"  ... and {len(changed) - LISTED} more")
+    entry = get_backend(backend)
+    empty = [part for part in LOOKUP_PARTS if part not in entry.records]
+    if empty:
+        print(
+            f"snapshot: the {backend} backend records {', '.join(entry.records)} only; "
+            f"{', '.join(empty)} are left out, so expectations on them are not "
+            "applicable (counted in every report)"
+        )
     if orphans:
         action = "deleted" if args.prune else "no case; --prune deletes them"
         print(f"orphaned fixtures ({action}): " + ", ".join(p.name for p in orphans))

@@ -323,6 +323,20 @@ def _capture_problems(
         return
     if captured.documents is None:
         revision = "" if captured.revision is None else f" (corpus revision {captured.revision})"
+        retriever = captured.settings.get("python.retriever")
+        if retriever is not None:  # a Python retriever (ragsnap.kb.backends.python)
+            unversioned = (
+                "; it reports no fingerprint() or version, so nothing records which corpus "
+                "it searched"
+                if captured.revision is None
+                else ""
+            )
+            notes.append(
+                f"{_named(files, total, folder)} came from the Python retriever {retriever}"
+                f"{revision}: its corpus cannot be checked offline{unversioned}; "
+                "`ragsnap snapshot --check --backend python` compares them with the retriever"
+            )
+            return
         notes.append(
             f"{_named(files, total, folder)} came from a service{revision}: the corpus and "
             "the service's settings cannot be checked offline; "

@@ -12,9 +12,13 @@ then uploads) as one unit: either all of it is visible afterwards or none.
                server through pymilvus (extra ``milvus``)
 ``http``       ``ragsnap.kb.backends.http``: a retrieval service; it answers
                whole lookups, so it is not a ``KnowledgeBase``
+``python``     ``ragsnap.kb.backends.python``: a retriever written in Python
+               (``python.retriever``); whole lookups too
 =============  =========================================================
 
-The lookup pipeline (``ragsnap.kb.pipeline``) runs on top of any store.
+The lookup pipeline (``ragsnap.kb.pipeline``) runs on top of any store. The
+backends are registered by name in ``ragsnap.kb.backends.registry``, with what each
+can do; commands ask it and never compare a backend's name.
 """
 
 from __future__ import annotations
