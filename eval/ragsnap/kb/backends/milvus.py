@@ -22,9 +22,24 @@ two backends see the same terms and Milvus Lite stems too. With ``standard`` or
 chunk text itself, then lowercases it, drops ragsnap's stop words
 (``kb.analyzer.stopWords``) and, with ``kb.analyzer.stemmer``, applies Milvus's
 Snowball ``stemmer`` filter, which Milvus Lite (3.2) accepts in a schema and
-ignores: that combination is refused on a Milvus Lite file. The analyzer is fixed
-when the chunks collection is created and recorded in the meta collection
-(``analyzer``, ``stemmer``, ``stopWords``); writing with another one is refused
+ignores: that combination is refused on a Milvus Lite file.
+
+What a Milvus takes is asked, not assumed, when the chunks collection is about to
+be created: a throwaway collection ``<prefix>_probe`` with the analyzer and a BM25
+function is created and dropped (``run_analyzer`` is missing from Milvus before
+2.5.11 and from Milvus Lite's server). Analyzer ``ragsnap`` splits ragsnap's tokens
+with the first tokenizer the server takes of ``whitespace`` (a Milvus server) and
+``standard`` (Milvus Lite, file or ``milvus-lite server``: ragsnap's tokens hold no
+character it splits at); Milvus's own analyzers must be taken as configured, and on a
+server with ``kb.analyzer.stemmer`` a word is indexed and looked up by its stem: a
+server that takes the filter and does not stem is refused, before anything is
+written. A refusal of the server, here or in any later call, is a ``BackendError``
+naming the server, the call, the server's reason and the fix (exit 2).
+
+The analyzer is fixed when the chunks collection is created and recorded in the meta
+collection (``analyzer``, ``stemmer``, ``stopWords``, and ``milvusTokenizer``, the
+tokenizer chosen, which fixtures record in ``generator.settings``: a fixture
+captured through another tokenizer differs); writing with another one is refused
 until ``seed --reindex``. Its
 scores are not comparable with FTS5's (and negative in Milvus Lite), so only
 the order is used: a score is the absolute distance, ranked on the
@@ -414,8 +429,12 @@ class MilvusKnowledgeBase:
             _quiet_jieba()
 
     def _connect(self, client_class: Any, token: str | None) -> Any:
+        # a server: a connection of this store's own (pymilvus shares one per URI), which
+        # ``close`` closes, and which no other store's idle channel can have broken (Milvus
+        # Lite's gRPC server sends an idle client's keepalive pings away: GOAWAY)
+        options = {} if self._lite else {"dedicated": True}
         try:
-            return client_class(uri=self.uri, token=token or "")
+            return client_class(uri=self.uri, token=token or "", **options)
         except Exception as exc:  # pymilvus raises its own exception types
             if self._lite:
                 raise BackendError(
