@@ -1211,7 +1211,8 @@ def test_a_servers_refusals_are_backend_errors_naming_it_and_the_fix(
     (``run_analyzer``) is a BackendError naming the server and the call, not a crash."""
     with MilvusKnowledgeBase(milvus_server.uri, collection="probing") as kb:
         refusal, _ = kb._probe({"tokenizer": "whitespace"})
-        assert refusal == "unknown tokenizer type: 'whitespace' (supported: 'standard', 'jieba')"
+        # Milvus Lite 3.2: "unknown tokenizer type: 'whitespace' (supported: 'standard', 'jieba')"
+        assert refusal is not None and "whitespace" in refusal and "'standard'" in refusal
         assert kb._probe({"tokenizer": "standard"}) == (None, "unknown")
         # it takes the stemmer filter in a schema, and does not stem
         assert kb._probe(analyzer_params("standard", "english"), "english") == (None, "ignores")

@@ -26,8 +26,8 @@ ignores: that combination is refused on a Milvus Lite file.
 
 What a Milvus takes is asked, not assumed, when the chunks collection is about to
 be created: a throwaway collection ``<prefix>_probe`` with the analyzer and a BM25
-function is created and dropped (``run_analyzer`` is missing from Milvus before
-2.5.11 and from Milvus Lite's server). Analyzer ``ragsnap`` splits ragsnap's tokens
+function is created and dropped (``run_analyzer`` is missing from older Milvus
+servers and from Milvus Lite's). Analyzer ``ragsnap`` splits ragsnap's tokens
 with the first tokenizer the server takes of ``whitespace`` (a Milvus server) and
 ``standard`` (Milvus Lite, file or ``milvus-lite server``: ragsnap's tokens hold no
 character it splits at); Milvus's own analyzers must be taken as configured, and on a
@@ -123,8 +123,8 @@ STEMMER_LANGUAGES = (
 #: the Milvus tokenizers that split ragsnap's space-separated tokens (analyzer ``ragsnap``),
 #: in order of preference: ``whitespace`` keeps every token whole; ``standard`` splits
 #: at non-word characters, which ragsnap's tokens hold none of (Milvus Lite's standard
-#: tokenizer keeps a run of Chinese characters whole; a Milvus server's splits it into
-#: characters, so a server without ``whitespace`` matches Chinese bigrams less closely)
+#: tokenizer keeps a run of Chinese characters whole; a Milvus server's follows Unicode
+#: word rules, which need not: there ``whitespace`` is the one that keeps ragsnap's terms)
 SPLIT_TOKENIZERS = ("whitespace", "standard")
 #: words that a Snowball stemmer shortens, for asking a server whether it stems
 _STEM_PROBES = ("connections", "organizaciones", "nationalités", "verbindungen", "running")
@@ -429,10 +429,14 @@ class MilvusKnowledgeBase:
             _quiet_jieba()
 
     def _connect(self, client_class: Any, token: str | None) -> Any:
-        # a server: a connection of this store's own (pymilvus shares one per URI), which
-        # ``close`` closes, and which no other store's idle channel can have broken (Milvus
-        # Lite's gRPC server sends an idle client's keepalive pings away: GOAWAY)
-        options = {} if self._lite else {"dedicated": True}
+        # a server: a TCP connection of this store's own, which ``close`` closes. pymilvus
+        # shares a client per URI and gRPC a connection per address (its global subchannel
+        # pool, even for a "dedicated" client); a server that refuses pymilvus's keepalive
+        # pings on an idle connection (Milvus Lite's: GOAWAY "too_many_pings") would fail
+        # a new store's first call on another store's idle connection
+        options: dict[str, Any] = {}
+        if not self._lite:
+            options = {"dedicated": True, "grpc_options": {"grpc.use_local_subchannel_pool": 1}}
         try:
             return client_class(uri=self.uri, token=token or "", **options)
         except Exception as exc:  # pymilvus raises its own exception types
@@ -443,8 +447,8 @@ class MilvusKnowledgeBase:
                     "or use a Milvus server"
                 ) from None
             raise BackendError(
-                f"{self.uri}: cannot connect to Milvus ({type(exc).__name__}); check that the "
-                "server runs, the URI and the token"
+                f"{self.uri}: cannot connect to Milvus ({type(exc).__name__}: {_reason(exc)}); "
+                "check that the server runs, the URI and the token"
             ) from None
 
     def _server(self) -> str:
@@ -461,7 +465,7 @@ class MilvusKnowledgeBase:
 
         Asked with a throwaway collection ``<prefix>_probe``, created and dropped:
         every Milvus that runs BM25 takes a collection, while ``run_analyzer`` is
-        missing from Milvus before 2.5.11 and from Milvus Lite's gRPC server."""
+        missing from older Milvus servers and from Milvus Lite's gRPC server."""
         from pymilvus import DataType, Function, FunctionType
 
         from ..text import get_tokenizer
