@@ -6,9 +6,15 @@ Test modules here import them as ``from .conftest import ...``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
+import socket
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -116,6 +122,64 @@ def require_milvus() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+
+
+class MilvusLiteServer:
+    """``milvus-lite server`` (Milvus Lite's gRPC server, Milvus's API) as a real process
+    on a free loopback port, with its data in ``data_dir``: a Milvus server to test the
+    milvus backend's ``http://host:port`` path against. ``close()`` stops it."""
+
+    def __init__(self, data_dir: Path, timeout: float = 60.0) -> None:
+        with socket.socket() as probe:  # a free port (released for the server to bind)
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.uri = f"http://127.0.0.1:{port}"
+        self.log = data_dir.parent / f"{data_dir.name}.log"
+        with self.log.open("w", encoding="utf-8") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
+                 "--host", "127.0.0.1", "--port", str(port), "--max-workers", "8"],
+                stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while True:  # until it accepts connections (it binds once it serves)
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"milvus-lite server exited: {self.log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.close()
+                    raise RuntimeError(
+                        f"milvus-lite server did not listen in {timeout} s"
+                    ) from None
+                time.sleep(0.1)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusLiteServer]:
+    """One Milvus Lite gRPC server for the session; each store on it has a collection
+    prefix of its own. Skipped only when the milvus-lite package has no server."""
+    require_milvus()
+    if importlib.util.find_spec("milvus_lite.adapter.grpc.server") is None:
+        message = "this milvus-lite has no gRPC server (`milvus-lite server`: milvus-lite>=3.2)"
+        if os.environ.get("CI") == "true":  # CI installs the milvus extra: never skipped
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    server = MilvusLiteServer(tmp_path_factory.mktemp("milvus-server") / "data")
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 #: the filter-test corpus of both store tests: source -> (kb_scope, category, breadcrumb);

@@ -1,10 +1,17 @@
-"""The milvus backend over real Milvus Lite files: ``MilvusKnowledgeBase`` and the CLI.
+"""The milvus backend over real Milvus Lite files and a real Milvus gRPC server:
+``MilvusKnowledgeBase`` and the CLI.
 
-No mocks. A Milvus Lite "file" is a folder that one process at a time may open,
-and every open costs about a second, so the repository's seed documents are
-seeded once per module (through the CLI) and shared: read-only tests in this
-process use a copy of that store (``kb``), CLI tests read the original, and
-tests that write work on their own copy (``clone``).
+No mocks. The store fixtures (``seeded``, ``default_stores``) run every test that
+uses them twice: on a Milvus Lite file (``kb.milvus.uri: store/milvus.db``) and on
+``milvus-lite server`` running as its own process on a loopback port (``kb.milvus.uri:
+http://127.0.0.1:PORT``, the server path: collections with a prefix of their own, a
+client per process, what the server takes asked, not assumed). A Milvus Lite "file"
+is a folder that one process at a time may open, and every open costs about a
+second, so the repository's seed documents are seeded once per module and mode
+(through the CLI) and shared: read-only tests in this process use a copy of that
+store (``kb``; on the server the collections themselves), CLI tests read the
+original, and tests that write work on their own copy (``clone``: on the server, a
+seed into another prefix).
 
 Without pymilvus, milvus-lite or jieba the module is skipped on a workstation
 and fails under ``CI=true``, so CI never passes without running it.
@@ -13,6 +20,7 @@ and fails under ``CI=true``, so CI never passes without running it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 import shutil
@@ -39,7 +47,14 @@ from ragsnap.kb.pipeline import Pipeline
 from ragsnap.kb.seeding import seed
 from ragsnap.kb.text import STOP_WORDS, get_tokenizer
 
-from .conftest import DOCS, exact_cosines, require_milvus, unique_word, write_doc
+from .conftest import (
+    DOCS,
+    MilvusLiteServer,
+    exact_cosines,
+    require_milvus,
+    unique_word,
+    write_doc,
+)
 
 # not in the fast suite: Milvus Lite starts a server process per knowledge base
 pytestmark = pytest.mark.slow
@@ -60,6 +75,11 @@ TOKENIZER = get_tokenizer()
 #: what ragsnap.yaml gives by default: the English stemmer
 DEFAULT_TOKENIZER = get_tokenizer("bigram", "english")
 SETTINGS = ChunkSettings()
+#: where the store fixtures' stores live: a Milvus Lite file, a loopback Milvus server
+MODES = ("file", "server")
+#: file-only tests: what a Milvus Lite file does and a server does not (one process)
+FILE_ONLY = pytest.mark.parametrize("seeded", ["file"], indirect=True)
+_prefixes = itertools.count()
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -151,36 +171,85 @@ def rows_by_chunk(kb: MilvusKnowledgeBase) -> dict[str, int]:
 
 @dataclass
 class Store:
-    """A seeded Milvus Lite store: ``root`` is the working directory, ``config`` the
-    ragsnap.yaml in ``root/conf`` whose ``kb.milvus.uri`` is ``store/milvus.db``."""
+    """A seeded store: ``root`` is the working directory, ``config`` the ragsnap.yaml in
+    ``root/conf`` whose ``kb.milvus.uri`` is ``store/milvus.db`` (``uri`` the folder)
+    or a loopback server's ``http://127.0.0.1:PORT`` (its collections: ``collection``)."""
 
     root: Path
     config: Path
-    uri: Path
+    uri: Path | str
     first_seed: Run | None = None
+    collection: str = "ragsnap"
+
+    @property
+    def server(self) -> bool:
+        return isinstance(self.uri, str)
+
+    def milvus(self, **settings: str) -> dict[str, str]:
+        """``kb.milvus`` of a config for this store, plus ``settings``."""
+        return {"uri": str(self.uri), "collection": self.collection, **settings}
+
+    def open(self, **options: Any) -> MilvusKnowledgeBase:
+        """The store, open in this process (a file: one process at a time)."""
+        return MilvusKnowledgeBase(
+            str(self.uri), collection=self.collection, create=False, **options
+        )
+
+
+def server_uri(request: pytest.FixtureRequest, mode: str) -> str | None:
+    """The loopback Milvus server's URI in mode ``server``, None for a file."""
+    if mode == "file":
+        return None
+    server: MilvusLiteServer = request.getfixturevalue("milvus_server")
+    return server.uri
+
+
+def seed_store(root: Path, server: str | None, *, own: bool = True, **kb: Any) -> Store:
+    """seed-docs/ seeded through the CLI into a Milvus Lite file below ``root/conf``, or
+    on ``server`` into collections of a prefix of their own."""
+    if server is None:
+        config = write_config(root / "conf", own=own, **kb)
+        store = Store(root, config, root / "conf" / "store" / "milvus.db")
+    else:
+        collection = f"t{next(_prefixes)}"
+        milvus = {"uri": server, "collection": collection, **kb.pop("milvus", {})}
+        config = write_config(root / "conf", own=own, milvus=milvus, **kb)
+        store = Store(root, config, server, collection=collection)
+    store.first_seed = run = seed_cli(root, config)
+    assert run.code == 0, run.out + run.err
+    return store
 
 
 def clone(store: Store, root: Path) -> Store:
-    """A copy of ``store`` (config and Milvus Lite folder) under ``root``."""
+    """A copy of ``store`` under ``root``: its config and Milvus Lite folder; on a
+    server, its config seeded into collections of another prefix."""
     shutil.copytree(store.config.parent, root / "conf")
-    return Store(root, root / "conf" / "ragsnap.yaml", root / "conf" / "store" / "milvus.db")
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    """The repository's seed-docs/ seeded through the CLI; never opened in this process."""
-    root = tmp_path_factory.mktemp("milvus-seeded")
-    config = write_config(root / "conf")
+    config = root / "conf" / "ragsnap.yaml"
+    if not store.server:
+        return Store(root, config, root / "conf" / "store" / "milvus.db")
+    data = json.loads(config.read_text(encoding="utf-8"))
+    data["kb"]["milvus"]["collection"] = collection = f"t{next(_prefixes)}"
+    config.write_text(json.dumps(data) + "\n", encoding="utf-8")
     run = seed_cli(root, config)
     assert run.code == 0, run.out + run.err
-    return Store(root, config, root / "conf" / "store" / "milvus.db", run)
+    return Store(root, config, store.uri, run, collection)
+
+
+@pytest.fixture(scope="module", params=MODES)
+def seeded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """The repository's seed-docs/ seeded through the CLI (``own``: Milvus's own
+    analyzers), on a Milvus Lite file or the loopback server; never opened in this
+    process."""
+    root = tmp_path_factory.mktemp(f"milvus-seeded-{request.param}")
+    return seed_store(root, server_uri(request, request.param))
 
 
 @pytest.fixture(scope="module")
 def kb(seeded: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusKnowledgeBase]:
-    """A read-only copy of the seeded store, open in this process."""
-    store = clone(seeded, tmp_path_factory.mktemp("milvus-kb"))
-    with MilvusKnowledgeBase(str(store.uri), create=False) as opened:
+    """The seeded store, read-only and open in this process: a copy of the Milvus Lite
+    file (one process at a time), the server's collections themselves."""
+    store = seeded if seeded.server else clone(seeded, tmp_path_factory.mktemp("milvus-kb"))
+    with store.open() as opened:
         yield opened
 
 
@@ -194,8 +263,15 @@ def test_cli_seeds_the_repo_docs_into_the_configured_uri(seeded: Store) -> None:
     assert summary(run) == f"{REPO_SOURCES} added, 0 updated, 0 unchanged, 0 removed"
     assert f"; {REPO_SOURCES} documents, {REPO_CHUNKS} chunks in " in run.out
     assert "Traceback" not in run.err
-    # kb.milvus.uri is relative to the config file's folder, not to the working directory
-    assert seeded.uri.is_dir()
+    assert f" chunks in {seeded.uri} (" in run.out
+    if seeded.server:  # nothing local, and the prefix's collections on the server
+        assert not (seeded.config.parent / "store").exists()
+        with seeded.open() as kb:
+            names = set(kb._client.list_collections())
+        assert {f"{seeded.collection}_{r}" for r in ("chunks", "documents", "meta")} <= names
+        assert f"{seeded.collection}_probe" not in names  # what the server takes: dropped
+    else:  # kb.milvus.uri is relative to the config file's folder, not to the working folder
+        assert isinstance(seeded.uri, Path) and seeded.uri.is_dir()
     assert not (seeded.root / "store").exists()
     assert not (seeded.root / ".ragsnap").exists()
 
@@ -235,6 +311,7 @@ def test_store_holds_documents_chunks_and_settings(kb: MilvusKnowledgeBase) -> N
     assert meta["chunking"] == SETTINGS.fingerprint()
     # analyzer: auto picks jieba, because the corpus holds Chinese
     assert meta["analyzer"] == kb.analyzer == "jieba"
+    assert meta["milvusTokenizer"] == kb.tokenizer == "jieba"
     assert (meta["stemmer"], meta["stopWords"]) == ("none", "english")
     assert (kb.stemmer, kb.stop_words) == (None, True)
     chunk = kb.chunks([rows_by_chunk(kb)["mysql-connection-pool#2"]])
@@ -416,43 +493,65 @@ def test_doc_frequencies_count_ragsnap_tokens(kb: MilvusKnowledgeBase) -> None:
 # -- the pipeline on top: L0 hints and the unfiltered fallback ------------------------------
 
 
-@pytest.fixture(scope="module")
-def default_stores(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """seed-docs/ seeded through the CLI with the default settings into Milvus Lite
-    (analyzer ragsnap: Milvus's BM25 over ragsnap's stemmed tokens) and into an
-    embedded store: ``ROOT/conf/store/milvus.db`` and ``ROOT/kb.sqlite``."""
-    root = tmp_path_factory.mktemp("milvus-default")
-    run = seed_cli(root, write_config(root / "conf", own=False))
-    assert run.code == 0, run.out + run.err
+@pytest.fixture(scope="module", params=MODES)
+def default_stores(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Store:
+    """seed-docs/ seeded through the CLI with the default settings into Milvus (a Milvus
+    Lite file or the loopback server; analyzer ragsnap: Milvus's BM25 over ragsnap's
+    stemmed tokens) and into an embedded store, ``ROOT/kb.sqlite``."""
+    root = tmp_path_factory.mktemp(f"milvus-default-{request.param}")
+    store = seed_store(root, server_uri(request, request.param), own=False)
     run = run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(SEED_DOCS), cwd=root)
     assert run.code == 0, run.out + run.err
-    return root
+    return store
 
 
 @pytest.fixture(scope="module")
 def default_kb(
-    default_stores: Path, tmp_path_factory: pytest.TempPathFactory
+    default_stores: Store, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[MilvusKnowledgeBase]:
-    """A copy of the default Milvus Lite store, open in this process (Milvus Lite lets
-    one process use a file: the CLI tests keep using the original)."""
-    copy = tmp_path_factory.mktemp("milvus-default-copy") / "conf"
-    shutil.copytree(default_stores / "conf", copy)
-    with MilvusKnowledgeBase(str(copy / "store" / "milvus.db"), create=False) as kb:
+    """The default store, open in this process: a copy of a Milvus Lite file (one
+    process at a time: the CLI tests keep using the original), the server's own."""
+    store = default_stores
+    if not store.server:
+        store = clone(store, tmp_path_factory.mktemp("milvus-default-copy"))
+    with store.open() as kb:
         yield kb
 
 
 def test_the_default_analyzer_indexes_ragsnaps_tokens(
-    default_kb: MilvusKnowledgeBase, default_stores: Path
+    default_kb: MilvusKnowledgeBase, default_stores: Store
 ) -> None:
     """analyzer ragsnap: the meta says so, Milvus Lite stems (through ragsnap's tokens),
-    and its BM25 scores are the embedded store's (k1 1.5, b 0.75, the same idf)."""
+    and its BM25 scores are the embedded store's (k1 1.5, b 0.75, the same idf). The
+    tokens are split by the first tokenizer Milvus takes: Milvus Lite, file and server,
+    refuses ``whitespace`` and takes ``standard`` (a Milvus 2.5 server takes both)."""
     meta = default_kb.read_meta()
     assert (meta["analyzer"], meta["tokenizer"]) == ("ragsnap", DEFAULT_TOKENIZER.name)
     assert default_kb.analyzer == "ragsnap"
+    assert meta["milvusTokenizer"] == default_kb.tokenizer == "standard"
+    fields = default_kb._client.describe_collection(f"{default_stores.collection}_chunks")
+    (tokens,) = [f for f in fields["fields"] if f["name"] == "tokens"]
+    assert json.loads(tokens["params"]["analyzer_params"]) == {"tokenizer": "standard"}
+    # the index types (Milvus Lite does not report BM25's k1 and b, and its defaults are
+    # the embedded backend's: the scores below cannot tell whether a server applies them)
+    indexes = {
+        name: default_kb._client.describe_index(f"{default_stores.collection}_chunks", name)
+        for name in ("vector", "sparse")
+    }
+    assert (indexes["vector"]["index_type"], indexes["vector"]["metric_type"]) == (
+        "FLAT",
+        "COSINE",
+    )
+    assert (indexes["sparse"]["index_type"], indexes["sparse"]["metric_type"]) == (
+        "SPARSE_INVERTED_INDEX",
+        "BM25",
+    )
     query = "connections leaking from pools"  # stems: connect, leak, pool
     hits = default_kb.lexical_search(DEFAULT_TOKENIZER.tokens(query), Filter(), 20, query)
     assert "mysql-connection-pool" in sources_of(default_kb, hits)
-    with SqliteKnowledgeBase(default_stores / "kb.sqlite", create=False) as embedded:
+    with SqliteKnowledgeBase(default_stores.root / "kb.sqlite", create=False) as embedded:
         for case in load_cases(CASES).cases:
             tokens = DEFAULT_TOKENIZER.tokens(case.query)
             flt = Filter(kb_scope=case.kb_scope)
@@ -524,11 +623,13 @@ def test_cli_lookup_in_rag_eval_never_shows_the_other_teams_document(seeded: Sto
     assert {b["source"] for b in other["evidenceBlocks"]} == {OTHER_TEAM}
 
 
-def test_cli_snapshot_writes_fixtures_that_score(default_stores: Path) -> None:
-    """With the default analyzer Milvus's fixtures score as the committed ones do."""
-    root = default_stores
+def test_cli_snapshot_writes_fixtures_that_score(default_stores: Store) -> None:
+    """With the default analyzer Milvus's fixtures score as the committed ones do, and
+    record the tokenizer Milvus splits ragsnap's tokens with: a fixture captured
+    through another one would change."""
+    root = default_stores.root
     out = root / "milvus-fixtures"
-    config = root / "conf" / "ragsnap.yaml"
+    config = default_stores.config
     base = ("--backend", "milvus", "--config", str(config), "--cases", str(CASES))
     run = run_cli("snapshot", *base, "--fixtures", str(out), "--retrieved-at", PINNED, cwd=root)
     assert run.code == 0, run.out + run.err  # every failing case is a knownFailure
@@ -547,6 +648,13 @@ def test_cli_snapshot_writes_fixtures_that_score(default_stores: Path) -> None:
     check = run_cli("snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=root)
     assert check.code == 0, check.out + check.err
     assert "0 would change, 0 new, 29 unchanged" in check.out
+    assert fixture["generator"]["settings"]["milvusTokenizer"] == "standard"
+    fixture["generator"]["settings"]["milvusTokenizer"] = "whitespace"
+    path = out / "db-err-4031-order-repository.json"
+    path.write_text(json.dumps(fixture), encoding="utf-8")
+    check = run_cli("snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=root)
+    assert check.code != 0, check.out + check.err
+    assert "1 would change, 0 new, 28 unchanged" in check.out, check.out
 
 
 # -- refusals --------------------------------------------------------------------------------
@@ -605,6 +713,7 @@ def test_a_uri_that_is_not_a_lite_file_name_is_refused(tmp_path: Path) -> None:
 # -- one process at a time, and serving ------------------------------------------------------
 
 
+@FILE_ONLY
 def test_serve_answers_lookups_and_a_second_process_is_refused(
     seeded: Store, tmp_path: Path, serve: Callable[..., Served]
 ) -> None:
@@ -645,6 +754,7 @@ def test_serve_answers_lookups_and_a_second_process_is_refused(
     assert lookup_result(lookup_cli(store.root, store.config, "pool"))["evidenceBlocks"]
 
 
+@FILE_ONLY
 def test_close_lets_another_process_open_the_file(seeded: Store, tmp_path: Path) -> None:
     store = clone(seeded, tmp_path)
     kb = MilvusKnowledgeBase(str(store.uri), create=False)
@@ -681,7 +791,7 @@ def test_editing_and_deleting_docs_touch_only_those(
 
     before = kb.documents()
     before_rows = rows_by_chunk(kb)
-    with MilvusKnowledgeBase(str(store.uri), create=False) as after:
+    with store.open() as after:
         stored = after.documents()
         assert set(stored) == set(before) - {"log-retention-policy"}
         changed = {s for s in stored if stored[s].index_hash != before[s].index_hash}
@@ -708,10 +818,8 @@ def test_reindex_rebuilds_and_an_explicit_analyzer_must_match(
     seeded: Store, tmp_path: Path
 ) -> None:
     store = clone(seeded, tmp_path)
-    standard = write_config(
-        tmp_path / "standard", milvus={"uri": str(store.uri), "analyzer": "standard"}
-    )
-    jieba = write_config(tmp_path / "jieba", milvus={"uri": str(store.uri), "analyzer": "jieba"})
+    standard = write_config(tmp_path / "standard", milvus=store.milvus(analyzer="standard"))
+    jieba = write_config(tmp_path / "jieba", milvus=store.milvus(analyzer="jieba"))
 
     run = seed_cli(store.root, standard)
     assert_exit_2(run, "built with the jieba analyzer, not standard", "--reindex")
@@ -723,8 +831,9 @@ def test_reindex_rebuilds_and_an_explicit_analyzer_must_match(
     assert run.code == 0, run.err
     assert rebuilt(run) == REPO_SOURCES
     assert f"{REPO_CHUNKS} chunks" in run.out
-    with MilvusKnowledgeBase(str(store.uri), create=False) as kb:
+    with store.open() as kb:
         assert kb.read_meta()["analyzer"] == kb.analyzer == "standard"
+        assert kb.read_meta()["milvusTokenizer"] == "standard"
         assert kb.count() == REPO_CHUNKS and len(kb.documents()) == REPO_SOURCES
 
     assert_exit_2(seed_cli(store.root, jieba), "built with the standard analyzer, not jieba")
@@ -733,16 +842,17 @@ def test_reindex_rebuilds_and_an_explicit_analyzer_must_match(
     assert summary(run) == f"0 added, 0 updated, {REPO_SOURCES} unchanged, 0 removed"
     run = seed_cli(store.root, jieba, "--reindex")
     assert rebuilt(run) == REPO_SOURCES
-    with MilvusKnowledgeBase(str(store.uri), create=False) as kb:
+    with store.open() as kb:
         assert kb.read_meta()["analyzer"] == "jieba"
 
 
 @pytest.mark.slow
+@FILE_ONLY  # the store's own check: ~10 s a run; the server re-seeds in the test above
 def test_other_embedder_dimension_needs_reindex(seeded: Store, tmp_path: Path) -> None:
     store = clone(seeded, tmp_path)
     small = write_config(
         tmp_path / "small",
-        milvus={"uri": str(store.uri)},
+        milvus=store.milvus(),
         embedder={"kind": "hashing", "dimension": 64},
     )
     run = seed_cli(store.root, small)
@@ -947,6 +1057,7 @@ def test_analyzer_params_put_the_stemmer_after_lowercase_and_stop_words() -> Non
     assert not kept & STOP_WORDS and "?" in kept  # punctuation is never indexed
 
 
+@FILE_ONLY
 def test_a_stemmer_with_a_milvus_lite_file_is_refused(seeded: Store, tmp_path: Path) -> None:
     """Milvus Lite 3.2 takes Milvus's stemmer filter in a schema and ignores it: a
     stemmer there is refused before anything is created, not left to silently not stem."""
@@ -1087,3 +1198,61 @@ def test_a_pinned_read_fetches_each_candidate_once(
     queries.clear()
     assert (kb.refs(rows), kb.matched_terms(tokens, rows)) == expected[:2]
     assert len([q for q in queries if q.endswith("chunks")]) == 2  # unpinned: one each
+
+
+# -- what a Milvus server takes: asked, and its refusals with the fix --------------------------
+
+
+def test_a_servers_refusals_are_backend_errors_naming_it_and_the_fix(
+    milvus_server: MilvusLiteServer, tmp_path: Path
+) -> None:
+    """What the server takes is asked with a throwaway collection: Milvus Lite's server
+    refuses the whitespace tokenizer and names the ones it has; an RPC it lacks
+    (``run_analyzer``) is a BackendError naming the server and the call, not a crash."""
+    with MilvusKnowledgeBase(milvus_server.uri, collection="probing") as kb:
+        refusal, _ = kb._probe({"tokenizer": "whitespace"})
+        # Milvus Lite 3.2: "unknown tokenizer type: 'whitespace' (supported: 'standard', 'jieba')"
+        assert refusal is not None and "whitespace" in refusal and "'standard'" in refusal
+        assert kb._probe({"tokenizer": "standard"}) == (None, "unknown")
+        # it takes the stemmer filter in a schema, and does not stem
+        assert kb._probe(analyzer_params("standard", "english"), "english") == (None, "ignores")
+        assert "probing_probe" not in kb._client.list_collections()
+        with pytest.raises(BackendError) as refused:
+            kb._client.run_analyzer("connections", analyzer_params={"tokenizer": "standard"})
+    message = str(refused.value)
+    assert message.startswith(f"{milvus_server.uri}: the Milvus server refused run_analyzer (")
+    assert "Milvus 2.5 or later" in message
+
+
+def test_a_stemmer_the_server_ignores_is_refused_before_anything_is_written(
+    milvus_server: MilvusLiteServer, tmp_path: Path
+) -> None:
+    """analyzer standard with kb.analyzer.stemmer on a server whose stemmer filter does
+    nothing (Milvus Lite's): exit 2 with the fix, not an index that silently does not
+    stem; the default analyzer (ragsnap stems) on the same server seeds."""
+    docs = tmp_path / "docs"
+    write_doc(docs, "pool", "The connection pool hands out one connection per request.")
+    milvus = {"uri": milvus_server.uri, "collection": "stemmed", "analyzer": "standard"}
+    config = write_config(tmp_path / "conf", milvus=milvus, analyzer={"stemmer": "english"})
+    run = seed_cli(tmp_path, config, docs=docs)
+    assert_exit_2(
+        run,
+        f"BackendError: {milvus_server.uri}: the Milvus server takes Milvus's stemmer filter "
+        "and does not apply it",
+        "kb.milvus.analyzer: ragsnap",
+        "kb.analyzer.stemmer: none",
+    )
+    with MilvusKnowledgeBase(milvus_server.uri, collection="stemmed") as kb:
+        names = set(kb._client.list_collections())
+        assert {"stemmed_chunks", "stemmed_probe"}.isdisjoint(names)
+        assert kb.documents() == {}
+    ours = write_config(
+        tmp_path / "ours",
+        own=False,
+        milvus={"uri": milvus_server.uri, "collection": "ours"},
+        analyzer={"stemmer": "english"},
+    )
+    run = seed_cli(tmp_path, ours, docs=docs)
+    assert run.code == 0, run.out + run.err
+    result = lookup_result(lookup_cli(tmp_path, ours, "connections"))
+    assert [b["source"] for b in result["evidenceBlocks"]] == ["pool"]

@@ -332,13 +332,17 @@ class Pipeline:
 
     def describe(self, method: str | Method | None = None) -> dict[str, Any]:
         """What a fixture's ``generator.settings`` records: every setting that can
-        change a lookupResult of ``method`` (the configured one when None)."""
-        return describe_method(
-            self.settings,
-            self.method(method),
-            self.tokenizer.name,
-            self.kb.read_meta().get("analyzer"),
+        change a lookupResult of ``method`` (the configured one when None); a store
+        that records the tokenizer its own full-text index splits with (Milvus's
+        ``milvusTokenizer``, chosen from what the server takes) adds it, so a fixture
+        captured through another tokenizer differs."""
+        meta = self.kb.read_meta()
+        out = describe_method(
+            self.settings, self.method(method), self.tokenizer.name, meta.get("analyzer")
         )
+        if "milvusTokenizer" in meta:
+            out["milvusTokenizer"] = meta["milvusTokenizer"]
+        return out
 
     def _fusion(self, spec: Method) -> FusionProfile:
         return spec.fusion or self.settings.fusion

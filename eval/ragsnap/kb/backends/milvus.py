@@ -22,9 +22,24 @@ two backends see the same terms and Milvus Lite stems too. With ``standard`` or
 chunk text itself, then lowercases it, drops ragsnap's stop words
 (``kb.analyzer.stopWords``) and, with ``kb.analyzer.stemmer``, applies Milvus's
 Snowball ``stemmer`` filter, which Milvus Lite (3.2) accepts in a schema and
-ignores: that combination is refused on a Milvus Lite file. The analyzer is fixed
-when the chunks collection is created and recorded in the meta collection
-(``analyzer``, ``stemmer``, ``stopWords``); writing with another one is refused
+ignores: that combination is refused on a Milvus Lite file.
+
+What a Milvus takes is asked, not assumed, when the chunks collection is about to
+be created: a throwaway collection ``<prefix>_probe`` with the analyzer and a BM25
+function is created and dropped (``run_analyzer`` is missing from older Milvus
+servers and from Milvus Lite's). Analyzer ``ragsnap`` splits ragsnap's tokens
+with the first tokenizer the server takes of ``whitespace`` (a Milvus server) and
+``standard`` (Milvus Lite, file or ``milvus-lite server``: ragsnap's tokens hold no
+character it splits at); Milvus's own analyzers must be taken as configured, and on a
+server with ``kb.analyzer.stemmer`` a word is indexed and looked up by its stem: a
+server that takes the filter and does not stem is refused, before anything is
+written. A refusal of the server, here or in any later call, is a ``BackendError``
+naming the server, the call, the server's reason and the fix (exit 2).
+
+The analyzer is fixed when the chunks collection is created and recorded in the meta
+collection (``analyzer``, ``stemmer``, ``stopWords``, and ``milvusTokenizer``, the
+tokenizer chosen, which fixtures record in ``generator.settings``: a fixture
+captured through another tokenizer differs); writing with another one is refused
 until ``seed --reindex``. Its
 scores are not comparable with FTS5's (and negative in Milvus Lite), so only
 the order is used: a score is the absolute distance, ranked on the
@@ -105,6 +120,14 @@ STEMMER_LANGUAGES = (
     "hungarian", "italian", "norwegian", "portuguese", "romanian", "russian", "spanish",
     "swedish", "tamil", "turkish",
 )  # fmt: skip
+#: the Milvus tokenizers that split ragsnap's space-separated tokens (analyzer ``ragsnap``),
+#: in order of preference: ``whitespace`` keeps every token whole; ``standard`` splits
+#: at non-word characters, which ragsnap's tokens hold none of (Milvus Lite's standard
+#: tokenizer keeps a run of Chinese characters whole; a Milvus server's follows Unicode
+#: word rules, which need not: there ``whitespace`` is the one that keeps ragsnap's terms)
+SPLIT_TOKENIZERS = ("whitespace", "standard")
+#: words that a Snowball stemmer shortens, for asking a server whether it stems
+_STEM_PROBES = ("connections", "organizaciones", "nationalités", "verbindungen", "running")
 SCHEMA_VERSION = "1"
 _MAX_VARCHAR = 65535
 _BATCH = 500
@@ -205,6 +228,58 @@ def _lite_version() -> str:
         return "(version unknown)"
 
 
+def _is_refusal(exc: BaseException) -> bool:
+    """A Milvus server's (or Milvus Lite's) answer that it will not do what was asked:
+    pymilvus's exceptions, and gRPC errors (an RPC the server does not implement)."""
+    from grpc import RpcError  # type: ignore[import-untyped]  # pymilvus's transport
+    from pymilvus.exceptions import MilvusException
+
+    return isinstance(exc, (MilvusException, RpcError))
+
+
+def _reason(exc: BaseException) -> str:
+    """What a refusal says, without pymilvus's or gRPC's wrapping."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and message:
+        return message
+    details = getattr(exc, "details", None)
+    if callable(details):
+        text = details()
+        if isinstance(text, str) and text:
+            return text
+    return str(exc) or type(exc).__name__
+
+
+class _Guarded:
+    """The pymilvus client, each of whose calls turns a refusal of the server into a
+    ``BackendError`` naming the server, the call, the server's reason and the fix."""
+
+    def __init__(self, client: Any, where: str, server: str) -> None:
+        self._client = client
+        self._where = where
+        self._server = server
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attribute(*args, **kwargs)
+            except Exception as exc:
+                if not _is_refusal(exc):
+                    raise
+                raise BackendError(
+                    f"{self._where}: {self._server} refused {name} ({_reason(exc)}); ragsnap "
+                    "needs Milvus 2.5 or later (BM25 functions, sparse vectors): check the "
+                    "server's version and log, or rebuild the collections with `ragsnap seed "
+                    "--backend milvus --reindex`"
+                ) from None
+
+        return call
+
+
 class _Pin(NamedTuple):
     """One thread's pinned read: its generation, and the fields read of each row."""
 
@@ -282,10 +357,16 @@ class MilvusKnowledgeBase:
             "chunks": f"{collection}_chunks",
             "documents": f"{collection}_documents",
             "meta": f"{collection}_meta",
+            "probe": f"{collection}_probe",  # ``_probe``: created and dropped at once
         }
         self._lock = threading.RLock()
         self._pins = threading.local()  # ``pinned``: this thread's generation and rows read
-        self._client = self._connect(MilvusClient, token)
+        #: the Milvus tokenizer of the chunk text's BM25 field (``SPLIT_TOKENIZERS``,
+        #: or the analyzer's own), chosen from what the server takes when the chunks
+        #: collection is created; None for a store of an older ragsnap
+        self._tokenizer: str | None = None
+        self._raw = self._connect(MilvusClient, token)
+        self._client = _Guarded(self._raw, self.where, self._server())
         self._vocab: tuple[str, Counter[str], int] | None = None
         self._chunks_exist = False
         self._dimension: int | None = None  # of the chunks' vectors, read when first needed
@@ -309,6 +390,7 @@ class MilvusKnowledgeBase:
                 stem = meta.get("stemmer", "none")
                 self._stemmer = None if stem == "none" else stem
                 self._stop_words = meta.get("stopWords", "english") == "english"
+                self._tokenizer = meta.get("milvusTokenizer")
         if self._analyzer == "jieba":
             _quiet_jieba()
 
@@ -317,6 +399,12 @@ class MilvusKnowledgeBase:
         """The text analyzer of the chunks collection (``ragsnap``, ``standard`` or
         ``jieba``)."""
         return self._analyzer
+
+    @property
+    def tokenizer(self) -> str | None:
+        """The Milvus tokenizer of the chunk text's BM25 field (``whitespace`` or
+        ``standard`` for analyzer ``ragsnap``, else the analyzer's own), once chosen."""
+        return self._tokenizer
 
     @property
     def stemmer(self) -> str | None:
@@ -336,12 +424,21 @@ class MilvusKnowledgeBase:
             raise BackendError(f"{self.where}: the chunks collection exists; drop it first")
         self._analyzer = analyzer
         self._stemmer, self._stop_words = self._wanted
+        self._tokenizer = None
         if analyzer == "jieba":
             _quiet_jieba()
 
     def _connect(self, client_class: Any, token: str | None) -> Any:
+        # a server: a TCP connection of this store's own, which ``close`` closes. pymilvus
+        # shares a client per URI and gRPC a connection per address (its global subchannel
+        # pool, even for a "dedicated" client); a server that refuses pymilvus's keepalive
+        # pings on an idle connection (Milvus Lite's: GOAWAY "too_many_pings") would fail
+        # a new store's first call on another store's idle connection
+        options: dict[str, Any] = {}
+        if not self._lite:
+            options = {"dedicated": True, "grpc_options": {"grpc.use_local_subchannel_pool": 1}}
         try:
-            return client_class(uri=self.uri, token=token or "")
+            return client_class(uri=self.uri, token=token or "", **options)
         except Exception as exc:  # pymilvus raises its own exception types
             if self._lite:
                 raise BackendError(
@@ -350,9 +447,118 @@ class MilvusKnowledgeBase:
                     "or use a Milvus server"
                 ) from None
             raise BackendError(
-                f"{self.uri}: cannot connect to Milvus ({type(exc).__name__}); check that the "
-                "server runs, the URI and the token"
+                f"{self.uri}: cannot connect to Milvus ({type(exc).__name__}: {_reason(exc)}); "
+                "check that the server runs, the URI and the token"
             ) from None
+
+    def _server(self) -> str:
+        """This Milvus, for messages."""
+        return f"Milvus Lite {_lite_version()}" if self._lite else "the Milvus server"
+
+    # -- what the server takes ------------------------------------------------
+
+    def _probe(self, params: dict[str, Any], stem: str | None = None) -> tuple[str | None, str]:
+        """Whether this Milvus takes a BM25 field analysed with ``params``: its refusal
+        (None when it takes it); with ``stem`` (a Snowball language), also whether it
+        applies the stemmer: ``"stems"``, ``"ignores"`` (a word indexed is not found by
+        its stem) or ``"unknown"`` (no probe word stems in that language).
+
+        Asked with a throwaway collection ``<prefix>_probe``, created and dropped:
+        every Milvus that runs BM25 takes a collection, while ``run_analyzer`` is
+        missing from older Milvus servers and from Milvus Lite's gRPC server."""
+        from pymilvus import DataType, Function, FunctionType
+
+        from ..text import get_tokenizer
+
+        c = self._client
+        name = self._names["probe"]
+        if c.has_collection(name):
+            c.drop_collection(name)
+        schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.INT64, is_primary=True)
+        schema.add_field(
+            "text", DataType.VARCHAR, max_length=1024, enable_analyzer=True, analyzer_params=params
+        )
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name="probe_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["text"],
+                output_field_names=["sparse"],
+            )
+        )
+        index = c.prepare_index_params()
+        index.add_index(
+            "sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=BM25_PARAMS
+        )
+        try:
+            self._raw.create_collection(
+                name, schema=schema, index_params=index, consistency_level="Strong"
+            )
+        except Exception as exc:
+            if not _is_refusal(exc):
+                raise
+            return _reason(exc), "unknown"
+        try:
+            if stem is None:
+                return None, "unknown"
+            stems = get_tokenizer("bigram", stem)
+            pairs = [(w, stems.tokens(w)) for w in _STEM_PROBES]
+            pair = next(((w, t[0]) for w, t in pairs if len(t) == 1 and t[0] != w), None)
+            if pair is None:
+                return None, "unknown"
+            c.insert(name, [{"id": 1, "text": pair[0]}])
+            c.flush(name)
+            hits = c.search(
+                name,
+                data=[pair[1]],
+                anns_field="sparse",
+                limit=1,
+                search_params={"metric_type": "BM25"},
+            )[0]
+            return None, "stems" if hits else "ignores"
+        finally:
+            c.drop_collection(name)
+
+    def _choose_tokenizer(self) -> None:
+        """The analysis of a chunks collection about to be created, from what this Milvus
+        takes (``_probe``): for analyzer ``ragsnap`` the first of ``SPLIT_TOKENIZERS``
+        it takes; for Milvus's own analyzers, the analyzer as configured, refused with the
+        fix when the server refuses it or ignores its stemmer filter."""
+        if self._analyzer == "ragsnap":
+            refusals = []
+            for name in SPLIT_TOKENIZERS:
+                refusal, _ = self._probe({"tokenizer": name})
+                if refusal is None:
+                    self._tokenizer = name
+                    return
+                refusals.append(f"{name}: {refusal}")
+            raise BackendError(
+                f"{self.where}: {self._server()} takes no tokenizer that splits ragsnap's "
+                f"tokens ({'; '.join(refusals)}); ragsnap needs Milvus 2.5 or later (BM25 "
+                "full-text search): upgrade the server, or use the embedded backend"
+            )
+        params = analyzer_params(self._analyzer, self._stemmer, self._stop_words)
+        # a Milvus Lite file's stemming is asked in this process (``_lite_stems``)
+        stem = None if self._lite else self._stemmer
+        refusal, stems = self._probe(params, stem)
+        if refusal is not None:
+            raise BackendError(
+                f"{self.where}: {self._server()} refused Milvus's {self._analyzer} analyzer "
+                f"({refusal}); set kb.milvus.analyzer: ragsnap (Milvus indexes ragsnap's own "
+                "tokens, split by a tokenizer the server has) or an analyzer the server names, "
+                "then run `ragsnap seed --backend milvus --reindex`"
+            )
+        if stems == "ignores":
+            raise BackendError(
+                f"{self.where}: {self._server()} takes Milvus's stemmer filter and does not "
+                f"apply it (a word it indexed is not found by its stem), so kb.analyzer.stemmer "
+                f"{stem} cannot work with Milvus's {self._analyzer} analyzer on it; use "
+                "kb.milvus.analyzer: ragsnap (the default: Milvus indexes ragsnap's own stemmed "
+                "tokens), a Milvus server that stems, or kb.analyzer.stemmer: none"
+            )
+        self._tokenizer = self._analyzer
 
     # -- collections ----------------------------------------------------------
 
@@ -395,11 +601,10 @@ class MilvusKnowledgeBase:
         schema.add_field("title", DataType.VARCHAR, max_length=2048)
         schema.add_field("heading", DataType.VARCHAR, max_length=2048)
         schema.add_field("metadata", DataType.JSON)
+        self._choose_tokenizer()
         if self._analyzer == "ragsnap":  # BM25 over ragsnap's tokens, split at spaces
-            # (Milvus Lite has no whitespace tokenizer; its standard one splits at \W,
-            # and ragsnap's tokens are runs of word characters)
             bm25_input = "tokens"
-            split = {"tokenizer": "standard" if self._lite else "whitespace"}
+            split = {"tokenizer": self._tokenizer}
             schema.add_field("text", DataType.VARCHAR, max_length=_MAX_VARCHAR)
             schema.add_field(
                 "tokens",
@@ -619,6 +824,8 @@ class MilvusKnowledgeBase:
             meta["analyzer"] = self._analyzer
             meta["stemmer"] = self._stemmer or "none"
             meta["stopWords"] = "english" if self._stop_words else "none"
+            if self._tokenizer is not None:
+                meta["milvusTokenizer"] = self._tokenizer
             previous = self.read_meta().get("generation", "0")
             meta["generation"] = str(int(previous) + 1)
             c.upsert(
@@ -825,6 +1032,7 @@ class MilvusKnowledgeBase:
     def drop(self) -> None:
         """Delete the three collections (``seed --reindex`` starts from nothing)."""
         with self._lock:
+            self._tokenizer = None
             for name in self._names.values():
                 if self._client.has_collection(name):
                     self._client.drop_collection(name)
