@@ -32,10 +32,14 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
     """The settings of ragsnap.yaml that can change a lookup of ``method`` (the
     configured one when None) on ``backend``, flat under their ragsnap.yaml names.
 
-    A service (``http``) runs its own lookup, so only the backend is recorded.
+    A service (``http``) runs its own lookup, so only the backend is recorded, and
+    the method asked for with the fields its requests add (``http.methods``).
     """
     if backend == "http":
-        return {"backend": backend}
+        if method is None:
+            return {"backend": backend}
+        request = config.http.method_request(method)
+        return {"backend": backend, "method": method, "method.request": request}
     from ..settings import PIPELINE_VERSION, method_settings
 
     spec = config.lookup.method_spec(method or config.lookup.method)

@@ -73,15 +73,18 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
         from ..io.httpclient import read_token
         from ..kb.backends.http import HttpService
 
-        for flag, value in (("--kb", args.kb), ("--method", args.method)):
-            if value is not None:
-                raise UsageError(
-                    f"{flag} is for a local knowledge base; the service runs its own lookup: "
-                    f"drop {flag} or use --backend embedded"
-                )
-
+        if args.kb is not None:
+            raise UsageError(
+                "--kb is for a local knowledge base; the service runs its own lookup: "
+                "drop --kb or use --backend embedded"
+            )
+        mapping = config.http
+        if args.method is not None:  # one http.methods names, checked before any request
+            mapping.method_request(args.method)
         token = read_token(args.token_file, args.token_env)
-        with HttpService(config.http, base_url=args.base_url, token=token) as service:
+        with HttpService(
+            mapping, base_url=args.base_url, token=token, method=args.method
+        ) as service:
             yield service, f"http ({service.base_url})"
         return
     if args.base_url is not None:
@@ -237,9 +240,8 @@ def run(args: argparse.Namespace) -> int:
         documents, revision = source.corpus()
     elapsed = time.perf_counter() - started
     backend = str(generator.get("backend", backend_of(args, config)))
-    method = args.method if backend != "http" else None
     recorded, behind = captured_documents(documents, config)
-    capture = Capture(settings_of(config, backend, method), recorded, revision)
+    capture = Capture(settings_of(config, backend, args.method), recorded, revision)
 
     changed: list[tuple[str, list[str]]] = []
     writes: list[tuple[Path, bytes]] = []
