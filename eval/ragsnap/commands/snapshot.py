@@ -78,12 +78,10 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
                 "--kb is for a local knowledge base; the service runs its own lookup: "
                 "drop --kb or use --backend embedded"
             )
-        mapping = config.http
-        if args.method is not None:  # one http.methods names, checked before any request
-            mapping.method_request(args.method)
         token = read_token(args.token_file, args.token_env)
+        # --method: one of http.methods, whose fields every lookup request carries
         with HttpService(
-            mapping, base_url=args.base_url, token=token, method=args.method
+            config.http, base_url=args.base_url, token=token, method=args.method
         ) as service:
             yield service, f"http ({service.base_url})"
         return
