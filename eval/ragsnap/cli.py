@@ -301,13 +301,14 @@ def _add_privacy(parser: argparse.ArgumentParser, default: str = "off") -> None:
     )
 
 
-def _add_method(parser: argparse.ArgumentParser, which: str) -> None:
+def _add_method(parser: argparse.ArgumentParser, which: str, http: str = "") -> None:
     _add(
         parser,
         "--method",
         metavar="NAME",
         help=f"{which}retrieval method: lexical, vector, hybrid, hybrid+rerank or one "
-        "defined under `methods:` in ragsnap.yaml (default: lookup.method, else hybrid+rerank)",
+        "defined under `methods:` in ragsnap.yaml (default: lookup.method, else hybrid+rerank)"
+        f"{http}",
     )
 
 
@@ -378,7 +379,12 @@ def _add_lookup_source(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         help="lookups in flight (default: http.concurrency for http, else 1)",
     )
-    _add_method(parser, "embedded, milvus: ")
+    _add_method(
+        parser,
+        "embedded, milvus: ",
+        "; http: one named under http.methods, whose fields every lookup request carries "
+        "(default: none, the service's own method)",
+    )
     _add(
         parser,
         "--latency",
@@ -1083,15 +1089,26 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     positives, per split, language and category; latency from a warm-up and seeded,
     shuffled repetitions; a determinism check; gates. The report holds ids, digests and
     measurements, never queries or texts. Exits 1 when a gate fails or two passes
-    differ.
+    differ. With --backend http, the methods of http.methods run on a live service
+    instead, nothing seeded.
     """
     _add(trial, "--cases")
+    _add(
+        trial,
+        "--backend",
+        choices=("embedded", "http"),
+        help="embedded: temporary knowledge bases seeded from kb.seedDocs; http: the service "
+        "of the http mapping, one method per http.methods entry (default: embedded)",
+    )
+    _add(trial, "--base-url", help=f"http: {_SERVICE}")
+    _add_token(trial, "http: send this bearer token")
     _add(
         trial,
         "--methods",
         metavar="A,B,...",
         help="methods to compare (default: trial.methods in ragsnap.yaml, else lexical, "
-        "vector, hybrid, hybrid+rerank, and alias when trial.aliases is set)",
+        "vector, hybrid, hybrid+rerank, and alias when trial.aliases is set; http: every "
+        "http.methods entry)",
     )
     _add(
         trial,

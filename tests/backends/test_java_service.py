@@ -608,3 +608,76 @@ def test_slow_first_byte_within_the_timeout(java: JavaService, tmp_path: Path) -
     with hasty, pytest.raises(ServiceUnreachable) as info:
         hasty.lookup("HikariCP pool size", kb_scope="rag-eval", top_k=5)
     assert "(ReadTimeout) after 1 attempt(s)" in str(info.value)
+
+
+# -- methods on the service: snapshot --method and trial --backend http ---------------------
+
+
+def test_a_two_method_trial_runs_on_the_service(java: JavaService, tmp_path: Path) -> None:
+    seed(java, tmp_path)
+    cases = cases_file(tmp_path)
+    (tmp_path / "gates.yaml").write_text(
+        "version: 1\ngates:\n"
+        "  - {method: '*', measure: passRate, min: 0.1}\n"
+        "  - {method: '*', measure: latencyP95Ms, max: 60000}\n",
+        encoding="utf-8",
+    )
+    run = cli(
+        java,
+        "trial",
+        "--backend",
+        "http",
+        "--cases",
+        str(cases),
+        "--repetitions",
+        "2",
+        "--depth",
+        "20",
+        "--gates",
+        "gates.yaml",
+        cwd=tmp_path,
+    )
+    assert run.code == 0, run.out + run.err
+    assert f"Service: http at {java.base_url}, corpus revision not recorded" in run.out
+    assert "Determinism: 3 passes identical" in run.out
+    assert "Gates: 4 of 4 passed" in run.out
+    report = json.loads((tmp_path / "reports" / "trial.json").read_text(encoding="utf-8"))
+    validate(report, "trial-report", "trial.json", "trial report")
+    assert report["service"] == {
+        "backend": "http",
+        "baseUrl": java.base_url,
+        "corpusRevision": None,  # the service's health reports none
+    }
+    assert report["plan"]["backend"] == {"name": "http", "corpusRevision": None}
+    assert [m["name"] for m in report["plan"]["methods"]] == ["overlap", "body"]
+    assert report["plan"]["methods"][1]["request"] == {"mode": "body"}
+    assert sorted(report["methods"]) == ["body", "overlap"]
+    for name in ("overlap", "body"):
+        latency = report["timing"]["latency"][name]
+        assert latency["count"] == 2 * len(CASES) and latency["p95Ms"] is not None
+        assert report["methods"][name]["admitted"] is True
+    assert report["determinism"] == {**report["determinism"], "checked": True, "identical": True}
+    assert {g["method"] for g in report["gates"]} == {"overlap", "body"}
+    assert all(g["ran"] and g["passed"] for g in report["gates"])
+    assert TOKEN not in json.dumps(report)
+    markdown = (tmp_path / "reports" / "trial.md").read_text(encoding="utf-8")
+    assert f"Service: http at {java.base_url}, corpus revision not recorded" in markdown
+
+
+def test_snapshot_method_sends_its_mode_and_records_it(java: JavaService, tmp_path: Path) -> None:
+    seed(java, tmp_path)
+    cases = cases_file(tmp_path, CASES[:2])
+    args = ("snapshot", "--backend", "http", "--cases", str(cases), "--fixtures", "fixtures")
+    body = cli(java, *args, "--method", "body", cwd=tmp_path)
+    assert body.code == 0, body.out + body.err
+    fixture = json.loads((tmp_path / "fixtures" / f"{CASES[0]}.json").read_text("utf-8"))
+    assert fixture["generator"]["method"] == "body"
+    assert fixture["generator"]["settings"] == {"request": {"mode": "body"}}
+    manifest = (tmp_path / "fixtures" / "_manifest.json").read_text("utf-8")
+    assert '"method.request": {\n' in manifest and '"mode": "body"' in manifest
+    other = cli(java, *args, "--method", "overlap", "--check", cwd=tmp_path)
+    assert other.code == 1, other.out + other.err  # captured under another method: stale
+    unknown = cli(java, *args, "--method", "bm25", cwd=tmp_path)
+    assert unknown.code == 2
+    assert "method 'bm25' is not in http.methods" in unknown.err
+    assert "use one of overlap, body" in unknown.err

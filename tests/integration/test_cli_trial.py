@@ -185,6 +185,10 @@ def test_the_example_gates_admit_the_default_method(example: Path) -> None:
         (["--kb", "missing.sqlite", "--methods", "lexical"], "no knowledge base here"),
         (["--gates", "cases/golden-cases.json"], "gates"),
         (["--cases", "missing.json"], "missing.json"),
+        (["--base-url", "http://127.0.0.1:1"], "--base-url is for --backend http"),
+        (["--backend", "http", "--kb", "kb.sqlite"], "--kb is for the embedded trial"),
+        # the example maps no http.methods: nothing to compare on a service
+        (["--backend", "http"], "ragsnap.yaml at /http/methods: maps no http.methods"),
     ],
 )
 def test_bad_input_exits_2(example: Path, args: list[str], words: str) -> None:

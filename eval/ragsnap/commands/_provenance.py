@@ -33,15 +33,16 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
     configured one when None) on ``backend``, flat under their ragsnap.yaml names.
 
     A backend that answers whole lookups (a service, a Python retriever) runs its own
-    lookup, so only the backend and what it adds itself (the python backend's
-    retriever) are recorded; a store adds its own settings to the pipeline's (the
-    milvus backend's analyzer): ``ragsnap.kb.backends.registry``.
+    lookup, so only the backend and what it adds itself are recorded (the python
+    backend's retriever; the http backend's method with the fields its requests add,
+    ``http.methods``); a store adds its own settings to the pipeline's (the milvus
+    backend's analyzer): ``ragsnap.kb.backends.registry``.
     """
     from ..kb.backends.registry import get_backend
 
     entry = get_backend(backend)
     if entry.looks_up != "pipeline":
-        return {"backend": backend, **entry.settings(config)}
+        return {"backend": backend, **entry.settings(config, method)}
     from ..settings import PIPELINE_VERSION, method_settings
 
     spec = config.lookup.method_spec(method or config.lookup.method)
@@ -58,7 +59,7 @@ def settings_of(config: Config, backend: str, method: str | None = None) -> dict
         "kb.stopWords": kb.stop_words,
         "kb.embedder": kb.embedder if spec.embedder is None else None,
         "kb.chunking": kb.chunking.fingerprint(),
-        **entry.settings(config),
+        **entry.settings(config, method),
     }
     return out
 

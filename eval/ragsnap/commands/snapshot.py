@@ -70,15 +70,18 @@ LISTED = 40
 def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[LookupSource, str]]:
     """The lookup source ``--backend`` names, and a description for messages."""
     entry = entry_of(args, config)
-    options = options_of(args)
+    options = dataclasses.replace(options_of(args), method=args.method)
     if entry.open_source is not None:  # whole lookups answered by something else
-        for flag, value in (("--kb", args.kb), ("--method", args.method)):
-            if value is not None:
-                raise UsageError(
-                    f"{flag} is for a local knowledge base; {entry.answered_by} runs its own "
-                    f"lookup: "
-                    f"drop {flag} or use --backend embedded"
-                )
+        if args.kb is not None:
+            raise UsageError(
+                f"--kb is for a local knowledge base; {entry.answered_by} runs its own "
+                "lookup: drop --kb or use --backend embedded"
+            )
+        if args.method is not None and not entry.methods:
+            raise UsageError(
+                f"--method chooses among ragsnap's methods or a service's http.methods; "
+                f"{entry.answered_by} has none: drop --method"
+            )
         entry.check_options(options, ("--base-url", "--token-file", "--token-env", "--retriever"))
         with entry.open_source(config, options) as (source, described):
             yield source, described
@@ -233,7 +236,8 @@ def run(args: argparse.Namespace) -> int:
         documents, revision = source.corpus()
     elapsed = time.perf_counter() - started
     backend = str(generator.get("backend", backend_of(args, config)))
-    method = args.method if get_backend(backend).looks_up == "pipeline" else None
+    entry = get_backend(backend)
+    method = args.method if entry.looks_up == "pipeline" or entry.methods else None
     recorded, behind = captured_documents(documents, config)
     capture = Capture(settings_of(config, backend, method), recorded, revision)
 
@@ -286,7 +290,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {case_id}: {'; '.join(reasons)}")
     if len(changed) > LISTED:
         print(f"  ... and {len(changed) - LISTED} more")
-    entry = get_backend(backend)
     empty = [part for part in LOOKUP_PARTS if part not in entry.records]
     if empty:
         print(

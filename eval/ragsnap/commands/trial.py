@@ -10,6 +10,21 @@ and the measured passes; compare their determinism projections; score the
 first measured pass per method; apply the gates; write the report (and the
 TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
 
+``--backend http`` runs the trial over a live service instead (the ``http``
+mapping of ragsnap.yaml): one method per ``http.methods`` entry (or those
+``--methods`` / ``trial.methods`` name), each lookup one request carrying
+that method's fields (``ragsnap.kb.backends.http``). Nothing is seeded: the
+service's corpus is its own, so the plan records the corpus revision its
+health answer reports (null, "not recorded", when it reports none) instead of
+a corpus digest, and the report names the backend and the base URL (no
+credentials). With a depth, a lookup asks for ``topK = max(depth, the case's
+topK)``: the deep ranking is the service's answer as returned (chunks, in its
+order), and the case's first topK blocks are scored as its evidence, so
+nothing is asked twice and a lookup's latency is one request's. Latencies a
+service reports inside its traces (``latencyMs``) are left out, so the
+determinism check compares retrieval, not timing; the passes, latency
+figures, gates, repetitions and seeds are the embedded trial's.
+
 ``--privacy`` (the default when ``trial.shareable: true``; ``--no-privacy``
 turns it off) writes the report's privacy view (``ragsnap.trial.privacy``);
 a diff is computed on the full report, then made private. The TREC runs hold
@@ -19,17 +34,19 @@ ids only and are written as they are; a plan file is written in full.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import resource
 import tempfile
 import time
-from collections.abc import Sequence
+import urllib.parse
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
-from ..errors import InputError, UsageError
+from ..errors import BackendError, InputError, UsageError
 from ..io.inputs import load_cases
 from ..io.jsonio import (
     check_outputs,
@@ -49,17 +66,42 @@ from ..trial.measure import MethodMeasurement, measure_method, trial_measures
 from ..trial.plan import Plan, canonical_sha256, corpus_digest
 from ..trial.privacy import private_trial, private_trial_diff
 from ..trial.report import build_trial_report, method_table, render_trial_markdown
-from ..trial.runner import PassResult, first_difference, latency_summary, pass_order, run_pass
+from ..trial.runner import (
+    Lookup,
+    PassResult,
+    first_difference,
+    latency_summary,
+    pass_order,
+    pipeline_lookup,
+    run_pass,
+)
 from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
 from ._kb import open_tokenizer
 
 if TYPE_CHECKING:
+    from ..kb.backends.http import HttpService
     from ..kb.backends.sqlite import SqliteKnowledgeBase
     from ..kb.embedders import Embedder
 
 #: the flags a plan fixes: giving one with --plan is a usage error
 PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
 DEFAULT_SEED = 20260920
+BACKENDS = ("embedded", "http")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Side:
+    """What a trial runs on (the embedded store or a service): the methods'
+    definitions, the plan's inputs and backend, the report's service section, and
+    ``run(cases, depth, repetitions, seed) -> (passes, the report's corpus)``."""
+
+    definitions: dict[str, dict[str, Any]]
+    inputs: dict[str, str]
+    backend: dict[str, Any] | None
+    service: dict[str, Any] | None
+    run: Callable[
+        [Sequence[GoldenCase], int | None, int, int], tuple[list[PassResult], dict[str, Any]]
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,10 +120,20 @@ def run(args: argparse.Namespace) -> int:
                 "--plan runs a plan and --write-plan writes one; pass only one of them"
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
+    backend = getattr(args, "backend", None) or "embedded"
+    _check_backend_flags(args, backend)
+    if pinned is not None and pinned.backend_name != backend:
+        raise InputError(
+            args.plan,
+            f"was written for a trial over the {pinned.backend_name} backend, and this trial "
+            f"runs over {backend}",
+            f"run it with --backend {pinned.backend_name}, or write a plan for {backend} with "
+            f"`ragsnap trial --backend {backend} --write-plan FILE`",
+            "/plan/backend",
+        )
     given_privacy = getattr(args, "privacy", None)
     privacy = config.trial.shareable if given_privacy is None else given_privacy
-    names = _method_names(args, config, pinned)
-    methods = {name: config.lookup.method_spec(name) for name in names}
+    names = _method_names(args, config, pinned, backend)
     depth = _pick(args.depth, pinned, "depth", config.trial.depth)
     split = _pick(args.split, pinned, "split", "all")
     repetitions = int(_pick(args.repetitions, pinned, "repetitions", 1))
@@ -127,96 +179,40 @@ def run(args: argparse.Namespace) -> int:
         allow_outside=args.allow_outside,
     )
 
-    from ..kb.corpus import open_seed_docs
-    from ..kb.embedders import make_embedder
-    from ..kb.pipeline import describe_method
-    from ..kb.seeding import index_hashes
-
-    tokenizer = open_tokenizer(config)
-    providers: dict[str, dict[str, Any]] = {}  # embedder spec key -> spec
-    provider_of: dict[str, str] = {}
-    for name, spec in methods.items():
-        embedder_spec = spec.embedder if spec.embedder is not None else config.kb.embedder
-        key = json.dumps(embedder_spec, sort_keys=True)
-        providers.setdefault(key, embedder_spec)
-        provider_of[name] = key
-    if args.kb is not None and len(providers) > 1:
-        own = [n for n, s in methods.items() if s.embedder is not None]
-        raise UsageError(
-            f"--kb holds one vector space, and {', '.join(own)} bring(s) other vectors; drop "
-            "--kb (the trial seeds a store per vector provider) or those methods"
+    with contextlib.ExitStack() as stack:
+        side = (
+            _service_side(args, config, names, case_set.sha256, stack)
+            if backend == "http"
+            else _embedded_side(args, config, names, case_set.sha256)
         )
-    embedders: dict[str, Embedder] = {
-        key: make_embedder(spec, config.kb.base) for key, spec in providers.items()
-    }
-
-    docs = None
-    if args.kb is not None:
-        from ..kb.backends.sqlite import SqliteKnowledgeBase
-
-        with SqliteKnowledgeBase(args.kb, create=False) as kb:
-            hashes = {s: d.index_hash for s, d in sorted(kb.documents().items())}
-    else:
-        docs = open_seed_docs(config.kb.seed_docs)
-        hashes = index_hashes(docs, config.kb.chunking)
-    definitions: dict[str, dict[str, Any]] = {
-        name: {
-            "name": name,
-            "retrievers": list(spec.retrievers),
-            "embedder": embedders[provider_of[name]].fingerprint.to_json(),
-            "settings": describe_method(config.lookup, spec, tokenizer.name, None),
-            "note": spec.note,
-        }
-        for name, spec in methods.items()
-    }
-    inputs = {
-        "corpus": corpus_digest(hashes),
-        "cases": case_set.sha256,
-        "vectors": canonical_sha256(sorted({d["embedder"]["model"] for d in definitions.values()})),
-        "providers": canonical_sha256(
-            sorted(json.dumps(d["embedder"], sort_keys=True) for d in definitions.values())
-        ),
-    }
-    plan = Plan(inputs, [definitions[n] for n in names], depth, split, repetitions, seed)
-    if pinned is not None:
-        differences = pinned.differences(plan)
-        if differences:
-            raise InputError(
-                args.plan,
-                "does not match this run: " + "; ".join(differences),
-                "run with the inputs the plan was written for, or write a new plan with "
-                "--write-plan",
-                "/plan",
-            )
-    if args.write_plan is not None:
-        write_outputs({args.write_plan: plan.file_json()})
-        print(
-            f"Wrote {args.write_plan}: {len(names)} method(s), split {split}, "
-            f"{len(cases)} case(s), plan {plan.sha256[:16]}. Run it with "
-            f"`ragsnap trial --plan {args.write_plan}`."
+        plan = Plan(
+            side.inputs,
+            [side.definitions[n] for n in names],
+            depth,
+            split,
+            repetitions,
+            seed,
+            side.backend,
         )
-        return 0
-
-    with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
-        stores = _open_stores(args, config, embedders, tokenizer, docs, hashes, Path(work))
-        try:
-            passes = _run_passes(
-                args,
-                config,
-                methods,
-                provider_of,
-                stores,
-                embedders,
-                tokenizer,
-                cases,
-                depth,
-                repetitions,
-                seed,
+        if pinned is not None:
+            differences = pinned.differences(plan)
+            if differences:
+                raise InputError(
+                    args.plan,
+                    "does not match this run: " + "; ".join(differences),
+                    "run with the inputs the plan was written for, or write a new plan with "
+                    "--write-plan",
+                    "/plan",
+                )
+        if args.write_plan is not None:
+            write_outputs({args.write_plan: plan.file_json()})
+            print(
+                f"Wrote {args.write_plan}: {len(names)} method(s), split {split}, "
+                f"{len(cases)} case(s), plan {plan.sha256[:16]}. Run it with "
+                f"`ragsnap trial --plan {args.write_plan}`."
             )
-            chunks = next(iter(stores.values())).count()
-        finally:
-            for store in stores.values():
-                store.close()
+            return 0
+        passes, corpus = side.run(cases, depth, repetitions, seed)
 
     scored = passes[1] if len(passes) > 1 else passes[0]
     measures = trial_measures(depth)
@@ -238,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
     report = build_trial_report(
         plan=plan.to_json(),
         plan_sha256=plan.sha256,
-        corpus={"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]},
+        corpus=corpus,
+        service=side.service,
         cases={
             "total": len(case_set.cases),
             "run": len(cases),
@@ -246,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             "noAnswer": sum(c.no_answer for c in cases),
             "sha256": case_set.sha256,
         },
-        definitions=definitions,
+        definitions=side.definitions,
         measurements=measurements,
         gates=None if gate_rows is None else [g.to_json() for g in gate_rows],
         determinism=determinism,
@@ -298,6 +295,184 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed_gates or determinism["identical"] is False or regressed else 0
 
 
+def _check_backend_flags(args: argparse.Namespace, backend: str) -> None:
+    """The flags of one backend are refused with the other."""
+    if backend == "http":
+        for flag, value in (("--kb", args.kb), ("--aliases", args.aliases)):
+            if value is not None:
+                raise UsageError(
+                    f"{flag} is for the embedded trial; a service runs its own lookup: drop "
+                    f"{flag}, or drop --backend http"
+                )
+        return
+    service_flags = (
+        ("--base-url", getattr(args, "base_url", None)),
+        ("--token-file", getattr(args, "token_file", None)),
+        ("--token-env", getattr(args, "token_env", None)),
+    )
+    for flag, value in service_flags:
+        if value is not None:
+            raise UsageError(f"{flag} is for --backend http; drop it or add --backend http")
+
+
+def _embedded_side(
+    args: argparse.Namespace, config: Config, names: Sequence[str], cases_sha256: str
+) -> _Side:
+    """The embedded trial: a temporary store per vector provider (or ``--kb``), seeded
+    from the configured corpus when the passes run."""
+    from ..kb.corpus import open_seed_docs
+    from ..kb.embedders import make_embedder
+    from ..kb.pipeline import describe_method
+    from ..kb.seeding import index_hashes
+
+    methods = {name: config.lookup.method_spec(name) for name in names}
+    tokenizer = open_tokenizer(config)
+    providers: dict[str, dict[str, Any]] = {}  # embedder spec key -> spec
+    provider_of: dict[str, str] = {}
+    for name, spec in methods.items():
+        embedder_spec = spec.embedder if spec.embedder is not None else config.kb.embedder
+        key = json.dumps(embedder_spec, sort_keys=True)
+        providers.setdefault(key, embedder_spec)
+        provider_of[name] = key
+    if args.kb is not None and len(providers) > 1:
+        own = [n for n, s in methods.items() if s.embedder is not None]
+        raise UsageError(
+            f"--kb holds one vector space, and {', '.join(own)} bring(s) other vectors; drop "
+            "--kb (the trial seeds a store per vector provider) or those methods"
+        )
+    embedders: dict[str, Embedder] = {
+        key: make_embedder(spec, config.kb.base) for key, spec in providers.items()
+    }
+
+    docs = None
+    if args.kb is not None:
+        from ..kb.backends.sqlite import SqliteKnowledgeBase
+
+        with SqliteKnowledgeBase(args.kb, create=False) as kb:
+            hashes = {s: d.index_hash for s, d in sorted(kb.documents().items())}
+    else:
+        docs = open_seed_docs(config.kb.seed_docs)
+        hashes = index_hashes(docs, config.kb.chunking)
+    definitions: dict[str, dict[str, Any]] = {
+        name: {
+            "name": name,
+            "retrievers": list(spec.retrievers),
+            "embedder": embedders[provider_of[name]].fingerprint.to_json(),
+            "settings": describe_method(config.lookup, spec, tokenizer.name, None),
+            "note": spec.note,
+        }
+        for name, spec in methods.items()
+    }
+    inputs = {
+        "corpus": corpus_digest(hashes),
+        "cases": cases_sha256,
+        "vectors": canonical_sha256(sorted({d["embedder"]["model"] for d in definitions.values()})),
+        "providers": canonical_sha256(
+            sorted(json.dumps(d["embedder"], sort_keys=True) for d in definitions.values())
+        ),
+    }
+
+    def run(
+        cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
+    ) -> tuple[list[PassResult], dict[str, Any]]:
+        from ..kb.pipeline import Pipeline
+
+        with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
+            stores = _open_stores(args, config, embedders, tokenizer, docs, hashes, Path(work))
+            try:
+                lookups = {
+                    name: pipeline_lookup(
+                        Pipeline(
+                            stores[provider_of[name]],
+                            embedders[provider_of[name]],
+                            tokenizer,
+                            config.lookup,
+                        ),
+                        spec,
+                    )
+                    for name, spec in methods.items()
+                }
+                passes = _run_passes(lookups, cases, depth, repetitions, seed)
+                chunks = next(iter(stores.values())).count()
+            finally:
+                for store in stores.values():
+                    store.close()
+        return passes, {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
+
+    return _Side(definitions, inputs, None, None, run)
+
+
+def _service_side(
+    args: argparse.Namespace,
+    config: Config,
+    names: Sequence[str],
+    cases_sha256: str,
+    stack: contextlib.ExitStack,
+) -> _Side:
+    """The trial over a service: one ``HttpService`` per method (its own connection),
+    each sending the method's ``http.methods`` fields; nothing seeded."""
+    from ..io.httpclient import read_token
+    from ..kb.backends.http import HttpService
+
+    mapping = config.http
+    token = read_token(args.token_file, args.token_env)
+    services: dict[str, HttpService] = {
+        name: stack.enter_context(
+            HttpService(mapping, base_url=args.base_url, token=token, method=name)
+        )
+        for name in names
+    }
+    first = services[names[0]]
+    revision = first.corpus()[1]
+    definitions = {name: {"name": name, "request": mapping.method_request(name)} for name in names}
+
+    def run(
+        cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
+    ) -> tuple[list[PassResult], dict[str, Any]]:
+        lookups = {name: _service_lookup(name, service) for name, service in services.items()}
+        passes = _run_passes(lookups, cases, depth, repetitions, seed)
+        return passes, {"documents": None, "chunks": None, "sha256": None}
+
+    return _Side(
+        definitions,
+        {"cases": cases_sha256},
+        {"name": "http", "corpusRevision": revision},
+        {"backend": "http", "baseUrl": _shown_url(first.base_url), "corpusRevision": revision},
+        run,
+    )
+
+
+def _service_lookup(name: str, service: HttpService) -> Lookup:
+    """``name``'s lookups on ``service``: one request each (module docstring)."""
+    from ..kb.backends import ChunkRef
+    from ..snapshot.capture import without_latencies
+
+    def lookup(
+        case: GoldenCase, depth: int | None
+    ) -> tuple[dict[str, Any], Sequence[ChunkRef] | None]:
+        top_k = case.top_k if depth is None else max(depth, case.top_k)
+        try:
+            answer = service.lookup(case.query, kb_scope=case.kb_scope, top_k=top_k)
+        except BackendError as exc:
+            raise BackendError(f"case {case.id}, method {name}: {exc}") from None
+        result: dict[str, Any] = without_latencies({"lookupResult": answer})["lookupResult"]
+        if depth is None:
+            return result, None
+        blocks = result["evidenceBlocks"]
+        ranking = [ChunkRef(b["chunkId"], b.get("docId"), b["source"]) for b in blocks]
+        return {**result, "evidenceBlocks": blocks[: case.top_k]}, ranking
+
+    return lookup
+
+
+def _shown_url(url: str) -> str:
+    """``url`` as a report may show it: no user, password, query or fragment."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
+    )
+
+
 def _with_aliases(config: Config, aliases: Path | None) -> Config:
     """``config`` with the ``alias`` method over ``aliases`` (``--aliases``)."""
     if aliases is None:
@@ -323,7 +498,9 @@ def _pick(given: Any, pinned: Plan | None, field: str, default: Any) -> Any:
     return getattr(pinned, field) if pinned is not None else default
 
 
-def _method_names(args: argparse.Namespace, config: Config, pinned: Plan | None) -> list[str]:
+def _method_names(
+    args: argparse.Namespace, config: Config, pinned: Plan | None, backend: str
+) -> list[str]:
     if args.methods is not None:
         names = [n.strip() for n in args.methods.split(",") if n.strip()]
         if not names:
@@ -332,13 +509,58 @@ def _method_names(args: argparse.Namespace, config: Config, pinned: Plan | None)
         names = pinned.method_names
     elif config.trial.methods is not None:
         names = list(config.trial.methods)
+    elif backend == "http":
+        names = list(config.http.methods)
+        if not names:
+            raise InputError(
+                config.source,
+                "maps no http.methods, so a trial over the service has no methods to compare",
+                "add `http.methods: {NAME: {<lookup body fields>}}`, one entry per method "
+                "the service runs",
+                "/http/methods",
+            )
     else:
         known = {m.name for m in config.lookup.methods}
         names = [n for n in ("lexical", "vector", "hybrid", "hybrid+rerank", "alias") if n in known]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise UsageError(f"--methods names {', '.join(duplicated)} twice; list each once")
+    if backend == "http":
+        _check_service_methods(args, config, pinned, names)
     return names
+
+
+def _check_service_methods(
+    args: argparse.Namespace, config: Config, pinned: Plan | None, names: Sequence[str]
+) -> None:
+    """Every method of a trial over a service is one ``http.methods`` maps; the message
+    names where the unknown one came from."""
+    mapped = list(config.http.methods)
+    unknown = [n for n in names if n not in mapped]
+    if not unknown:
+        return
+    listed = ", ".join(unknown)
+    known = f"use one of {', '.join(mapped)}" if mapped else "http.methods maps none"
+    if args.methods is not None:
+        raise UsageError(
+            f"--methods names {listed}, which http.methods in {config.source} does not map; "
+            f"{known}, or add {'it' if len(unknown) == 1 else 'them'} there"
+        )
+    if pinned is not None:
+        raise InputError(
+            args.plan,
+            f"names method(s) {listed}, which http.methods in {config.source} does not map",
+            "add them to http.methods, or write a new plan with --write-plan",
+            "/plan/methods",
+        )
+    index = list(config.trial.methods or ()).index(unknown[0])
+    raise InputError(
+        config.source,
+        f"trial.methods names {listed}, which http.methods does not map (a trial over a "
+        "service compares the methods the mapping sends)",
+        f"{known}, or add {'it' if len(unknown) == 1 else 'them'} to http.methods",
+        f"/trial/methods/{index}",
+    )
 
 
 def _load_plan(path: Path) -> Plan:
@@ -429,29 +651,15 @@ def _advancer(progress: Progress) -> Any:
 
 
 def _run_passes(
-    args: argparse.Namespace,
-    config: Config,
-    methods: dict[str, Method],
-    provider_of: dict[str, str],
-    stores: dict[str, Any],
-    embedders: dict[str, Embedder],
-    tokenizer: Any,
+    lookups: dict[str, Lookup],
     cases: Sequence[GoldenCase],
     depth: int | None,
     repetitions: int,
     seed: int,
 ) -> list[PassResult]:
-    from ..kb.pipeline import Pipeline
-
-    pipelines = {
-        name: Pipeline(
-            stores[provider_of[name]], embedders[provider_of[name]], tokenizer, config.lookup
-        )
-        for name in methods
-    }
     by_id = {c.id: c for c in cases}
     ids = [c.id for c in cases]
-    total = (repetitions + 1) * len(methods) * len(ids)
+    total = (repetitions + 1) * len(lookups) * len(ids)
     progress = Progress(total, "trial", "lookups")
     passes = []
     # the collector paused through the passes: lookups leave no reference cycles
@@ -459,8 +667,8 @@ def _run_passes(
     # every earlier one keeps (up to a sixth of a lexical lookup's p95)
     with gc_paused():
         for number in range(repetitions + 1):
-            order = pass_order(list(methods), ids, seed, number)
-            passes.append(run_pass(pipelines, methods, by_id, order, depth, progress.advance))
+            order = pass_order(list(lookups), ids, seed, number)
+            passes.append(run_pass(lookups, by_id, order, depth, progress.advance))
     progress.close()
     return passes
 
@@ -583,6 +791,15 @@ def _summary(
         f"{plan['repetitions']} repetition(s)); plan {report['planSha256'][:16]}",
         method_table(report, fmt="simple"),
     ]
+    service = report.get("service")
+    if service is not None:
+        revision = service["corpusRevision"]
+        at = f" at {service['baseUrl']}" if "baseUrl" in service else ""
+        lines.insert(
+            1,
+            f"Service: {service['backend']}{at}, corpus revision "
+            f"{'not recorded' if revision is None else revision}",
+        )
     if det["checked"]:
         lines.append(
             f"Determinism: {det['passes']} passes identical"

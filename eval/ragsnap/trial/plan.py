@@ -14,6 +14,16 @@ every report.
 usage error, and inputs whose digest differs from the plan's are refused,
 naming the digest that differs (QilbeeDB's "pinned plan"). A matching hash
 shows the inputs are the same; it is not proof of preregistration.
+
+A trial over a service (``--backend http``) has no corpus to digest and no
+pipeline settings: its plan holds ``backend: {name: http, corpusRevision}``
+(the revision the service's health answer reports, null when it reports
+none: the corpus is then not pinned), the cases digest as its only input, and
+per method the request fields ``http.methods`` sends (``request``). The
+service's base URL is not part of the plan (the same plan runs against
+another deployment of the same corpus). An embedded plan has no ``backend``
+(its hash is unchanged); a plan of one backend is refused by a trial of the
+other.
 """
 
 from __future__ import annotations
@@ -61,9 +71,11 @@ class Plan:
     split: str
     repetitions: int
     seed: int
+    #: a service's trial: ``{"name": "http", "corpusRevision": ...}``; None: embedded
+    backend: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "inputs": dict(self.inputs),
             "methods": [dict(m) for m in self.methods],
             "depth": self.depth,
@@ -71,6 +83,13 @@ class Plan:
             "repetitions": self.repetitions,
             "seed": self.seed,
         }
+        if self.backend is not None:
+            out["backend"] = dict(self.backend)
+        return out
+
+    @property
+    def backend_name(self) -> str:
+        return "embedded" if self.backend is None else str(self.backend["name"])
 
     @property
     def sha256(self) -> str:
@@ -100,6 +119,7 @@ class Plan:
             split=plan["split"],
             repetitions=plan["repetitions"],
             seed=plan["seed"],
+            backend=plan.get("backend"),
         )
         if made.sha256 != data["planSha256"]:
             raise InputError(
@@ -113,6 +133,10 @@ class Plan:
     def differences(self, other: Plan) -> list[str]:
         """What differs from ``other`` (inputs first), as ``/pointer: this -> other``."""
         out: list[str] = []
+        mine_backend, their_backend = dict(self.backend or {}), dict(other.backend or {})
+        for key in sorted(set(mine_backend) | set(their_backend)):
+            if mine_backend.get(key) != their_backend.get(key):
+                out.append(f"/backend/{key}: {mine_backend.get(key)} -> {their_backend.get(key)}")
         for key in sorted(set(self.inputs) | set(other.inputs)):
             mine, theirs = self.inputs.get(key), other.inputs.get(key)
             if mine != theirs:

@@ -14,6 +14,9 @@ beyond ids and hashes:
   version and the measures. ``plan.inputs`` keeps its digests (``corpus``,
   ``cases``, ``vectors``, ``providers``: the hash of the provider definitions).
 
+A trial over a service keeps ``service`` without its ``baseUrl`` (an
+endpoint); the backend and the corpus revision stay.
+
 Measurements, gates (method and measure ids, thresholds, values), the
 determinism check, case results (ids, hit levels, failure codes), the TREC
 run file names and timing stay as they are. The plan hash stays, so a private
@@ -44,8 +47,11 @@ def private_trial(report: Mapping[str, Any]) -> dict[str, Any]:
     measures = sorted(
         {name for entry in report["methods"].values() for name in entry["summary"]["metrics"]}
     )
+    service = report.get("service")
+    hidden = {} if service is None else {"service": _without_url(service)}
     return {
         **report,
+        **hidden,
         "privacy": True,
         "plan": {**plan, "methods": [_method(m) for m in plan["methods"]]},
         "evaluationDefinitionSha256": sha256_json(
@@ -60,6 +66,10 @@ def private_trial(report: Mapping[str, Any]) -> dict[str, Any]:
             for name, entry in report["methods"].items()
         },
     }
+
+
+def _without_url(service: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in service.items() if k != "baseUrl"}
 
 
 def private_trial_diff(diff: Mapping[str, Any]) -> dict[str, Any]:

@@ -84,8 +84,10 @@ def build_trial_report(
     determinism: Mapping[str, Any],
     runs: Mapping[str, Any] | None,
     timing: Mapping[str, Any],
+    service: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assemble the JSON trial report; ``gates`` are ``GateResult.to_json()`` rows."""
+    """Assemble the JSON trial report; ``gates`` are ``GateResult.to_json()`` rows;
+    ``service``: a trial over a service (backend, base URL, corpus revision)."""
     methods: dict[str, Any] = {}
     for name, measurement in measurements.items():
         own = [g for g in gates or () if g["method"] == name and g["ran"]]
@@ -101,6 +103,7 @@ def build_trial_report(
         "plan": dict(plan),
         "planSha256": plan_sha256,
         "corpus": dict(corpus),
+        **({} if service is None else {"service": dict(service)}),
         "cases": dict(cases),
         "methods": methods,
         "gates": None if gates is None else [dict(g) for g in gates],
@@ -176,6 +179,21 @@ def _group_table(report: Mapping[str, Any], group: str, label: str) -> str:
     )
 
 
+def _corpus_line(corpus: Mapping[str, Any], service: Mapping[str, Any] | None) -> str:
+    if service is None:
+        return (
+            f"Corpus: {corpus['documents']} documents, {corpus['chunks']} chunks "
+            f"(`{corpus['sha256'][:16]}`)."
+        )
+    at = f" at {service['baseUrl']}" if "baseUrl" in service else ""
+    revision = service["corpusRevision"]
+    return (
+        f"Service: {service['backend']}{at}, corpus revision "
+        f"{'not recorded' if revision is None else f'`{revision}`'}; each method's ranking "
+        "is what the service returns."
+    )
+
+
 def render_trial_markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown: the comparison first, then groups, gates, checks, timing."""
     plan = report["plan"]
@@ -187,8 +205,8 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
         f"Plan `{report['planSha256'][:16]}`: split {plan['split']}, "
         f"depth {plan['depth'] if plan['depth'] is not None else 'evidence only'}, "
         f"{plan['repetitions']} measured repetition(s), seed {plan['seed']}. "
-        f"Corpus: {corpus['documents']} documents, {corpus['chunks']} chunks "
-        f"(`{corpus['sha256'][:16]}`). Cases: {cases['run']} of {cases['total']} ran "
+        f"{_corpus_line(corpus, report.get('service'))} Cases: {cases['run']} of "
+        f"{cases['total']} ran "
         f"({cases['answerable']} answerable, {cases['noAnswer']} no-answer).",
         *(
             [

@@ -1,10 +1,13 @@
 """Running a trial's passes: every method over every case, warm-up first.
 
-A pass runs each (method, case) lookup once, through the method's pipeline
-(methods that bring their own vectors have their own store), with latencies
-left out of the lookupResults so they are the same bytes on every pass. With
-a ranking depth each lookup also returns the method's deep ranking from the
-same state of the store.
+A pass runs each (method, case) lookup once, through the method's ``Lookup``:
+a function of the case and the ranking depth that returns the lookupResult
+and, with a depth, the deep ranking. The embedded trial's lookups run the
+method's pipeline (``pipeline_lookup``; methods that bring their own vectors
+have their own store), with latencies left out of the lookupResults so they
+are the same bytes on every pass, and the deep ranking comes from the same
+state of the store. A trial over a service (``ragsnap.commands.trial``) sends
+one request per lookup instead; the runner does not know the difference.
 
 Every pass's order comes from ``random.Random("ragsnap-trial:<seed>:<pass>")``,
 the same on every machine. Pass 0 is the warm-up, not timed: case by case in a
@@ -42,7 +45,18 @@ if TYPE_CHECKING:
     from ..models import GoldenCase
     from ..settings import Method
 
-__all__ = ["PassResult", "first_difference", "latency_summary", "pass_order", "run_pass"]
+__all__ = [
+    "Lookup",
+    "PassResult",
+    "first_difference",
+    "latency_summary",
+    "pass_order",
+    "pipeline_lookup",
+    "run_pass",
+]
+
+#: one method's lookup: (case, ranking depth) -> (lookupResult, deep ranking or None)
+Lookup = Callable[["GoldenCase", "int | None"], "tuple[dict[str, Any], Sequence[ChunkRef] | None]"]
 
 
 @dataclass
@@ -83,17 +97,37 @@ def _shuffled(
         yield item, each
 
 
+def pipeline_lookup(pipeline: Pipeline, method: Method) -> Lookup:
+    """``method``'s lookups through ``pipeline``, latencies not recorded."""
+
+    def lookup(
+        case: GoldenCase, depth: int | None
+    ) -> tuple[dict[str, Any], Sequence[ChunkRef] | None]:
+        return pipeline.lookup_ranked(
+            case.query,
+            kb_scope=case.kb_scope,
+            top_k=case.top_k,
+            method=method,
+            record_latency=False,
+            depth=depth,
+            # depth counts what the case's judgments name: documents for a corpus
+            # judged by source, so a chunked document does not shorten the run
+            distinct=JUDGMENT_TARGETS[case.judgment_kind or "chunkId"],
+        )
+
+    return lookup
+
+
 def run_pass(
-    pipelines: Mapping[str, Pipeline],
-    methods: Mapping[str, Method],
+    lookups: Mapping[str, Lookup],
     cases: Mapping[str, GoldenCase],
     order: Sequence[tuple[str, str]],
     depth: int | None,
     on_item: Callable[[], None] | None = None,
 ) -> PassResult:
-    """Run every (method, case) of ``order`` once."""
+    """Run every (method, case) of ``order`` once, through each method's lookup."""
     out = PassResult(rankings=None if depth is None else {})
-    for name in methods:
+    for name in lookups:
         out.lookups[name] = {}
         out.latencies[name] = []
         if out.rankings is not None:
@@ -101,17 +135,7 @@ def run_pass(
     for name, case_id in order:
         case = cases[case_id]
         start = time.perf_counter()
-        result, ranking = pipelines[name].lookup_ranked(
-            case.query,
-            kb_scope=case.kb_scope,
-            top_k=case.top_k,
-            method=methods[name],
-            record_latency=False,
-            depth=depth,
-            # depth counts what the case's judgments name: documents for a corpus
-            # judged by source, so a chunked document does not shorten the run
-            distinct=JUDGMENT_TARGETS[case.judgment_kind or "chunkId"],
-        )
+        result, ranking = lookups[name](case, depth)
         out.latencies[name].append((time.perf_counter() - start) * 1000.0)
         out.lookups[name][case_id] = result
         if out.rankings is not None and ranking is not None:

@@ -14,7 +14,11 @@
  * Answers over 2 KiB go out chunked (sendResponseHeaders with length 0).
  *
  *   GET    /api/health                                   no token needed
- *   POST   /rag/lookup {question, k?, scope?}            data: {evidence, trace, rerank}
+ *   POST   /rag/lookup {question, k?, scope?, mode?}     data: {evidence, trace, rerank}
+ *          mode: the retrieval variant (ragsnap.yaml's http.methods send it):
+ *          "overlap" (the default) scores a chunk by the share of the question's
+ *          terms its document's title and its text hold; "body" by its text only,
+ *          so a title no longer lifts every chunk of its document
  *   GET    /api/search/similar?query=&topK=&kbScope=     data: {results}; a result's
  *          score is the overlap to the 4th power, so weak hits are tiny doubles
  *          that Jackson prints in E notation (4.1649312786339016E-4)
@@ -89,7 +93,7 @@ public final class RefService {
     static final Pattern TOKEN = Pattern.compile("[\\p{L}\\p{N}_]+");
 
     /** One chunk of a stored document. */
-    record Chunk(String id, Doc doc, String text, Set<String> terms) {}
+    record Chunk(String id, Doc doc, String text, Set<String> terms, Set<String> bodyTerms) {}
 
     /** One stored document. */
     static final class Doc {
@@ -324,6 +328,11 @@ public final class RefService {
         String q = question(request.path("question").asText(null), "question");
         int k = topK(request.has("k") ? request.get("k").asText() : null, "k");
         String scope = request.hasNonNull("scope") ? request.get("scope").asText() : null;
+        String mode = request.hasNonNull("mode") ? request.get("mode").asText() : "overlap";
+        if (!mode.equals("overlap") && !mode.equals("body")) {
+            throw new Refused(40001, "mode must be overlap or body, not " + mode);
+        }
+        boolean body = mode.equals("body");
         Set<String> terms = terms(q);
         ArrayNode attempts = JSON.createArrayNode();
         ArrayNode reasons = JSON.createArrayNode();
@@ -331,7 +340,7 @@ public final class RefService {
         String selected;
         if (scope != null) {
             long started = System.nanoTime();
-            hits = search(terms, scope);
+            hits = search(terms, scope, body);
             attempts.add(strategy("filtered", scope, hits, started));
             selected = "filtered";
             String reason = hits.isEmpty() ? "filtered-empty"
@@ -339,7 +348,7 @@ public final class RefService {
             if (reason != null) {
                 reasons.add(reason);
                 started = System.nanoTime();
-                List<Map.Entry<Chunk, Double>> wide = search(terms, null);
+                List<Map.Entry<Chunk, Double>> wide = search(terms, null, body);
                 attempts.add(strategy("unfiltered", null, wide, started));
                 if (!wide.isEmpty()) {
                     hits = wide;
@@ -348,7 +357,7 @@ public final class RefService {
             }
         } else {
             long started = System.nanoTime();
-            hits = search(terms, null);
+            hits = search(terms, null, body);
             attempts.add(strategy("unfiltered", null, hits, started));
             selected = "unfiltered";
         }
@@ -417,7 +426,7 @@ public final class RefService {
     Answer similar(Map<String, String> query) {
         String q = question(query.get("query"), "query");
         int k = topK(query.get("topK"), "topK");
-        List<Map.Entry<Chunk, Double>> hits = search(terms(q), query.get("kbScope"));
+        List<Map.Entry<Chunk, Double>> hits = search(terms(q), query.get("kbScope"), false);
         ArrayNode results = JSON.createArrayNode();
         for (Map.Entry<Chunk, Double> hit : hits.subList(0, Math.min(k, hits.size()))) {
             Chunk chunk = hit.getKey();
@@ -588,7 +597,7 @@ public final class RefService {
             String text = section.strip();
             if (!text.isEmpty()) {
                 doc.chunks.add(new Chunk(doc.source + "#" + doc.chunks.size(), doc, text,
-                    terms(doc.title + " " + text)));
+                    terms(doc.title + " " + text), terms(text)));
             }
         }
     }
@@ -638,8 +647,10 @@ public final class RefService {
         cjk.setLength(0);
     }
 
-    /** Chunks by the share of the query's terms they hold (ties: source, chunk order). */
-    synchronized List<Map.Entry<Chunk, Double>> search(Set<String> query, String scope) {
+    /** Chunks by the share of the query's terms they hold, with their document's title
+     *  or (bodyOnly) without it (ties: source, chunk order). */
+    synchronized List<Map.Entry<Chunk, Double>> search(Set<String> query, String scope,
+                                                       boolean bodyOnly) {
         List<Map.Entry<Chunk, Double>> hits = new ArrayList<>();
         if (query.isEmpty()) {
             return hits;
@@ -649,7 +660,8 @@ public final class RefService {
                 continue;
             }
             for (Chunk chunk : doc.chunks) {
-                long shared = query.stream().filter(chunk.terms()::contains).count();
+                Set<String> held = bodyOnly ? chunk.bodyTerms() : chunk.terms();
+                long shared = query.stream().filter(held::contains).count();
                 double score = (double) shared / query.size();
                 if (score >= MIN_SCORE) {
                     hits.add(Map.entry(chunk, score));

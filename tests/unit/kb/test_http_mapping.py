@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragsnap.config import load_config
+from ragsnap.errors import InputError, UsageError
 from ragsnap.kb.backends.http import TRACE_FIELDS, HttpMapping, TraceMapping
 
 
@@ -64,3 +67,52 @@ def test_the_config_schema_lists_exactly_the_mapped_fields() -> None:
         fields = sections[kind]["properties"]
         assert set(fields) == {*required, *optional}
         assert {name for name, node in fields.items() if "oneOf" in node} == set(optional)
+
+
+# -- http.methods ------------------------------------------------------------------------
+
+
+def test_methods_are_read_with_their_request_fields(tmp_path: Path) -> None:
+    read = mapping(
+        tmp_path,
+        "http:\n  methods:\n    lexical: {mode: bm25}\n    hybrid: {mode: hybrid, alpha: 0.5}\n"
+        "    default: {}\n",
+    )
+    assert list(read.methods) == ["lexical", "hybrid", "default"]
+    assert read.method_request("hybrid") == {"mode": "hybrid", "alpha": 0.5}
+    assert read.method_request("default") == {}
+    assert HttpMapping().methods == {}
+
+
+def test_an_unknown_method_lists_the_mapped_ones(tmp_path: Path) -> None:
+    read = mapping(tmp_path, "http:\n  methods: {lexical: {mode: bm25}, hybrid: {}}\n")
+    with pytest.raises(UsageError, match=r"'rrf' is not in http.methods .* lexical, hybrid"):
+        read.method_request("rrf")
+    with pytest.raises(UsageError, match=r"names no methods; add `http.methods: \{rrf"):
+        HttpMapping().method_request("rrf")
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ("http:\n  methods: {Hybrid: {}}\n", "/http/methods"),
+        ("http:\n  methods: {hybrid: bm25}\n", "/http/methods/hybrid"),
+        # the body's own fields, under the service's names
+        ("http:\n  methods: {hybrid: {topK: 9}}\n", "/http/methods/hybrid/topK"),
+        (
+            "http:\n  lookup: {request: {query: question}}\n  methods: {hybrid: {question: x}}\n",
+            "/http/methods/hybrid/question",
+        ),
+    ],
+)
+def test_bad_methods_are_refused_with_their_pointer(
+    tmp_path: Path, text: str, pointer: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        mapping(tmp_path, text)
+    assert caught.value.pointer == pointer
+
+
+def test_a_renamed_request_field_frees_ragsnaps_name(tmp_path: Path) -> None:
+    text = "http:\n  lookup: {request: {query: question}}\n  methods: {hybrid: {query: x}}\n"
+    assert mapping(tmp_path, text).method_request("hybrid") == {"query": "x"}

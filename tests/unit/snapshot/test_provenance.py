@@ -133,3 +133,13 @@ def test_settings_of_follows_the_method_and_its_overrides() -> None:
     stricter = Config(lookup=LookupSettings(min_score=0.5))
     assert settings_of(stricter, "embedded")["lookup.minScore"] == 0.5
     assert settings_of(config, "http") == {"backend": "http"}
+
+
+def test_settings_of_a_service_method_records_its_request_fields() -> None:
+    config = Config(http_section={"methods": {"hybrid": {"mode": "hybrid", "alpha": 0.5}}})
+    assert settings_of(config, "http", "hybrid") == {
+        "backend": "http",
+        "method": "hybrid",
+        "method.request": {"mode": "hybrid", "alpha": 0.5},
+    }
+    assert settings_of(config, "http") == {"backend": "http"}

@@ -54,3 +54,37 @@ def test_a_plan_file_round_trips_and_an_edit_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         Plan.from_file_json(data, tmp_path / "plan.json")
     assert info.value.pointer == "/planSha256" and "edited" in str(info.value)
+
+
+# -- a trial over a service (--backend http) ----------------------------------------------
+
+SERVICE_METHODS = [{"name": "hybrid", "request": {"mode": "hybrid", "alpha": 0.5}}]
+
+
+def service_plan(revision: str | None) -> Plan:
+    backend = {"name": "http", "corpusRevision": revision}
+    return plan(inputs={"cases": "b" * 64}, methods=SERVICE_METHODS, backend=backend)
+
+
+def test_an_embedded_plan_has_no_backend_section() -> None:
+    assert "backend" not in plan().to_json()
+    assert plan().backend_name == "embedded"
+
+
+def test_a_service_plan_round_trips_and_validates() -> None:
+    from ragsnap.io.schema import validate
+
+    made = service_plan("rev-7")
+    data = made.file_json()
+    validate(data, "trial-plan", "plan.json", "trial plan")
+    again = Plan.from_file_json(data, "plan.json")
+    assert again == made and again.backend_name == "http"
+    validate(service_plan(None).file_json(), "trial-plan", "plan.json", "trial plan")
+
+
+def test_differences_name_the_backend_first() -> None:
+    assert service_plan("rev-7").differences(service_plan("rev-8")) == [
+        "/backend/corpusRevision: rev-7 -> rev-8"
+    ]
+    embedded = plan(inputs={"cases": "b" * 64}, methods=SERVICE_METHODS)
+    assert embedded.differences(service_plan(None)) == ["/backend/name: None -> http"]

@@ -11,6 +11,7 @@ from ragsnap.trial.runner import (
     first_difference,
     latency_summary,
     pass_order,
+    pipeline_lookup,
     run_pass,
 )
 
@@ -106,10 +107,9 @@ def _passes(leak: bool) -> list[PassResult]:
         f"c{i}": SimpleNamespace(query=f"q{i}", kb_scope=None, top_k=5, judgment_kind=None)
         for i in range(20)
     }
-    pipelines = {m: store.pipeline(m) for m in methods}
-    specs = {m: m for m in methods}
+    lookups = {m: pipeline_lookup(store.pipeline(m), m) for m in methods}  # type: ignore[arg-type]
     return [
-        run_pass(pipelines, specs, cases, pass_order(methods, list(cases), 7, n), None)  # type: ignore[arg-type]
+        run_pass(lookups, cases, pass_order(methods, list(cases), 7, n), None)  # type: ignore[arg-type]
         for n in range(3)
     ]
 

@@ -15,6 +15,9 @@ service that speaks it needs no mapping at all::
       health: /api/health          # null: the service has none
       corpusRevision: corpusRevision  # where health reports the corpus revision (or null)
       envelope: null               # or {code: code, message: message, data: data, ok: 0}
+      methods:                     # optional: a method name -> extra lookup body fields
+        lexical: {mode: bm25}
+        hybrid: {mode: hybrid, alpha: 0.5}
       lookup:
         path: /api/knowledge/lookup
         request: {query: query, topK: topK, kbScope: kbScope}  # JSON body names
@@ -54,6 +57,23 @@ of the fixture, never recorded empty: it is *not reported*, and a golden case's
 expectation that reads it is "not applicable (fixture has no rerankTrace)",
 counted in every report, never passed or failed (``ragsnap.scoring.hits``);
 ``scoring.skip`` is not needed for it.
+
+**Methods** (``http.methods``). A service that can run several retrieval
+methods is told which one through the lookup request: each entry names a
+method (``lexical``, ``hybrid``: the names trial reports and fixtures use,
+the pattern of a method name) and the JSON fields added to every lookup body
+of that method, sent as they are (any JSON value; ``{}`` sends nothing
+extra: the service's default). A field the body already sends (the
+``lookup.request`` names: ``query``, ``topK``, ``kbScope`` by default) is
+refused (``InputError`` at ``/http/methods/<name>/<field>``). ``ragsnap
+snapshot --backend http --method NAME`` sends that method's fields and
+records ``method: NAME`` and ``settings.request`` (the fields) in each
+fixture's generator and the method and its fields in the manifest's capture
+(``method``, ``method.request``), so fixtures captured under another method
+are stale; ``ragsnap trial --backend http`` compares the mapped methods on the
+service (``ragsnap.commands.trial``). A name the mapping lacks is a
+``UsageError`` listing the names it has. Without ``--method`` nothing is
+added: the service's own default method runs, as before.
 
 **Trace field names** (``http.lookup.trace``). Without it the objects found at
 ``retrievalTrace`` and ``rerankTrace`` are copied as they are, so they must
@@ -97,7 +117,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import BackendError, InputError
+from ...errors import BackendError, InputError, UsageError
 from ...io.httpclient import HttpClient, read_token
 
 __all__ = [
@@ -254,6 +274,8 @@ class HttpMapping:
     idempotency_header: str | None = "Idempotency-Key"
     list_complete: str | None = "complete"
     document: Mapping[str, str] = field(default_factory=lambda: _identity(_DOCUMENT_FIELDS))
+    #: ``http.methods``: a method name -> the JSON fields its lookups add to the body
+    methods: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "ragsnap.yaml"  # where the mapping came from, for messages
 
     @classmethod
@@ -266,6 +288,9 @@ class HttpMapping:
         token_file = data.get("tokenFile")
         envelope = data.get("envelope")
         trace = lookup.get("trace")
+        request = {**d.lookup_request, **lookup.get("request", {})}
+        methods = data.get("methods", {})
+        _check_methods(methods, request, source)
         return cls(
             base_url=data.get("baseUrl", d.base_url),
             token_file=None if token_file is None else base / token_file,
@@ -278,7 +303,7 @@ class HttpMapping:
             corpus_revision=data.get("corpusRevision", d.corpus_revision),
             envelope=None if envelope is None else Envelope.from_json(envelope),
             lookup_path=lookup.get("path", d.lookup_path),
-            lookup_request={**d.lookup_request, **lookup.get("request", {})},
+            lookup_request=request,
             lookup_result=lookup.get("result", d.lookup_result),
             evidence_blocks=lookup.get("evidenceBlocks", d.evidence_blocks),
             block={**d.block, **lookup.get("block", {})},
@@ -295,8 +320,42 @@ class HttpMapping:
             idempotency_header=docs.get("idempotencyHeader", d.idempotency_header),
             list_complete=docs.get("complete", d.list_complete),
             document={**d.document, **docs.get("fields", {})},
+            methods={name: dict(fields) for name, fields in methods.items()},
             source=source,
         )
+
+    def method_request(self, name: str) -> dict[str, Any]:
+        """The fields ``http.methods.<name>`` adds to a lookup body; a name the mapping
+        lacks is a ``UsageError`` listing the names it has."""
+        if name in self.methods:
+            return dict(self.methods[name])
+        if not self.methods:
+            raise UsageError(
+                f"method {name!r}: the http mapping in {self.source} names no methods; add "
+                f"`http.methods: {{{name}: {{<lookup body fields>}}}}`, or drop the method"
+            )
+        raise UsageError(
+            f"method {name!r} is not in http.methods of {self.source}; use one of "
+            f"{', '.join(self.methods)}, or add it there"
+        )
+
+
+def _check_methods(
+    methods: Mapping[str, Mapping[str, Any]], request: Mapping[str, str | None], source: str
+) -> None:
+    """A method's fields must not overwrite a field the lookup body already sends."""
+    sent = {theirs: ours for ours, theirs in request.items() if theirs is not None}
+    for name, fields in methods.items():
+        for key in fields:
+            if key in sent:
+                raise InputError(
+                    source,
+                    f"http.methods.{name}.{key} is the lookup body's {sent[key]} field "
+                    f"(http.lookup.request.{sent[key]})",
+                    "give the method's parameter another name, or map the request's field "
+                    "elsewhere",
+                    f"/http/methods/{name}/{key}",
+                )
 
 
 def load_mapping(data: Mapping[str, Any] | None, base: Path | None, source: str) -> HttpMapping:
@@ -359,8 +418,12 @@ class HttpService:
         *,
         base_url: str | None = None,
         token: str | None = None,
+        method: str | None = None,
     ):
         self.mapping = mapping
+        #: the method its lookups run (``http.methods``; None: the service's default)
+        self.method = method
+        self.request = {} if method is None else mapping.method_request(method)
         if token is None:
             token = read_token(mapping.token_file, mapping.token_env)
         self.client = HttpClient(
@@ -444,6 +507,9 @@ class HttpService:
             out["method"] = method
         if isinstance(settings, dict):
             out["settings"] = settings
+        if self.method is not None:  # the method this capture asked for, and how
+            out["method"] = self.method
+            out["settings"] = {**out.get("settings", {}), "request": dict(self.request)}
         return out
 
     def corpus(self) -> tuple[dict[str, tuple[str, str | None]] | None, str | None]:
@@ -464,7 +530,10 @@ class HttpService:
     def lookup(self, query: str, *, kb_scope: str | None, top_k: int) -> dict[str, Any]:
         """The service's lookupResult for ``query``, in the fixture's shape."""
         m = self.mapping
-        body = _named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope)
+        body = {
+            **self.request,
+            **_named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope),
+        }
         endpoint = f"POST {self.base_url}{m.lookup_path}"
         answer = self._open(self.client.post_json(m.lookup_path, body), endpoint)
         inside = self._inside(m.lookup_result)  # the result's path from the answer's root

@@ -72,6 +72,9 @@ class BackendOptions:
     token_file: Path | None = None
     token_env: str | None = None
     retriever: str | None = None
+    #: ``--method``: for a backend that answers whole lookups, one of its own methods
+    #: (``http.methods``); a pipeline backend reads it from the lookup settings
+    method: str | None = None
 
     def given(self) -> list[str]:
         """The flags given, as the command line spells them."""
@@ -92,7 +95,7 @@ def _no_lock(config: Any, kb_path: Path) -> Path | None:
     return None
 
 
-def _no_settings(config: Any) -> dict[str, Any]:
+def _no_settings(config: Any, method: str | None) -> dict[str, Any]:
     return {}
 
 
@@ -137,7 +140,10 @@ class Backend:
     open_service: Callable[[Any, BackendOptions], contextlib.AbstractContextManager[Any]] | None = (
         None
     )
-    settings: Callable[[Any], dict[str, Any]] = _no_settings
+    #: (config, method or None) -> what the backend adds to the manifest's settings
+    settings: Callable[[Any, str | None], dict[str, Any]] = _no_settings
+    #: a backend that answers whole lookups runs ``--method`` itself (``http.methods``)
+    methods: bool = False
     concurrency: Callable[[Any], int] = _one
     #: who answers a whole lookup, for messages ("the service")
     answered_by: str = "ragsnap's pipeline"
@@ -258,7 +264,7 @@ def _milvus_before_seed(
     return set()
 
 
-def _milvus_settings(config: Any) -> dict[str, Any]:
+def _milvus_settings(config: Any, method: str | None) -> dict[str, Any]:
     return {"kb.milvus.analyzer": config.kb.milvus.analyzer}
 
 
@@ -271,7 +277,10 @@ def _http_service(config: Any, options: BackendOptions) -> Iterator[Any]:
     from .http import HttpService
 
     token = read_token(options.token_file, options.token_env)
-    with HttpService(config.http, base_url=options.base_url, token=token) as service:
+    # --method: one of http.methods, whose fields every lookup request carries
+    with HttpService(
+        config.http, base_url=options.base_url, token=token, method=options.method
+    ) as service:
         yield service
 
 
@@ -279,6 +288,13 @@ def _http_service(config: Any, options: BackendOptions) -> Iterator[Any]:
 def _http_source(config: Any, options: BackendOptions) -> Iterator[tuple[Any, str]]:
     with _http_service(config, options) as service:
         yield service, f"http ({service.base_url})"
+
+
+def _http_settings(config: Any, method: str | None) -> dict[str, Any]:
+    """The method asked for, with the fields its requests add (``http.methods``)."""
+    if method is None:
+        return {}
+    return {"method": method, "method.request": config.http.method_request(method)}
 
 
 def _http_concurrency(config: Any) -> int:
@@ -303,7 +319,7 @@ def _python_hand_over(config: Any, options: BackendOptions, docs: Iterable[SeedD
     return hand_over(config.python, options.retriever, docs)
 
 
-def _python_settings(config: Any) -> dict[str, Any]:
+def _python_settings(config: Any, method: str | None) -> dict[str, Any]:
     return {"python.retriever": config.python.retriever}
 
 
@@ -339,6 +355,8 @@ BACKENDS: dict[str, Backend] = {
         options=("--base-url", "--token-file", "--token-env"),
         open_source=_http_source,
         open_service=_http_service,
+        settings=_http_settings,
+        methods=True,
         concurrency=_http_concurrency,
         answered_by="the service",
     ),
