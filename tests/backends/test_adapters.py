@@ -43,6 +43,8 @@ def needs(module: str, extra: str) -> pytest.MarkDecorator:
 
 LANGCHAIN = needs("langchain_core", "langchain")
 LLAMAINDEX = needs("llama_index", "llamaindex")
+#: the ``version`` each factory gives its adapter: the fixtures' corpus revision
+VERSIONS = {"langchain_store": "langchain-in-memory", "llamaindex_index": "llamaindex-simple"}
 ADAPTERS = [
     pytest.param("langchain_store", marks=LANGCHAIN, id="langchain"),
     pytest.param("llamaindex_index", marks=LLAMAINDEX, id="llamaindex"),
@@ -126,7 +128,9 @@ def test_the_example_snapshots_and_scores_through_an_adapter_like_the_embedded_v
     assert first["text"].startswith("## ERR-4033: payment")
     scored = ragsnap("score", cwd=root)
     assert scored.code in (0, 1), scored.err
-    assert "came from the Python retriever" in scored.err
+    assert f"came from the Python retriever {spec} (corpus revision {VERSIONS[factory]}" in (
+        scored.err
+    )
 
     mine, report = fixtures(root), cases(root)
     # hints off, floors at 0: the same ranking on every case, so the same hit levels and

@@ -5,6 +5,7 @@ package docstring is the spec)."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,9 @@ def to_hit(
     metadata: Mapping[str, Any], text: str, score: Any, keys: MetadataKeys, where: str, how: str
 ) -> dict[str, Any]:
     """The python backend's hit for one document; ``how`` names the adapter call."""
-    hit: dict[str, Any] = {"text": text, "score": None if score is None else float(score)}
+    if isinstance(score, numbers.Real) and not isinstance(score, bool):
+        score = float(score)  # a numpy float too; anything else is the python backend's error
+    hit: dict[str, Any] = {"text": text, "score": score}
     for field, key, what in (
         ("source", keys.source, "the document's source, as the golden cases name it"),
         ("chunk_id", keys.chunk_id, "the chunk's id, as the golden cases' judgments name it"),
