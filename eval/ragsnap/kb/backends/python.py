@@ -44,6 +44,9 @@ does not hold the process). An exception from ``search`` fails the lookup with i
 type and message. ``ragsnap snapshot`` runs every lookup before it writes a file, so
 a failing retriever never leaves a half-written fixture set.
 
+**LangChain and LlamaIndex.** ``ragsnap.kb.backends.adapters`` makes such a retriever of a
+LangChain vector store or retriever, or a LlamaIndex index or retriever (its docstring).
+
 **What the fixture records** (``lookup_result``): the evidence blocks. A retriever
 has no retrieval trace, rerank trace or context pack; they are recorded as the
 empty placeholders the ``http`` backend writes for an unmapped trace, so the cases'
