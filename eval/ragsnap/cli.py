@@ -320,6 +320,20 @@ def _backends(**wanted: Any) -> tuple[str, ...]:
     return backend_names(**wanted)
 
 
+def _trial_backends() -> tuple[str, ...]:
+    """``trial --backend``'s choices: the embedded store (the pipeline's trial) and every
+    backend that answers whole lookups with methods of its own."""
+    from .kb.backends.registry import DEFAULT_BACKEND
+
+    return (DEFAULT_BACKEND, *_backends(looks_up="whole", methods=True))
+
+
+def _methods_key(name: str) -> str:
+    from .kb.backends.registry import BACKENDS
+
+    return BACKENDS[name].methods_key
+
+
 def _backend_help(names: tuple[str, ...]) -> str:
     from .kb.backends.registry import BACKENDS
 
@@ -1090,15 +1104,18 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     shuffled repetitions; a determinism check; gates. The report holds ids, digests and
     measurements, never queries or texts. Exits 1 when a gate fails or two passes
     differ. With --backend http, the methods of http.methods run on a live service
-    instead, nothing seeded.
+    instead; with --backend python, the retrievers of python.methods; nothing seeded.
     """
     _add(trial, "--cases")
     _add(
         trial,
         "--backend",
-        choices=("embedded", "http"),
-        help="embedded: temporary knowledge bases seeded from kb.seedDocs; http: the service "
-        "of the http mapping, one method per http.methods entry (default: embedded)",
+        choices=_trial_backends(),
+        help="embedded: temporary knowledge bases seeded from kb.seedDocs; "
+        + "; ".join(
+            f"{name}: one method per {_methods_key(name)} entry" for name in _trial_backends()[1:]
+        )
+        + " (default: embedded)",
     )
     _add(trial, "--base-url", help=f"http: {_SERVICE}")
     _add_token(trial, "http: send this bearer token")
@@ -1107,8 +1124,8 @@ def _trial(trial: argparse.ArgumentParser) -> None:
         "--methods",
         metavar="A,B,...",
         help="methods to compare (default: trial.methods in ragsnap.yaml, else lexical, "
-        "vector, hybrid, hybrid+rerank, and alias when trial.aliases is set; http: every "
-        "http.methods entry)",
+        "vector, hybrid, hybrid+rerank, and alias when trial.aliases is set; http, python: "
+        "every http.methods / python.methods entry)",
     )
     _add(
         trial,

@@ -55,6 +55,7 @@ an error. Strictly validated against ``schemas/config.schema.json``::
                            # Spring's {code, message, data}, errors with HTTP 200
     python:                # the python backend (see ragsnap.kb.backends.python)
       retriever: my_rag.search:make_retriever  # MODULE:FACTORY (or --retriever)
+      methods: {bm25: my_rag.search:make_bm25}  # --method / trial: one retriever each
       timeoutSeconds: 30   # one search may take this long, then the lookup fails
     lookup:                # the lookup pipeline (see ragsnap.kb.pipeline)
       method: hybrid+rerank  # lexical | vector | hybrid | hybrid+rerank
@@ -359,14 +360,19 @@ def _methods(
                 retrievers,
                 fusion=profile,
                 reranker=None if reranker in (None, "none") else reranker,
-                min_score=spec.get("minScore"),
-                relative_score=spec.get("relativeScore"),
+                min_score=_float(spec.get("minScore")),
+                relative_score=_float(spec.get("relativeScore")),
                 embedder=dict(spec["embedder"]) if "embedder" in spec else None,
                 note=spec.get("note"),
             )
         except UsageError as exc:
             raise InputError(path, str(exc), "fix the method's definition", pointer) from None
     return tuple(methods.values())
+
+
+def _float(value: Any) -> float | None:
+    """A score setting as a float (YAML reads ``0`` as an int); None stays None."""
+    return None if value is None else float(value)
 
 
 def _trial_config(data: dict[str, Any], base: Path) -> TrialConfig:
@@ -399,8 +405,10 @@ def _lookup_settings(
         "hints": "hints",
     }
     whole = {"topK", "candidates", "rerankDepth", "contextBudgetChars"}
+    # YAML reads `minScore: 0` as an int; the pipeline's floors are floats
+    real = {"minScore", "relativeScore", "weakScore", "sufficientScore"}
     values: dict[str, Any] = {
-        keys[k]: int(v) if k in whole else v
+        keys[k]: int(v) if k in whole else float(v) if k in real else v
         for k, v in data.items()
         if k not in ("fusion", "rerankWeights")
     }
@@ -505,6 +513,7 @@ def load_config(path: Path | None) -> Config:
         http_base=base,
         python=PythonConfig(
             retriever=data.get("python", {}).get("retriever"),
+            methods=dict(data.get("python", {}).get("methods", {})),
             timeout_seconds=float(data.get("python", {}).get("timeoutSeconds", 30.0)),
             base=base,
         ),

@@ -3,8 +3,10 @@
 
 ``keyword`` is a small deterministic BM25 over the chunks of the project's
 ``seed-docs/`` (read with ragsnap's own corpus loader and chunker, so chunk ids are
-the golden cases' ``source#n``), inside the case's kbScope. The others break one rule
-of the retriever protocol each (``ragsnap.kb.backends.python``).
+the golden cases' ``source#n``), inside the case's kbScope; ``titled`` is the same
+BM25 with a bonus per query word in the document's title, so the two rank
+differently (two ``python.methods`` to compare). The others break one rule of the
+retriever protocol each (``ragsnap.kb.backends.python``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class KeywordRetriever:
 
     k1 = 1.5
     b = 0.75
+    #: added per query word in the document's title to a chunk that matched (0: none)
+    title_bonus = 0.0
 
     def __init__(self, folder: Path = Path("seed-docs")) -> None:
         self.chunks: list[tuple[SeedDocument, str, str, Counter[str]]] = []
@@ -64,7 +68,7 @@ class KeywordRetriever:
         digest = hashlib.sha256()
         for _doc, chunk_id, text, _terms in self.chunks:
             digest.update(f"{chunk_id}\0{text}\0".encode())
-        return f"bm25:{digest.hexdigest()[:12]}"
+        return f"bm25:{digest.hexdigest()[:12]}"  # the corpus, not the scoring
 
     def search(self, query: str, *, top_k: int, filters: Mapping[str, Any]) -> list[Hit]:
         scope = filters.get("kbScope")
@@ -88,6 +92,9 @@ class KeywordRetriever:
                     * (self.k1 + 1)
                     / (tf + self.k1 * (1 - self.b + self.b * length / average))
                 )
+            if score > 0 and self.title_bonus:
+                title = set(tokens(doc.title or ""))
+                score += self.title_bonus * len(title & set(tokens(query)))
             if score > 0:
                 scored.append((-round(score, 6), chunk_id, doc, text))
         scored.sort(key=lambda item: (item[0], item[1]))
@@ -106,6 +113,16 @@ class KeywordRetriever:
 
 def keyword() -> KeywordRetriever:
     return KeywordRetriever()
+
+
+class TitledRetriever(KeywordRetriever):
+    """BM25 plus 4 per query word in the document's title."""
+
+    title_bonus = 4.0
+
+
+def titled() -> TitledRetriever:
+    return TitledRetriever()
 
 
 class _Unversioned:

@@ -209,7 +209,7 @@ def test_python_flags_belong_to_the_python_backend(
     monkeypatch.chdir(python_project(tmp_path))
     for argv, said in (
         (["snapshot", "--backend", "embedded", "--retriever", KEYWORD], "--retriever is for "),
-        (["snapshot", "--method", "lexical"], "the retriever runs its own lookup"),
+        (["snapshot", "--method", "lexical"], "python.methods names no methods"),
         (["snapshot", "--base-url", "http://127.0.0.1:1"], "--base-url is for --backend http"),
         (["seed", "--base-url", "http://127.0.0.1:1"], "--base-url is for --backend http"),
     ):

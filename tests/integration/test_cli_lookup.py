@@ -271,3 +271,17 @@ def test_a_stemming_analyzer_is_part_of_the_index(seeded: Path) -> None:
     (seeded / "ragsnap.yaml").unlink()
     default = run_cli("lookup", "pooling sizes", "--method", "lexical", cwd=seeded)
     assert default.code == 2 and "--reindex" in default.err
+
+
+def test_score_settings_written_as_integers_are_floats(seeded: Path) -> None:
+    """YAML reads ``minScore: 0`` as an int; the lookup's floors and a method's floors
+    are floats all the same (an int floor once crashed the pipeline, exit 3)."""
+    (seeded / "ragsnap.yaml").write_text(
+        "lookup: {minScore: 0, relativeScore: 0, weakScore: 0, sufficientScore: 1}\n"
+        "methods:\n  floored: {retrievers: [lexical], minScore: 0, relativeScore: 1}\n",
+        encoding="utf-8",
+    )
+    _, result = lookup(seeded, QUERY, "--kb-scope", "eval")  # exit 0, or it fails
+    assert sources(result)[0] == "pool-eval"
+    _, result = lookup(seeded, QUERY, "--method", "floored", "--kb-scope", "eval")
+    assert sources(result) == ["pool-eval"]  # relativeScore 1: only the best survives

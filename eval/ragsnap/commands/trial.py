@@ -11,16 +11,22 @@ first measured pass per method; apply the gates; write the report (and the
 TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
 
 ``--backend http`` runs the trial over a live service instead (the ``http``
-mapping of ragsnap.yaml): one method per ``http.methods`` entry (or those
-``--methods`` / ``trial.methods`` name), each lookup one request carrying
-that method's fields (``ragsnap.kb.backends.http``). Nothing is seeded: the
-service's corpus is its own, so the plan records the corpus revision its
-health answer reports (null, "not recorded", when it reports none) instead of
-a corpus digest, and the report names the backend and the base URL (no
-credentials). With a depth, a lookup asks for ``topK = max(depth, the case's
-topK)``: the deep ranking is the service's answer as returned (chunks, in its
+mapping of ragsnap.yaml), ``--backend python`` over Python retrievers: any
+backend whose registry entry answers whole lookups and runs methods of its own
+(``ragsnap.kb.backends.registry``; the trial never branches on a backend's
+name). One method per entry of its methods (``http.methods``,
+``python.methods``; or those ``--methods`` / ``trial.methods`` name), each
+opened as its own lookup source (a service connection sending that method's
+fields, ``ragsnap.kb.backends.http``; that method's retriever,
+``ragsnap.kb.backends.python``). Nothing is seeded: the corpus is the
+backend's own, so the plan records the corpus revision the first source
+reports (a service's health answer, a retriever's fingerprint or version;
+null, "not recorded", when it reports none) instead of a corpus digest, and
+the report names the backend (and a service's base URL, no credentials).
+With a depth, a lookup asks for ``topK = max(depth, the case's topK)``: the
+deep ranking is the answer's evidence blocks as returned (chunks, in its
 order), and the case's first topK blocks are scored as its evidence, so
-nothing is asked twice and a lookup's latency is one request's. Latencies a
+nothing is asked twice and a lookup's latency is one call's. Latencies a
 service reports inside its traces (``latencyMs``) are left out, so the
 determinism check compares retrieval, not timing; the passes, latency
 figures, gates, repetitions and seeds are the embedded trial's.
@@ -79,14 +85,15 @@ from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
 from ._kb import open_tokenizer
 
 if TYPE_CHECKING:
-    from ..kb.backends.http import HttpService
+    from ..kb.backends.registry import Backend
     from ..kb.backends.sqlite import SqliteKnowledgeBase
     from ..kb.embedders import Embedder
 
 #: the flags a plan fixes: giving one with --plan is a usage error
 PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
 DEFAULT_SEED = 20260920
-BACKENDS = ("embedded", "http")
+#: the flags of the backends a trial can run over
+BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,8 +127,13 @@ def run(args: argparse.Namespace) -> int:
                 "--plan runs a plan and --write-plan writes one; pass only one of them"
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
-    backend = getattr(args, "backend", None) or "embedded"
-    _check_backend_flags(args, backend)
+    from ..kb.backends.registry import DEFAULT_BACKEND, get_backend
+
+    # --backend's choices (cli): the embedded store and the backends that answer whole
+    # lookups with methods of their own
+    backend = getattr(args, "backend", None) or DEFAULT_BACKEND
+    entry = get_backend(backend)
+    _check_backend_flags(args, entry)
     if pinned is not None and pinned.backend_name != backend:
         raise InputError(
             args.plan,
@@ -133,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         )
     given_privacy = getattr(args, "privacy", None)
     privacy = config.trial.shareable if given_privacy is None else given_privacy
-    names = _method_names(args, config, pinned, backend)
+    names = _method_names(args, config, pinned, entry)
     depth = _pick(args.depth, pinned, "depth", config.trial.depth)
     split = _pick(args.split, pinned, "split", "all")
     repetitions = int(_pick(args.repetitions, pinned, "repetitions", 1))
@@ -181,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
 
     with contextlib.ExitStack() as stack:
         side = (
-            _service_side(args, config, names, case_set.sha256, stack)
-            if backend == "http"
+            _whole_side(args, config, entry, names, case_set.sha256, stack)
+            if entry.looks_up == "whole"
             else _embedded_side(args, config, names, case_set.sha256)
         )
         plan = Plan(
@@ -295,24 +307,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed_gates or determinism["identical"] is False or regressed else 0
 
 
-def _check_backend_flags(args: argparse.Namespace, backend: str) -> None:
-    """The flags of one backend are refused with the other."""
-    if backend == "http":
+def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
+    """The flags of one backend are refused with another (``Backend.check_options``);
+    ``--kb`` and ``--aliases`` belong to the embedded trial."""
+    from ._kb import options_of
+
+    if entry.looks_up == "whole":
         for flag, value in (("--kb", args.kb), ("--aliases", args.aliases)):
             if value is not None:
                 raise UsageError(
-                    f"{flag} is for the embedded trial; a service runs its own lookup: drop "
-                    f"{flag}, or drop --backend http"
+                    f"{flag} is for the embedded trial; {entry.answered_by} runs its own "
+                    f"lookup: drop "
+                    f"{flag}, or drop --backend {entry.name}"
                 )
-        return
-    service_flags = (
-        ("--base-url", getattr(args, "base_url", None)),
-        ("--token-file", getattr(args, "token_file", None)),
-        ("--token-env", getattr(args, "token_env", None)),
-    )
-    for flag, value in service_flags:
-        if value is not None:
-            raise UsageError(f"{flag} is for --backend http; drop it or add --backend http")
+    entry.check_options(options_of(args), BACKEND_FLAGS)
 
 
 def _embedded_side(
@@ -402,48 +410,54 @@ def _embedded_side(
     return _Side(definitions, inputs, None, None, run)
 
 
-def _service_side(
+def _whole_side(
     args: argparse.Namespace,
     config: Config,
+    entry: Backend,
     names: Sequence[str],
     cases_sha256: str,
     stack: contextlib.ExitStack,
 ) -> _Side:
-    """The trial over a service: one ``HttpService`` per method (its own connection),
-    each sending the method's ``http.methods`` fields; nothing seeded."""
-    from ..io.httpclient import read_token
-    from ..kb.backends.http import HttpService
+    """The trial over a backend that answers whole lookups: one lookup source per
+    method (a service connection, a retriever), opened with that method; nothing
+    seeded."""
+    from ._kb import options_of
 
-    mapping = config.http
-    token = read_token(args.token_file, args.token_env)
-    services: dict[str, HttpService] = {
+    assert entry.open_source is not None
+    options = options_of(args)
+    sources: dict[str, Any] = {
         name: stack.enter_context(
-            HttpService(mapping, base_url=args.base_url, token=token, method=name)
-        )
+            entry.open_source(config, dataclasses.replace(options, method=name))
+        )[0]
         for name in names
     }
-    first = services[names[0]]
-    revision = first.corpus()[1]
-    definitions = {name: {"name": name, "request": mapping.method_request(name)} for name in names}
+    first = sources[names[0]]
+    revision = first.corpus()[1] if callable(getattr(first, "corpus", None)) else None
+    definitions = {name: entry.definition(config, name) for name in names}
+    service: dict[str, Any] = {"backend": entry.name}
+    base_url = getattr(first, "base_url", None)
+    if isinstance(base_url, str):
+        service["baseUrl"] = _shown_url(base_url)
+    service["corpusRevision"] = revision
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
     ) -> tuple[list[PassResult], dict[str, Any]]:
-        lookups = {name: _service_lookup(name, service) for name, service in services.items()}
+        lookups = {name: _whole_lookup(name, source) for name, source in sources.items()}
         passes = _run_passes(lookups, cases, depth, repetitions, seed)
         return passes, {"documents": None, "chunks": None, "sha256": None}
 
     return _Side(
         definitions,
         {"cases": cases_sha256},
-        {"name": "http", "corpusRevision": revision},
-        {"backend": "http", "baseUrl": _shown_url(first.base_url), "corpusRevision": revision},
+        {"name": entry.name, "corpusRevision": revision},
+        service,
         run,
     )
 
 
-def _service_lookup(name: str, service: HttpService) -> Lookup:
-    """``name``'s lookups on ``service``: one request each (module docstring)."""
+def _whole_lookup(name: str, source: Any) -> Lookup:
+    """``name``'s lookups on ``source``: one call each (module docstring)."""
     from ..kb.backends import ChunkRef
     from ..snapshot.capture import without_latencies
 
@@ -452,7 +466,7 @@ def _service_lookup(name: str, service: HttpService) -> Lookup:
     ) -> tuple[dict[str, Any], Sequence[ChunkRef] | None]:
         top_k = case.top_k if depth is None else max(depth, case.top_k)
         try:
-            answer = service.lookup(case.query, kb_scope=case.kb_scope, top_k=top_k)
+            answer = source.lookup(case.query, kb_scope=case.kb_scope, top_k=top_k)
         except BackendError as exc:
             raise BackendError(f"case {case.id}, method {name}: {exc}") from None
         result: dict[str, Any] = without_latencies({"lookupResult": answer})["lookupResult"]
@@ -499,8 +513,9 @@ def _pick(given: Any, pinned: Plan | None, field: str, default: Any) -> Any:
 
 
 def _method_names(
-    args: argparse.Namespace, config: Config, pinned: Plan | None, backend: str
+    args: argparse.Namespace, config: Config, pinned: Plan | None, entry: Backend
 ) -> list[str]:
+    whole = entry.looks_up == "whole"
     if args.methods is not None:
         names = [n.strip() for n in args.methods.split(",") if n.strip()]
         if not names:
@@ -509,15 +524,15 @@ def _method_names(
         names = pinned.method_names
     elif config.trial.methods is not None:
         names = list(config.trial.methods)
-    elif backend == "http":
-        names = list(config.http.methods)
+    elif whole:
+        names = list(entry.method_names(config))
         if not names:
+            key = entry.methods_key
             raise InputError(
                 config.source,
-                "maps no http.methods, so a trial over the service has no methods to compare",
-                "add `http.methods: {NAME: {<lookup body fields>}}`, one entry per method "
-                "the service runs",
-                "/http/methods",
+                f"maps no {key}, so a trial over {entry.answered_by} has no methods to compare",
+                f"add `{key}: {entry.methods_example}",
+                "/" + key.replace(".", "/"),
             )
     else:
         known = {m.name for m in config.lookup.methods}
@@ -525,40 +540,46 @@ def _method_names(
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise UsageError(f"--methods names {', '.join(duplicated)} twice; list each once")
-    if backend == "http":
-        _check_service_methods(args, config, pinned, names)
+    if whole:
+        _check_whole_methods(args, config, pinned, entry, names)
     return names
 
 
-def _check_service_methods(
-    args: argparse.Namespace, config: Config, pinned: Plan | None, names: Sequence[str]
+def _check_whole_methods(
+    args: argparse.Namespace,
+    config: Config,
+    pinned: Plan | None,
+    entry: Backend,
+    names: Sequence[str],
 ) -> None:
-    """Every method of a trial over a service is one ``http.methods`` maps; the message
-    names where the unknown one came from."""
-    mapped = list(config.http.methods)
+    """Every method of a trial over a backend that answers whole lookups is one of its
+    configured methods (``http.methods``); the message names where the unknown one came
+    from."""
+    key = entry.methods_key
+    mapped = list(entry.method_names(config))
     unknown = [n for n in names if n not in mapped]
     if not unknown:
         return
     listed = ", ".join(unknown)
-    known = f"use one of {', '.join(mapped)}" if mapped else "http.methods maps none"
+    known = f"use one of {', '.join(mapped)}" if mapped else f"{key} maps none"
     if args.methods is not None:
         raise UsageError(
-            f"--methods names {listed}, which http.methods in {config.source} does not map; "
+            f"--methods names {listed}, which {key} in {config.source} does not map; "
             f"{known}, or add {'it' if len(unknown) == 1 else 'them'} there"
         )
     if pinned is not None:
         raise InputError(
             args.plan,
-            f"names method(s) {listed}, which http.methods in {config.source} does not map",
-            "add them to http.methods, or write a new plan with --write-plan",
+            f"names method(s) {listed}, which {key} in {config.source} does not map",
+            f"add them to {key}, or write a new plan with --write-plan",
             "/plan/methods",
         )
     index = list(config.trial.methods or ()).index(unknown[0])
     raise InputError(
         config.source,
-        f"trial.methods names {listed}, which http.methods does not map (a trial over a "
-        "service compares the methods the mapping sends)",
-        f"{known}, or add {'it' if len(unknown) == 1 else 'them'} to http.methods",
+        f"trial.methods names {listed}, which {key} does not map (a trial over "
+        f"{entry.answered_by} compares the methods {key} maps)",
+        f"{known}, or add {'it' if len(unknown) == 1 else 'them'} to {key}",
         f"/trial/methods/{index}",
     )
 

@@ -6,6 +6,9 @@
       backend: python
     python:
       retriever: my_rag.search:make_retriever   # MODULE:FACTORY, or --retriever
+      methods:                                  # optional: a method name -> MODULE:FACTORY
+        bm25: my_rag.search:make_bm25
+        dense: my_rag.search:make_dense
       timeoutSeconds: 30
 
 **The factory** (``MODULE:FACTORY``, ``FACTORY`` may be dotted: ``mod:Class.create``)
@@ -13,6 +16,15 @@ is imported from ``PYTHONPATH`` or the folder of ``ragsnap.yaml`` and called onc
 with no arguments; it returns the retriever. An import that fails (no module, no such
 attribute, not callable, the factory raising) is a ``BackendError`` (exit 2) naming
 ``python.retriever`` and the fix.
+
+**Methods** (``python.methods``). Each entry names a retrieval method and the
+factory of its retriever. ``--method NAME`` (``snapshot``, ``live-check``-style
+lookups) uses that factory instead of ``python.retriever``, and the fixtures'
+generator and the manifest record the method and its factory, so fixtures captured
+under another method are stale; ``ragsnap trial --backend python`` compares one
+method per entry (or those ``--methods`` names). A name ``python.methods`` does not
+map is a ``UsageError`` (exit 2) listing the names it has; ``--method`` with
+``--retriever`` is refused (pick one).
 
 **The retriever** (``Retriever``) is any object with::
 
@@ -48,10 +60,10 @@ a failing retriever never leaves a half-written fixture set.
 LangChain vector store or retriever, or a LlamaIndex index or retriever (its docstring).
 
 **What the fixture records** (``lookup_result``): the evidence blocks. A retriever
-has no retrieval trace, rerank trace or context pack; they are recorded as the
-empty placeholders the ``http`` backend writes for an unmapped trace, so the cases'
-pipeline expectations (selected attempt, fallback reasons, evidence status, context
-sources, rerank top source) fail visibly unless ``scoring.skip`` names them.
+has no retrieval trace, rerank trace or context pack; they are absent from the
+fixture, so the cases' pipeline expectations (selected attempt, fallback reasons,
+evidence status, context sources, rerank top source) are "not applicable (fixture
+has no retrievalTrace)": counted in every report, never passed and never failed.
 
 **Staleness.** ragsnap cannot digest a retriever's corpus. A retriever may report
 what it is with ``fingerprint()`` (a string) or a ``version`` attribute; it is
@@ -74,7 +86,7 @@ import math
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -107,9 +119,26 @@ class PythonConfig:
     """``python:`` of ragsnap.yaml: the retriever factory and the search timeout."""
 
     retriever: str | None = None
+    #: ``python.methods``: a method name -> the MODULE:FACTORY of its retriever
+    methods: Mapping[str, str] = field(default_factory=dict)
     timeout_seconds: float = 30.0
     #: the folder of ragsnap.yaml, where the retriever's module is also looked for
     base: Path | None = None
+
+    def method_retriever(self, name: str) -> str:
+        """The MODULE:FACTORY ``python.methods`` maps ``name`` to; an unknown name is a
+        ``UsageError`` listing the names it has."""
+        if name in self.methods:
+            return self.methods[name]
+        if not self.methods:
+            raise UsageError(
+                f"method {name!r}: python.methods names no methods; add `python.methods: "
+                f"{{{name}: MODULE:FACTORY}}` to ragsnap.yaml, or drop the method"
+            )
+        raise UsageError(
+            f"method {name!r} is not in python.methods; use one of {', '.join(self.methods)}, "
+            "or add it there"
+        )
 
 
 @runtime_checkable
@@ -172,18 +201,27 @@ def load_retriever(spec: str, base: Path | None = None) -> Any:
     return retriever
 
 
-def _spec(settings: PythonConfig, given: str | None) -> str:
+def _spec(settings: PythonConfig, given: str | None, method: str | None = None) -> str:
+    if method is not None:
+        if given is not None:
+            raise UsageError(
+                f"--method {method} picks python.methods.{method}'s retriever and --retriever "
+                "names another; pass only one of them"
+            )
+        return settings.method_retriever(method)
     spec = given if given is not None else settings.retriever
     if spec is None:
         raise UsageError(f"the python backend needs a retriever: {_CONFIGURE}")
     return spec
 
 
-def open_retriever(settings: PythonConfig, given: str | None = None) -> PythonSource:
-    """The retriever of ``--retriever`` (``given``) or ``python.retriever``, as a lookup
-    source."""
-    spec = _spec(settings, given)
-    return PythonSource(spec, load_retriever(spec, settings.base), settings.timeout_seconds)
+def open_retriever(
+    settings: PythonConfig, given: str | None = None, method: str | None = None
+) -> PythonSource:
+    """The retriever of ``--retriever`` (``given``), of ``method`` (``python.methods``)
+    or ``python.retriever``, as a lookup source."""
+    spec = _spec(settings, given, method)
+    return PythonSource(spec, load_retriever(spec, settings.base), settings.timeout_seconds, method)
 
 
 def hand_over(settings: PythonConfig, given: str | None, docs: Iterable[SeedDocument]) -> str:
@@ -320,19 +358,24 @@ def _describe(retriever: Any) -> str | None:
 class PythonSource:
     """A retriever as a ``LookupSource`` (``ragsnap.snapshot.capture``)."""
 
-    def __init__(self, name: str, retriever: Any, timeout: float):
+    def __init__(self, name: str, retriever: Any, timeout: float, method: str | None = None):
         self.name = name
         self.retriever = retriever
         self.timeout = timeout
+        #: the ``python.methods`` entry it was opened for (None: ``python.retriever``)
+        self.method = method
         self.revision = _describe(retriever)
 
     def generator(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "backend": "python",
             "embedder": None,
             "pipelineVersion": f"python:{self.name}",
             "settings": {"retriever": self.name, "revision": self.revision},
         }
+        if self.method is not None:
+            out["method"] = self.method
+        return out
 
     def search(self, query: str, *, kb_scope: str | None, top_k: int) -> list[Any]:
         """The retriever's hits for ``query``, in a worker thread with the timeout."""

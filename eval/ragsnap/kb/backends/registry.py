@@ -25,6 +25,13 @@ openers, ``before_seed`` (a store's own checks once it is open), ``settings``
 (what the backend adds to the fixture manifest's settings: milvus its analyzer,
 python its retriever) and ``concurrency`` (snapshot lookups in flight).
 
+A backend that answers whole lookups and runs methods of its own (``methods``:
+``http.methods``, ``python.methods``) also says where they are configured
+(``methods_key``, ``methods_example``), lists them (``method_names``) and describes
+one for a trial's plan (``definition``: a service method's request fields, a
+Python method's factory); ``ragsnap trial --backend NAME`` runs over any such
+backend without knowing its name.
+
 The hooks take the validated ``ragsnap.config.Config`` as ``config``; it is typed
 ``Any`` here because the config layer sits above ``kb``. A backend's module is
 imported only when one of its hooks runs, so listing the backends (``--backend``'s
@@ -103,6 +110,14 @@ def _one(config: Any) -> int:
     return 1
 
 
+def _no_methods(config: Any) -> tuple[str, ...]:
+    return ()
+
+
+def _named(config: Any, method: str) -> dict[str, Any]:
+    return {"name": method}
+
+
 def _nothing_dropped(
     kb: KnowledgeBase, config: Any, docs: Iterable[SeedDocument], *, reindex: bool, where: str
 ) -> set[str]:
@@ -144,6 +159,13 @@ class Backend:
     settings: Callable[[Any, str | None], dict[str, Any]] = _no_settings
     #: a backend that answers whole lookups runs ``--method`` itself (``http.methods``)
     methods: bool = False
+    #: where its methods are configured ("http.methods"), and one entry as an example
+    methods_key: str = ""
+    methods_example: str = ""
+    #: (config) -> the names of its configured methods, in their order
+    method_names: Callable[[Any], tuple[str, ...]] = _no_methods
+    #: (config, method) -> the method's definition in a trial plan (``name`` and more)
+    definition: Callable[[Any, str], dict[str, Any]] = _named
     concurrency: Callable[[Any], int] = _one
     #: who answers a whole lookup, for messages ("the service")
     answered_by: str = "ragsnap's pipeline"
@@ -297,6 +319,14 @@ def _http_settings(config: Any, method: str | None) -> dict[str, Any]:
     return {"method": method, "method.request": config.http.method_request(method)}
 
 
+def _http_method_names(config: Any) -> tuple[str, ...]:
+    return tuple(config.http.methods)
+
+
+def _http_definition(config: Any, method: str) -> dict[str, Any]:
+    return {"name": method, "request": config.http.method_request(method)}
+
+
 def _http_concurrency(config: Any) -> int:
     concurrency: int = config.http.concurrency
     return concurrency
@@ -309,7 +339,7 @@ def _http_concurrency(config: Any) -> int:
 def _python_source(config: Any, options: BackendOptions) -> Iterator[tuple[Any, str]]:
     from .python import open_retriever
 
-    source = open_retriever(config.python, options.retriever)
+    source = open_retriever(config.python, options.retriever, options.method)
     yield source, f"python ({source.name})"
 
 
@@ -320,7 +350,18 @@ def _python_hand_over(config: Any, options: BackendOptions, docs: Iterable[SeedD
 
 
 def _python_settings(config: Any, method: str | None) -> dict[str, Any]:
-    return {"python.retriever": config.python.retriever}
+    """The retriever; with a method, the method and its factory (``python.methods``)."""
+    if method is None:
+        return {"python.retriever": config.python.retriever}
+    return {"method": method, "method.retriever": config.python.method_retriever(method)}
+
+
+def _python_method_names(config: Any) -> tuple[str, ...]:
+    return tuple(config.python.methods)
+
+
+def _python_definition(config: Any, method: str) -> dict[str, Any]:
+    return {"name": method, "retriever": config.python.method_retriever(method)}
 
 
 BACKENDS: dict[str, Backend] = {
@@ -357,6 +398,10 @@ BACKENDS: dict[str, Backend] = {
         open_service=_http_service,
         settings=_http_settings,
         methods=True,
+        methods_key="http.methods",
+        methods_example="{NAME: {<lookup body fields>}}`, one entry per method the service runs",
+        method_names=_http_method_names,
+        definition=_http_definition,
         concurrency=_http_concurrency,
         answered_by="the service",
     ),
@@ -370,6 +415,11 @@ BACKENDS: dict[str, Backend] = {
         open_source=_python_source,
         hand_over=_python_hand_over,
         settings=_python_settings,
+        methods=True,
+        methods_key="python.methods",
+        methods_example="{NAME: MODULE:FACTORY}`, one entry per retriever to compare",
+        method_names=_python_method_names,
+        definition=_python_definition,
         answered_by="the retriever",
         fix="fix the retriever's hits (docs/python.md lists what a hit holds)",
     ),
