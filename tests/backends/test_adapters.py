@@ -104,6 +104,43 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@LANGCHAIN
+@LLAMAINDEX
+def test_a_trial_compares_the_adapters_as_python_methods(tmp_path: Path) -> None:
+    """Each adapter as a ``python.methods`` entry: both rank by the exact cosine of the
+    same embeddings, so the trial measures them alike, case by case."""
+    root = project(
+        tmp_path,
+        f"python:\n  methods:\n    langchain: {MODULE}:langchain_store\n"
+        f"    llamaindex: {MODULE}:llamaindex_index\n",
+    )
+    run = ragsnap("trial", "--backend", "python", "--depth", "10", "--gates", "none.yaml", cwd=root)
+    assert run.code == 2 and "none.yaml" in run.err  # a gates file that is not there
+    (root / "gates.yaml").write_text(
+        "version: 1\ngates:\n  - {method: '*', measure: recall@10, min: 0.7}\n",
+        encoding="utf-8",
+    )
+    run = ragsnap(
+        "trial", "--backend", "python", "--depth", "10", "--gates", "gates.yaml", cwd=root
+    )
+    assert run.code == 0, run.out + run.err
+    report = json.loads((root / "reports" / "trial.json").read_text(encoding="utf-8"))
+    assert report["plan"]["methods"] == [
+        {"name": "langchain", "retriever": f"{MODULE}:langchain_store"},
+        {"name": "llamaindex", "retriever": f"{MODULE}:llamaindex_index"},
+    ]
+    assert report["service"] == {"backend": "python", "corpusRevision": VERSIONS["langchain_store"]}
+    assert report["determinism"]["identical"] is True
+    assert "Gates: 2 of 2 passed" in run.out
+    langchain, llamaindex = (report["methods"][n]["summary"] for n in ("langchain", "llamaindex"))
+    assert langchain["metrics"]["recall@10"]["mean"] > 0.7
+    for measure, value in langchain["metrics"].items():
+        assert llamaindex["metrics"][measure]["mean"] == pytest.approx(value["mean"], abs=1e-6)
+    for case in report["caseResults"]:
+        levels = {r["hitLevel"] for r in case["methods"].values()}
+        assert len(levels) == 1, case
+
+
 @pytest.mark.parametrize("factory", ADAPTERS)
 def test_the_example_snapshots_and_scores_through_an_adapter_like_the_embedded_vector(
     tmp_path: Path, embedded: dict[str, Path], factory: str

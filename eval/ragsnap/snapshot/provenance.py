@@ -323,8 +323,11 @@ def _capture_problems(
         return
     if captured.documents is None:
         revision = "" if captured.revision is None else f" (corpus revision {captured.revision})"
-        retriever = captured.settings.get("python.retriever")
-        if retriever is not None:  # a Python retriever (ragsnap.kb.backends.python)
+        # a Python retriever (ragsnap.kb.backends.python), or a python.methods entry's
+        retriever = captured.settings.get(
+            "python.retriever", captured.settings.get("method.retriever")
+        )
+        if retriever is not None:
             unversioned = (
                 "; it reports no fingerprint() or version, so nothing records which corpus "
                 "it searched"
