@@ -75,6 +75,7 @@ def test_a_trial_compares_two_python_retrievers(tmp_path: Path) -> None:
     assert list(read(root / "reports" / "trial.json")["methods"]) == ["titled"]
     wrote = ragsnap("trial", "--backend", "python", "--write-plan", "plan.json", cwd=root)
     assert wrote.code == 0, wrote.err
+    assert "Run it with `ragsnap trial --backend python --plan plan.json`" in wrote.out
     again = ragsnap("trial", "--backend", "python", "--plan", "plan.json", "--gates", "gates.yaml", cwd=root)  # fmt: skip
     assert again.code == 0, again.err
     embedded = ragsnap("trial", "--plan", "plan.json", cwd=root)

@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"Wrote {args.write_plan}: {len(names)} method(s), split {split}, "
                 f"{len(cases)} case(s), plan {plan.sha256[:16]}. Run it with "
-                f"`ragsnap trial --plan {args.write_plan}`."
+                f"`ragsnap trial{entry.flag} --plan {args.write_plan}`."
             )
             return 0
         passes, corpus = side.run(cases, depth, repetitions, seed)

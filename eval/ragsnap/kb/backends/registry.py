@@ -80,7 +80,8 @@ class BackendOptions:
     token_env: str | None = None
     retriever: str | None = None
     #: ``--method``: for a backend that answers whole lookups, one of its own methods
-    #: (``http.methods``); a pipeline backend reads it from the lookup settings
+    #: (``http.methods``, ``python.methods``); a pipeline backend reads it from the
+    #: lookup settings
     method: str | None = None
 
     def given(self) -> list[str]:
@@ -157,7 +158,8 @@ class Backend:
     )
     #: (config, method or None) -> what the backend adds to the manifest's settings
     settings: Callable[[Any, str | None], dict[str, Any]] = _no_settings
-    #: a backend that answers whole lookups runs ``--method`` itself (``http.methods``)
+    #: a backend that answers whole lookups runs ``--method`` itself (``http.methods``,
+    #: ``python.methods``)
     methods: bool = False
     #: where its methods are configured ("http.methods"), and one entry as an example
     methods_key: str = ""
