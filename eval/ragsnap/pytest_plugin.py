@@ -267,6 +267,7 @@ def snapshot_args(
         base_url=None,
         token_file=None,
         token_env=None,
+        retriever=None,
         check=False,
         prune=prune,
         skip_eval=True,
