@@ -10,13 +10,21 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ....errors import BackendError
+from ....errors import BackendError, UsageError
 
 if TYPE_CHECKING:
     from ....settings import ChunkSettings
     from ...corpus import SeedDocument
 
-__all__ = ["DEFAULT_KEYS", "Adapter", "Found", "IndexingAdapter", "MetadataKeys", "chunk_records"]
+__all__ = [
+    "DEFAULT_KEYS",
+    "Adapter",
+    "Found",
+    "IndexingAdapter",
+    "MetadataKeys",
+    "chunk_records",
+    "require",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,19 @@ DEFAULT_KEYS = MetadataKeys()
 
 #: one document a store returned: (its metadata, its text, its score or None)
 Found = tuple[Mapping[str, Any], str, "float | None"]
+
+
+def require(module: str, library: str, extra: str) -> None:
+    """Import ``module`` or say which extra installs ``library`` (exit 2)."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise UsageError(
+            f"the {extra} adapter needs {library}, which is not installed; to install: "
+            f"pip install 'ragsnap[{extra.lower()}]'"
+        ) from None
 
 
 def _scalar(value: Any) -> bool:

@@ -25,7 +25,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ....errors import UsageError
-from ._common import DEFAULT_KEYS, Adapter, Found, IndexingAdapter, MetadataKeys, chunk_records
+from ._common import (
+    DEFAULT_KEYS,
+    Adapter,
+    Found,
+    IndexingAdapter,
+    MetadataKeys,
+    chunk_records,
+    require,
+)
 
 if TYPE_CHECKING:
     from ....settings import ChunkSettings
@@ -35,13 +43,7 @@ __all__ = ["documents", "from_retriever", "from_vector_store"]
 
 
 def _require() -> None:
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "the LangChain adapter needs langchain-core, which is not installed; to "
-            "install: pip install 'ragsnap[langchain]'"
-        ) from None
+    require("langchain_core", "langchain-core", "LangChain")
 
 
 def documents(

@@ -28,7 +28,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ....errors import UsageError
-from ._common import DEFAULT_KEYS, Adapter, Found, IndexingAdapter, MetadataKeys, chunk_records
+from ._common import (
+    DEFAULT_KEYS,
+    Adapter,
+    Found,
+    IndexingAdapter,
+    MetadataKeys,
+    chunk_records,
+    require,
+)
 
 if TYPE_CHECKING:
     from ....settings import ChunkSettings
@@ -38,13 +46,7 @@ __all__ = ["from_index", "from_retriever", "nodes"]
 
 
 def _require() -> None:
-    try:
-        import llama_index.core  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "the LlamaIndex adapter needs llama-index-core, which is not installed; to "
-            "install: pip install 'ragsnap[llamaindex]'"
-        ) from None
+    require("llama_index.core", "llama-index-core", "LlamaIndex")
 
 
 def nodes(
