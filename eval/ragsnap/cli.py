@@ -320,6 +320,13 @@ def _backends(**wanted: Any) -> tuple[str, ...]:
     return backend_names(**wanted)
 
 
+def _searching_backends() -> tuple[str, ...]:
+    """``live-check --backend``'s choices: the backends with a similarity search."""
+    from .kb.backends.registry import BACKENDS
+
+    return tuple(name for name, b in BACKENDS.items() if b.open_search is not None)
+
+
 def _trial_backends() -> tuple[str, ...]:
     """``trial --backend``'s choices: the embedded store (the pipeline's trial) and every
     backend that answers whole lookups with methods of its own."""
@@ -1052,8 +1059,17 @@ def _live_check(live: argparse.ArgumentParser) -> None:
     """
     _add(live, "--cases")
     _add(live, "--case")
+    _add(
+        live,
+        "--backend",
+        choices=_searching_backends(),
+        help="whose similarity search is checked: a service (http) or a Python retriever "
+        "(python, its search) (default: kb.backend in ragsnap.yaml when it is one of these, "
+        "else http)",
+    )
     _add(live, "--base-url")
     _add_token(live, "send this bearer token")
+    _add(live, "--retriever")
     _add(
         live,
         "--kb-scope",

@@ -272,3 +272,24 @@ def test_malformed_hits_are_backend_errors_naming_the_hit_and_field(hits: Any, s
     with pytest.raises(BackendError) as raised:
         evidence_blocks(hits, top_k=5, where="w")
     assert said in str(raised.value)
+
+
+def test_live_check_runs_the_retrievers_search(tmp_path: Path) -> None:
+    """``live-check`` through the registry: the project's python backend is searched as a
+    service's similarity endpoint would be, and the report says where it looked."""
+    root = python_project(tmp_path)
+    run = ragsnap("live-check", cwd=root)  # kb.backend: python can search: it is used
+    assert run.code == 1, run.err  # one case misses its expected source
+    assert f"29 case(s) against python:{KEYWORD}" in run.out
+    assert "22 passed, 3 failed (2 known), 4 skipped" in run.out
+    report = read(root / "reports" / "live-post-reindex.json")
+    assert (report["baseUrl"], report["endpoint"]) == (f"python:{KEYWORD}", "search")
+    (entry,) = [c for c in report["cases"] if c["caseId"] == "db-err-4031-order-repository"]
+    assert (entry["status"], entry["topResults"][0]["chunkId"]) == (
+        "pass",
+        "mysql-connection-pool#2",
+    )
+    refused = ragsnap("live-check", "--state", "state.json", cwd=root)
+    assert refused.code == 2
+    assert "--state verifies a service `ragsnap prepare` prepared" in refused.err
+    assert not (root / "state.json").exists()

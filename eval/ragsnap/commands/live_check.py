@@ -2,10 +2,12 @@
 
 Every golden case's query goes to the service's similarity search
 (``GET /api/search/similar`` by default, mapped by the ``http`` section of
-ragsnap.yaml); a case passes when an expected source is in its top K (see
-``ragsnap.live.livecheck``). The first request runs alone, so an unreachable
-service fails after one request's retries rather than one per case; the
-rest run ``--concurrency`` at a time. Both reports are written only after
+ragsnap.yaml), or, with ``--backend python`` (or ``kb.backend: python``), to the
+Python retriever's ``search``: the backend registry's ``open_search``; a case
+passes when an expected source is in its top K (see ``ragsnap.live.livecheck``).
+The first request runs alone, so an unreachable service fails after one
+request's retries rather than one per case; the rest run ``--concurrency`` at a
+time. Both reports are written only after
 every request succeeded. ``--privacy`` writes their privacy views
 (``ragsnap.live.privacy``): ids, hashes and counts, never a query, source,
 URL or endpoint.
@@ -27,12 +29,12 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..errors import BackendError, ServiceUnreachable, UsageError
-from ..io.httpclient import read_token
 from ..io.inputs import load_cases
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.progress import Progress
 from ..io.reads import labelled, reads_of
-from ..kb.backends.http import DEFAULT_BASE_URL, HttpService
+from ..kb.backends.http import DEFAULT_BASE_URL
+from ..kb.backends.registry import Backend, BackendOptions, get_backend
 from ..live.livecheck import (
     LiveAnswer,
     build_live_report,
@@ -100,7 +102,15 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.state is not None:  # updated in place, in a private folder of its own anywhere
         check_outputs([("--state", args.state)], inputs=reads, allow_outside=True)
-    token = read_token(args.token_file, args.token_env)
+    entry = _backend(args, config)
+    entry.check_options(
+        _options(args), ("--base-url", "--token-file", "--token-env", "--retriever")
+    )
+    if args.state is not None and entry.seeds != "service":
+        raise UsageError(
+            f"--state verifies a service `ragsnap prepare` prepared; the {entry.name} backend "
+            "has none: drop --state"
+        )
     if args.state is not None:
         from ..live.preparation import check_state_path
 
@@ -108,15 +118,34 @@ def run(args: argparse.Namespace) -> int:
     check_budget(args.max_requests, len(cases), args.repeat_check, args.state is not None)
     budget = RequestBudget(args.max_requests)
     with _state_locked(args, budget) as verifier:
-        return _check(args, config, case_set.sha256, cases, token, budget, verifier)
+        return _check(args, config, entry, case_set.sha256, cases, budget, verifier)
+
+
+def _backend(args: argparse.Namespace, config: Config) -> Backend:
+    """``--backend``, else ``kb.backend`` when it can search, else ``http``: the backend
+    whose similarity search is checked (``Backend.open_search``)."""
+    given: str | None = getattr(args, "backend", None)
+    if given is not None:
+        return get_backend(given)
+    configured = get_backend(config.kb.backend, "kb.backend")
+    return configured if configured.open_search is not None else get_backend("http")
+
+
+def _options(args: argparse.Namespace) -> BackendOptions:
+    return BackendOptions(
+        base_url=args.base_url,
+        token_file=args.token_file,
+        token_env=args.token_env,
+        retriever=getattr(args, "retriever", None),
+    )
 
 
 def _check(
     args: argparse.Namespace,
     config: Config,
+    entry: Backend,
     cases_sha256: str,
     cases: list[GoldenCase],
-    token: str | None,
     budget: RequestBudget,
     verifier: ServiceVerifier | None,
 ) -> int:
@@ -128,15 +157,17 @@ def _check(
     started = time.perf_counter()
     repeats: dict[str, tuple[Any, ...]] = {}
 
-    with HttpService(config.http, base_url=args.base_url, token=token) as service:
-        url = public_url(service.base_url)
-        endpoint = f"GET {service.mapping.similar_path}"
-        concurrency = args.concurrency or config.http.concurrency
+    assert entry.open_search is not None  # live-check offers only backends that search
+    with entry.open_search(config, _options(args)) as found:
+        service = found.service
+        url = public_url(found.where)
+        endpoint = found.endpoint
+        concurrency = args.concurrency or entry.concurrency(config)
         progress = Progress(len(cases), "live-check", "cases")
 
         def search(query: str, top_k: int, kb_scope: str | None) -> tuple[Any, list[Any]]:
             budget.spend("lookup")
-            return service.similar(query, top_k=top_k, kb_scope=kb_scope)
+            return found.search(query, top_k, kb_scope)
 
         def ask(case: GoldenCase) -> LiveAnswer:
             kb_scope = args.kb_scope if args.kb_scope is not None else case.kb_scope
@@ -149,12 +180,12 @@ def _check(
                 raise ServiceUnreachable(
                     f"the service at {url} (from {_origin(args, config)}) did not answer "
                     f"{endpoint} ({type(exc.__context__).__name__}, after "
-                    f"{service.mapping.retries} retries); start the service, or pass "
+                    f"{found.retries} retries); start the service, or pass "
                     "--base-url with the URL it listens on"
                 ) from None
             except BackendError as exc:
                 raise BackendError(f"case {case.id}: {exc}") from None
-            fields = raw_fields(raw, service.mapping.similar_results)
+            fields = raw_fields(raw, found.results_path)
             return LiveAnswer(kb_scope, top_k, tuple(items), fields)
 
         if verifier is not None:

@@ -59,6 +59,7 @@ __all__ = [
     "LOOKUP_PARTS",
     "Backend",
     "BackendOptions",
+    "Search",
     "backend_names",
     "get_backend",
     "register_backend",
@@ -93,6 +94,22 @@ class BackendOptions:
             "--retriever": self.retriever,
         }
         return [flag for flag, value in flags.items() if value is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A backend's similarity search, for ``live-check``: ``search(query, top_k,
+    kb_scope)`` is (the raw answer, its results in ragsnap's field names); ``where`` and
+    ``endpoint`` name it in reports; ``results_path`` is where the results sit in the raw
+    answer; ``service`` is the ``HttpService`` a ``--state`` verification talks to (None:
+    nothing to verify)."""
+
+    where: str
+    endpoint: str
+    results_path: str
+    retries: int
+    search: Callable[[str, int, str | None], tuple[Any, list[Any]]]
+    service: Any = None
 
 
 def _kb_where(config: Any, kb_path: Path) -> str:
@@ -156,6 +173,10 @@ class Backend:
     open_service: Callable[[Any, BackendOptions], contextlib.AbstractContextManager[Any]] | None = (
         None
     )
+    #: (config, options) -> a context manager of its ``Search`` (``ragsnap live-check``)
+    open_search: (
+        Callable[[Any, BackendOptions], contextlib.AbstractContextManager[Search]] | None
+    ) = None
     #: (config, method or None) -> what the backend adds to the manifest's settings
     settings: Callable[[Any, str | None], dict[str, Any]] = _no_settings
     #: a backend that answers whole lookups runs ``--method`` itself (``http.methods``,
@@ -314,6 +335,24 @@ def _http_source(config: Any, options: BackendOptions) -> Iterator[tuple[Any, st
         yield service, f"http ({service.base_url})"
 
 
+@contextlib.contextmanager
+def _http_search(config: Any, options: BackendOptions) -> Iterator[Search]:
+    with _http_service(config, options) as service:
+
+        def search(query: str, top_k: int, kb_scope: str | None) -> tuple[Any, list[Any]]:
+            answer, items = service.similar(query, top_k=top_k, kb_scope=kb_scope)
+            return answer, list(items)
+
+        yield Search(
+            service.base_url,
+            f"GET {service.mapping.similar_path}",
+            service.mapping.similar_results,
+            service.mapping.retries,
+            search,
+            service,
+        )
+
+
 def _http_settings(config: Any, method: str | None) -> dict[str, Any]:
     """The method asked for, with the fields its requests add (``http.methods``)."""
     if method is None:
@@ -343,6 +382,21 @@ def _python_source(config: Any, options: BackendOptions) -> Iterator[tuple[Any, 
 
     source = open_retriever(config.python, options.retriever, options.method)
     yield source, f"python ({source.name})"
+
+
+@contextlib.contextmanager
+def _python_search(config: Any, options: BackendOptions) -> Iterator[Search]:
+    """The retriever's hits as similarity results: its evidence blocks, checked as a
+    snapshot checks them."""
+    from .python import open_retriever
+
+    source = open_retriever(config.python, options.retriever, options.method)
+
+    def search(query: str, top_k: int, kb_scope: str | None) -> tuple[Any, list[Any]]:
+        blocks = source.lookup(query, kb_scope=kb_scope, top_k=top_k)["evidenceBlocks"]
+        return blocks, list(blocks)
+
+    yield Search(f"python:{source.name}", "search", "", 0, search)
 
 
 def _python_hand_over(config: Any, options: BackendOptions, docs: Iterable[SeedDocument]) -> str:
@@ -398,6 +452,7 @@ BACKENDS: dict[str, Backend] = {
         options=("--base-url", "--token-file", "--token-env"),
         open_source=_http_source,
         open_service=_http_service,
+        open_search=_http_search,
         settings=_http_settings,
         methods=True,
         methods_key="http.methods",
@@ -415,6 +470,7 @@ BACKENDS: dict[str, Backend] = {
         records=("evidenceBlocks",),
         options=("--retriever",),
         open_source=_python_source,
+        open_search=_python_search,
         hand_over=_python_hand_over,
         settings=_python_settings,
         methods=True,
