@@ -251,14 +251,18 @@ def copy_example(root: Path, *names: str) -> Path:
     return root
 
 
-def run_cli(*args: str, cwd: Path, script: str | None = None) -> Run:
-    """Run ``ragsnap`` (or a script under scripts/) as a real process in ``cwd``."""
+def run_cli(
+    *args: str, cwd: Path, script: str | None = None, tests_importable: bool = False
+) -> Run:
+    """Run ``ragsnap`` (or a script under scripts/) as a real process in ``cwd``; with
+    ``tests_importable`` the modules under tests/ import too (a test's retriever)."""
     command = (
         [sys.executable, str(REPO / "scripts" / script), *args]
         if script
         else [sys.executable, "-m", "ragsnap", *args]
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO / "eval"), "PYTHONIOENCODING": "utf-8"}
+    path = [str(REPO / "eval"), *([str(REPO / "tests")] if tests_importable else [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, Run, copy_example
+from conftest import REPO, Run, copy_example, run_cli
 from ragsnap.cli import main
 from ragsnap.errors import UsageError
 from ragsnap.kb.corpus import load_seed_docs
@@ -53,17 +53,7 @@ ADAPTERS = [
 
 def ragsnap(*args: str, cwd: Path) -> Run:
     """``ragsnap`` as a real process, with the test factories importable."""
-    path = os.pathsep.join([str(REPO / "eval"), str(REPO / "tests")])
-    env = {**os.environ, "PYTHONPATH": path, "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragsnap", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
+    return run_cli(*args, cwd=cwd, tests_importable=True)
 
 
 def project(root: Path, extra: str) -> Path:

@@ -9,16 +9,13 @@ The end-to-end test runs ``ragsnap`` as a real process with ``tests/`` on
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REPO, Run, copy_example
+from conftest import Run, copy_example, run_cli
 from ragsnap.cli import main
 from ragsnap.errors import BackendError
 from ragsnap.kb.backends.python import evidence_blocks, lookup_result
@@ -43,17 +40,7 @@ def python_project(root: Path, retriever: str = KEYWORD, *, timeout: float = 30)
 
 def ragsnap(*args: str, cwd: Path) -> Run:
     """``ragsnap`` as a real process, with the test retrievers importable."""
-    path = os.pathsep.join([str(REPO / "eval"), str(REPO / "tests")])
-    env = {**os.environ, "PYTHONPATH": path, "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ragsnap", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
+    return run_cli(*args, cwd=cwd, tests_importable=True)
 
 
 def read(path: Path) -> Any:

@@ -20,6 +20,7 @@ schema; a bad one, or a ref git cannot read, is bad input (exit 2).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -171,6 +172,15 @@ def _cat_files(
     return found
 
 
+@functools.lru_cache(maxsize=8)
+def _prefix(folder: Path) -> str | None:
+    """``folder``'s path inside its repository (asked once, whatever the refs tried)."""
+    inside = _git(folder, "rev-parse", "--show-prefix")
+    if inside is None or inside.returncode != 0:
+        return None
+    return inside.stdout.decode("utf-8").strip()
+
+
 def open_git(folder: Path, ref: str, *, required: bool) -> BaselineFixtures | None:
     """The fixtures folder ``folder`` as git holds it at ``ref``; None when git cannot
     read it and it is not ``required`` (a named ``--baseline-ref`` is)."""
@@ -189,10 +199,9 @@ def open_git(folder: Path, ref: str, *, required: bool) -> BaselineFixtures | No
             )
         return None
     commit = probe.stdout.decode().strip()
-    inside = _git(folder, "rev-parse", "--show-prefix")  # the folder in the repository
-    if inside is None or inside.returncode != 0:
+    prefix = _prefix(folder)
+    if prefix is None:
         return None
-    prefix = inside.stdout.decode("utf-8").strip()
 
     def read(names: Sequence[str]) -> dict[str, bytes | None]:
         return _cat_files(folder, [f"{commit}:{prefix}{name}" for name in names], names)

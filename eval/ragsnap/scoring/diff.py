@@ -547,9 +547,7 @@ def _case_changes(
 
 def _metric_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The graded metrics of a case that moved, as one ``metrics`` change (status changed:
-    the aggregate rows say whether they regressed), when it lost something named."""
-    if not case_lost(before, after, ()):
-        return []
+    the aggregate rows say whether they regressed), for a case that lost something named."""
     old, new = before.get("metrics") or {}, after.get("metrics") or {}
     moved = [m for m in sorted(set(old) & set(new)) if _round(old[m]) != _round(new[m])]
 
@@ -677,15 +675,19 @@ def case_diff(
     when nothing changed. ``diff_reports`` lists one per shared case; ``pytest
     --ragsnap`` computes the one of a failing case."""
     changes = _case_changes(before, after, tolerances)
+    lost = None
     if not changes and before.get("coverage") != after.get("coverage"):
         # a case that kept its level but lost a judged chunk or a span: its metrics
-        changes = _metric_changes(before, after)
+        lost = case_lost(before, after, (), hash_before, hash_after)
+        changes = _metric_changes(before, after) if lost else []
     if not changes:
         return None
     status = _worst([c["status"] for c in changes])
     row = _case_row(after["id"], status, changes, before, after)
     if status in (REGRESSION, CHANGED):
-        row["lost"] = case_lost(before, after, changes, hash_before, hash_after)
+        row["lost"] = (
+            lost if lost is not None else case_lost(before, after, changes, hash_before, hash_after)
+        )
     return row
 
 

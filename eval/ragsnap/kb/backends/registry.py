@@ -179,10 +179,8 @@ class Backend:
     ) = None
     #: (config, method or None) -> what the backend adds to the manifest's settings
     settings: Callable[[Any, str | None], dict[str, Any]] = _no_settings
-    #: a backend that answers whole lookups runs ``--method`` itself (``http.methods``,
-    #: ``python.methods``)
-    methods: bool = False
-    #: where its methods are configured ("http.methods"), and one entry as an example
+    #: where its methods are configured ("http.methods"; "": it runs none of its own),
+    #: and one entry as an example
     methods_key: str = ""
     methods_example: str = ""
     #: (config) -> the names of its configured methods, in their order
@@ -194,6 +192,12 @@ class Backend:
     answered_by: str = "ragsnap's pipeline"
     #: the fix of an answer that does not fit the fixture contract
     fix: str = "fix the service or its mapping (the http section of ragsnap.yaml)"
+
+    @property
+    def methods(self) -> bool:
+        """It answers whole lookups and runs ``--method`` itself (``http.methods``,
+        ``python.methods``): it says where its methods are configured."""
+        return bool(self.methods_key)
 
     @property
     def uses_kb(self) -> bool:
@@ -454,7 +458,6 @@ BACKENDS: dict[str, Backend] = {
         open_service=_http_service,
         open_search=_http_search,
         settings=_http_settings,
-        methods=True,
         methods_key="http.methods",
         methods_example="{NAME: {<lookup body fields>}}`, one entry per method the service runs",
         method_names=_http_method_names,
@@ -473,7 +476,6 @@ BACKENDS: dict[str, Backend] = {
         open_search=_python_search,
         hand_over=_python_hand_over,
         settings=_python_settings,
-        methods=True,
         methods_key="python.methods",
         methods_example="{NAME: MODULE:FACTORY}`, one entry per retriever to compare",
         method_names=_python_method_names,
