@@ -14,11 +14,20 @@ the span metrics follow GoodBuddy's definitions:
 * the annotated spans are the exact spans of the judgments with grade >= 1;
   a span that lies inside another span of the case is dropped (nested spans
   are unioned), repeated spans count once;
+* overlapping spans are unioned too, as GoodBuddy unions them: the annotated
+  characters are the union of the spans' characters in the text they were
+  quoted from. That text is the judged chunk's when the fixture returned it
+  and it holds the span (the span's first occurrence there); spans the
+  fixture holds no source for are laid end to end, each merged with the one
+  before it where the earlier one's end is the later one's start, by at
+  least two characters (``abcd`` and ``cdef`` cover the six characters of
+  ``abcdef``, not eight);
 * **context precision** = characters of the returned context covered by some
   occurrence of an annotated span (overlapping occurrences unioned) / all
   returned characters (0 when nothing was returned);
-* **context recall** = characters of the annotated spans that occur verbatim
-  in the returned context / all annotated characters.
+* **context recall** = annotated characters covered by a span that occurs
+  verbatim in the returned context / all annotated characters (``abcd`` and
+  ``cdef`` over the context ``zzabcdzz``: 4 of 6).
 
 A case without spans has no span metrics (``None``); averages skip it.
 """
@@ -72,17 +81,59 @@ def first_holding(texts: Sequence[str], span: str) -> int | None:
     return next((i for i, text in enumerate(texts) if span in text), None)
 
 
+#: the fewest characters two spans without a source must share to be taken as one
+#: stretch of their chunk (a shared last and first letter is too often chance)
+MIN_SPAN_OVERLAP = 2
+
+
+def _overlap(before: str, after: str) -> int:
+    """The length of the longest proper suffix of ``before`` that starts ``after``
+    (0 below ``MIN_SPAN_OVERLAP``)."""
+    for size in range(min(len(before), len(after)) - 1, MIN_SPAN_OVERLAP - 1, -1):
+        if before.endswith(after[:size]):
+            return size
+    return 0
+
+
+def _footprints(spans: Sequence[str], sources: Sequence[str]) -> list[tuple[int, int]]:
+    """Each span's characters as an interval in one frame where overlapping spans share
+    characters: the first of ``sources`` that holds a span places it (each source its own
+    stretch of the frame), the spans no source holds follow end to end in their order,
+    each sharing its longest start that ends the span before it."""
+    placed: dict[int, tuple[int, int]] = {}
+    offset = 0
+    for source in sources:
+        for i, span in enumerate(spans):
+            if i not in placed and (at := source.find(span)) >= 0:
+                placed[i] = (offset + at, offset + at + len(span))
+        offset += len(source)
+    previous = ""
+    for i, span in enumerate(spans):
+        if i in placed:
+            continue
+        start = offset - _overlap(previous, span) if previous else offset
+        placed[i] = (start, start + len(span))
+        offset, previous = start + len(span), span
+    return [placed[i] for i in range(len(spans))]
+
+
 def context_precision_recall(
-    texts: Sequence[str], spans: Sequence[str]
+    texts: Sequence[str], spans: Sequence[str], sources: Sequence[str] = ()
 ) -> tuple[float | None, float | None]:
-    """Context precision and recall of returned ``texts`` for annotated ``spans``."""
+    """Context precision and recall of returned ``texts`` for annotated ``spans``.
+
+    ``sources`` are texts the spans were quoted from (the judged chunks' texts, where
+    known): spans are placed there to union the ones that overlap."""
     kept = annotated_spans(spans)
     if not kept:
         return None, None
     returned = sum(len(t) for t in texts)
     covered = sum(_union_length([iv for s in kept for iv in _occurrences(t, s)]) for t in texts)
-    annotated = sum(len(s) for s in kept)
-    found = sum(len(s) for s in kept if first_holding(texts, s) is not None)
+    footprints = _footprints(kept, sources)
+    annotated = _union_length(footprints)
+    found = _union_length(
+        [fp for s, fp in zip(kept, footprints, strict=True) if first_holding(texts, s) is not None]
+    )
     return (covered / returned if returned else 0.0), found / annotated
 
 
@@ -111,8 +162,12 @@ def case_metrics(
         else:
             run[case.id] = [t for b in blocks if (t := getattr(b, field)) is not None]
         top = {b.chunk_id: b.text for b in blocks[: case.top_k]}
+        judged_targets = {j.target for j in case.judgments if j.grade >= 1}
+        sources = {b.chunk_id: b.text for b in blocks if getattr(b, field) in judged_targets}
         spans[case.id] = context_precision_recall(
-            list(top.values()), [s for j in case.judgments if j.grade >= 1 for s in j.spans]
+            list(top.values()),
+            [s for j in case.judgments if j.grade >= 1 for s in j.spans],
+            list(sources.values()),
         )
     rankings = rankings_from_dicts(qrels, run)
     values = evaluate(rankings, measures)

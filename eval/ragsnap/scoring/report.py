@@ -71,8 +71,9 @@ __all__ = [
 #: The Markdown report lists every case up to this many (the JSON report always does).
 ALL_CASES_LISTED = 1000
 
-#: Bumped whenever a scoring rule changes meaning; recorded in every report.
-SCORING_VERSION = "hit-levels/1"
+#: Bumped whenever a scoring rule changes meaning; recorded in every report
+#: (2: overlapping answer spans unioned in context precision and recall).
+SCORING_VERSION = "hit-levels/2"
 
 
 def coverage_entry(coverage: Coverage) -> dict[str, list[dict[str, Any]]]:

@@ -26,6 +26,50 @@ def test_nested_and_repeated_spans_are_unioned() -> None:
     assert context_precision_recall(texts, ["bcdef", "cde", "bcdef"]) == (0.5, 1.0)
 
 
+def test_overlapping_spans_are_unioned_as_goodbuddy_unions_them() -> None:
+    # abcd and cdef quote "abcdef": 6 annotated characters, 4 of them returned
+    precision, recall = context_precision_recall(["zzabcdzz"], ["abcd", "cdef"])
+    assert recall == pytest.approx(4 / 6)
+    assert round(recall or 0, 3) == 0.667
+    assert precision == pytest.approx(4 / 8)
+    # both returned: everything annotated is covered
+    assert context_precision_recall(["abcdef"], ["cdef", "abcd"])[1] == 1.0
+
+
+def test_the_judged_chunk_places_spans_where_it_knows_them() -> None:
+    # in the chunk the two spans are apart: nothing to union, 4 of 8
+    source = "abcd then cdef"
+    assert context_precision_recall(["zzabcdzz"], ["abcd", "cdef"], [source])[1] == 0.5
+    # in this chunk they overlap by three characters, though their ends share only two
+    source = "xx abcdbcd-z"
+    spans = ["abcdbc", "bcd-z"]
+    assert context_precision_recall(["abcdbc"], spans, [source])[1] == pytest.approx(6 / 9)
+
+
+def test_one_shared_letter_is_not_an_overlap() -> None:
+    # "sizes" ends and "settings" starts with an s: chance, not one stretch of text
+    assert context_precision_recall(["pool sizes"], ["pool sizes", "settings"])[1] == (
+        pytest.approx(10 / 18)
+    )
+
+
+def test_case_metrics_place_spans_in_the_judged_chunk_the_fixture_returned() -> None:
+    judgments = [{"chunkId": "gold#1", "grade": 3, "spans": ["abcd", "cdef"]}]
+    case = _case("a", judgments, topK=1)
+    near = {**block(1, "near", text="zzabcdzz"), "chunkId": "near#1"}
+    gold = {**block(2, "gold", text="abcd then cdef"), "rank": 2, "chunkId": "gold#1"}
+    measures = parse_measures(["recall@10"])
+
+    def recall(blocks: list[dict[str, Any]]) -> Any:
+        fixtures = {"a": Fixture.from_json(make_fixture("a", blocks))}
+        return case_metrics([case], fixtures, measures)["a"]["contextRecall"]
+
+    # the judged chunk (returned below the top K) shows the spans apart: 4 of 8
+    assert recall([near, gold]) == 0.5
+    # without it, the spans are taken to overlap as their ends do: 4 of 6
+    assert recall([near]) == pytest.approx(4 / 6)
+
+
 def test_overlapping_occurrences_are_unioned_in_the_context() -> None:
     # "aba" occurs at 0 and 2 in "ababa": the union covers all 5 characters once
     assert context_precision_recall(["ababa", "zzzzz"], ["aba"]) == (0.5, 1.0)
