@@ -182,13 +182,20 @@ class Selector:
 
     def unmatched(self, cases: Sequence[GoldenCase]) -> str:
         """Why no case of ``cases`` matches: the conditions no case meets, each with the
-        values the cases have (a tag misspelt, a language the trial did not run)."""
+        values the cases have (a tag misspelt, a language the trial did not run; not
+        for ``id`` and ``kbScope``)."""
         parts = []
         for key, values in self.conditions:
-            present = sorted({_text(v) for case in cases for v in _field(case, key)})
-            if not any(v in values for case in cases for v in _field(case, key)):
+            if any(v in values for case in cases for v in _field(case, key)):
+                continue
+            part = f"no case has {key} {'|'.join(map(_text, values))}"
+            # the values present, but not the ids (noise) nor the scopes (the report
+            # names no knowledge-base scope)
+            if key not in ("id", "kbScope"):
+                present = sorted({_text(v) for case in cases for v in _field(case, key)})
                 shown = ", ".join(present[:8]) + (", ..." if len(present) > 8 else "")
-                parts.append(f"no case has {key} {'|'.join(map(_text, values))} (present: {shown})")
+                part += f" (present: {shown})"
+            parts.append(part)
         return "; ".join(parts) or "no case meets every condition at once"
 
 

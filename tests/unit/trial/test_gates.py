@@ -37,6 +37,7 @@ def case(
     no_answer: bool = False,
     known_failure: str | None = None,
     top_k: int = 5,
+    kb_scope: str | None = None,
 ) -> GoldenCase:
     return GoldenCase(
         id=case_id,
@@ -44,7 +45,7 @@ def case(
         language=language,
         category=category,
         split=split,
-        kb_scope=None,
+        kb_scope=kb_scope,
         top_k=top_k,
         no_answer=no_answer,
         min_hit_level="medium",
@@ -96,7 +97,7 @@ CASES = (
     case("id-3", tags=("exact-identifier",), known_failure="flaky upstream", top_k=10),
     case("para-1", tags=("paraphrase",), language="zh", split="dev"),
     case("para-2", tags=("paraphrase",), language="zh", split="dev", category="cache"),
-    case("none-1", no_answer=True),
+    case("none-1", no_answer=True, kb_scope="tenant-secret"),
 )
 
 
@@ -232,6 +233,7 @@ def test_a_gate_with_nothing_to_read_did_not_run_and_never_passes() -> None:
             {"method": "lexical", "where": {"noAnswer": True}, "measure": "mrr@10", "min": 0},
             {"method": "alias", "measure": "mrr@10", "min": 0.5},
             {"method": "lexical", "measure": "mrr@10", "notBelow": {"method": "hybrid"}},
+            {"method": "lexical", "where": {"kbScope": "tenant-x"}, "measure": "passRate", "min": 0},
         ],
         lexical=lexical,
     )
@@ -243,6 +245,7 @@ def test_a_gate_with_nothing_to_read_did_not_run_and_never_passes() -> None:
         (False, None, "nothing-to-measure", 1),
         (False, None, "method-not-in-trial", None),
         (False, None, "compared-method-not-in-trial", None),
+        (False, None, "no-case-selected", 0),
     ]
     messages = [r.message for r in results]
     assert messages[0] == (
@@ -253,7 +256,9 @@ def test_a_gate_with_nothing_to_read_did_not_run_and_never_passes() -> None:
     assert messages[2].endswith("no case meets every condition at once")
     assert messages[3] == "no no-answer case among the 2 selected"
     assert messages[4] == "no judged answerable case among the 1 selected"
-    assert messages[5:] == ["not in this trial", "hybrid is not in this trial"]
+    assert messages[5:7] == ["not in this trial", "hybrid is not in this trial"]
+    # a knowledge-base scope the report does not name is not listed
+    assert messages[7] == "no case of the 6 that ran: no case has kbScope tenant-x"
     assert all(r.to_json()["passed"] is None for r in results)
 
 
