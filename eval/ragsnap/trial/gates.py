@@ -366,8 +366,8 @@ def _apply(
             return not_run("no-case-selected", f"no case of the {len(cases)} that ran: {why}", 0)
         selected = len(chosen)
         values.append(_value(measurement.block(chosen), gate.measure))
-    value = values[0]
-    if value is None or (gate.relative_to is not None and values[1] is None):
+    value, base = values[0], values[-1]  # base: the compared method's, when there is one
+    if value is None or base is None:
         who = "" if value is None else f"{gate.relative_to}: "
         why = (
             "no timed lookup"
@@ -380,14 +380,11 @@ def _apply(
         failures.append(f"{value:.4f} < {gate.minimum:g}")
     if gate.maximum is not None and value > gate.maximum:
         failures.append(f"{value:.4f} > {gate.maximum:g}")
-    if gate.relative_to is not None:
-        base = values[1]
-        assert base is not None
-        if value < base - gate.by:
-            failures.append(
-                f"{value:.4f} is {base - value:.4f} below {gate.relative_to}'s "
-                f"{base:.4f} (at most {gate.by:g})"
-            )
+    if gate.relative_to is not None and value < base - gate.by:
+        failures.append(
+            f"{value:.4f} is {base - value:.4f} below {gate.relative_to}'s "
+            f"{base:.4f} (at most {gate.by:g})"
+        )
     return GateResult(name, text, value, not failures, None, "; ".join(failures), selected)
 
 

@@ -233,7 +233,12 @@ def test_a_gate_with_nothing_to_read_did_not_run_and_never_passes() -> None:
             {"method": "lexical", "where": {"noAnswer": True}, "measure": "mrr@10", "min": 0},
             {"method": "alias", "measure": "mrr@10", "min": 0.5},
             {"method": "lexical", "measure": "mrr@10", "notBelow": {"method": "hybrid"}},
-            {"method": "lexical", "where": {"kbScope": "tenant-x"}, "measure": "passRate", "min": 0},
+            {
+                "method": "lexical",
+                "where": {"kbScope": "tenant-x"},
+                "measure": "passRate",
+                "min": 0,
+            },
         ],
         lexical=lexical,
     )
