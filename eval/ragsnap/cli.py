@@ -1118,9 +1118,10 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     raw rankings with --depth), span context precision and recall, no-answer false
     positives, per split, language and category; latency from a warm-up and seeded,
     shuffled repetitions; a determinism check; gates. The report holds ids, digests and
-    measurements, never queries or texts. Exits 1 when a gate fails or two passes
-    differ. With --backend http, the methods of http.methods run on a live service
-    instead; with --backend python, the retrievers of python.methods; nothing seeded.
+    measurements, never queries or texts. Exits 1 when a gate that ran fails or two
+    passes differ; a gate that could not run leaves its method experimental. With
+    --backend http, the methods of http.methods run on a live service instead; with
+    --backend python, the retrievers of python.methods; nothing seeded.
     """
     _add(trial, "--cases")
     _add(
@@ -1192,7 +1193,8 @@ def _trial(trial: argparse.ArgumentParser) -> None:
         trial,
         "--gates",
         **_FILE,
-        help="thresholds per method (YAML; default: trial.gates, else no gates)",
+        help="thresholds per method, over any selection of cases (YAML; default: "
+        "trial.gates, else no gates)",
     )
     _add(
         trial,

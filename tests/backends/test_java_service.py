@@ -640,7 +640,7 @@ def test_a_two_method_trial_runs_on_the_service(java: JavaService, tmp_path: Pat
     assert run.code == 0, run.out + run.err
     assert f"Service: http at {java.base_url}, corpus revision not recorded" in run.out
     assert "Determinism: 3 passes identical" in run.out
-    assert "Gates: 4 of 4 passed" in run.out
+    assert "Gates: 4 of 4 ran and passed" in run.out
     report = json.loads((tmp_path / "reports" / "trial.json").read_text(encoding="utf-8"))
     validate(report, "trial-report", "trial.json", "trial report")
     assert report["service"] == {

@@ -67,7 +67,7 @@ def test_a_trial_compares_two_python_retrievers(tmp_path: Path) -> None:
         ("bm25", True),
         ("titled", True),
     ]
-    assert "Gates: 2 of 2 passed" in run.out
+    assert "Gates: 2 of 2 ran and passed" in run.out
 
     # --methods picks among them; a pinned plan runs again over the same retrievers
     one = ragsnap("trial", "--backend", "python", "--methods", "titled", cwd=root)

@@ -164,15 +164,90 @@ def test_failing_gates_exit_1_and_keep_every_method(example: Path) -> None:
     run, report = trial(example, "--methods", "lexical,hybrid", "--gates", "strict.yaml")
     assert run.code == 1, run.err
     assert re.search(r"lexical: ndcg@10 >= 0\.99: 0\.\d{4} < 0\.99", run.out), run.out
+    assert report["methods"]["lexical"]["status"] == "experimental"
     assert report["methods"]["lexical"]["admitted"] is False
+    assert report["methods"]["hybrid"]["status"] == "admitted"
     assert report["methods"]["hybrid"]["admitted"] is True
     assert report["methods"]["lexical"]["summary"]["metrics"]["ndcg@10"]["mean"] is not None
+    assert "Gates: 2 of 3 ran and passed, 1 FAILED" in run.out, run.out
 
 
 def test_the_example_gates_admit_the_default_method(example: Path) -> None:
-    run, report = trial(example, "--methods", "hybrid,hybrid+rerank")
+    # the tag gate compares exact-identifier queries with lexical: it runs beside it
+    run, report = trial(example, "--methods", "lexical,hybrid,hybrid+rerank")
     assert run.code == 0, run.out + run.err
-    assert report["methods"]["hybrid+rerank"]["admitted"] is True
+    assert report["methods"]["hybrid+rerank"]["status"] == "admitted"
+    exact = [g for g in report["gates"] if "[tags exact-identifier]" in g["gate"]]
+    assert len(exact) == 2 and all(g["ran"] and g["passed"] and g["cases"] == 9 for g in exact)
+
+
+def test_gates_by_tag_and_category_and_gates_that_could_not_run(example: Path) -> None:
+    """A one-method trial: gates that never ran are counted apart, not as passed; they
+    leave the method experimental without failing the run; a failing tag gate exits 1;
+    admitted -> experimental against a baseline trial is a regression."""
+    (example / "gates.yaml").write_text(
+        "version: 1\ngates:\n"
+        "  - {method: lexical, where: {tags: exact-identifier}, measure: mrr@10, min: 0.5}\n"
+        "  - {method: lexical, where: {category: [database, cache], noAnswer: false},"
+        " measure: recallAtK, min: 0.5}\n",
+        encoding="utf-8",
+    )
+    args = ("--methods", "lexical", "--gates", "gates.yaml", "--html-report", "t.html")
+    run, report = trial(example, *args, "--json-report", "base.json")
+    assert run.code == 0, run.out + run.err
+    assert "Gates: 2 of 2 ran and passed\n" in run.out, run.out
+    base = json.loads((example / "base.json").read_text(encoding="utf-8"))
+    assert base["methods"]["lexical"]["status"] == "admitted"
+    cases = json.loads((example / "cases" / "golden-cases.json").read_text(encoding="utf-8"))
+    selected = [
+        sum("exact-identifier" in c.get("tags", ()) for c in cases["cases"]),
+        sum(
+            c["category"] in ("database", "cache") and not c.get("noAnswer") for c in cases["cases"]
+        ),
+    ]
+    assert [g["cases"] for g in base["gates"]] == selected and min(selected) > 0
+    # add gates that cannot run in this trial: a method not in it, a language not in
+    # the cases, a tag misspelt; the method is experimental, the run does not fail
+    with (example / "gates.yaml").open("a", encoding="utf-8") as gates:
+        gates.write(
+            "  - {method: lexical, measure: mrr@10, notBelow: {method: hybrid}}\n"
+            "  - {method: lexical, language: fr, measure: mrr@10, min: 0.5}\n"
+            "  - {method: lexical, where: {tags: exact-identifer}, measure: mrr@10, min: 0.5}\n"
+        )
+    run, report = trial(example, *args, "--compare-to", "base.json")
+    assert run.code == 1, run.out + run.err  # only the diff's regression fails it
+    assert (
+        "Gates: 2 of 2 ran and passed; 3 not run (1 compared method not in the trial, "
+        "2 no case selected)" in run.out
+    ), run.out
+    assert "not run: lexical: mrr@10 [language fr] >= 0.5: no case of the 29 that ran: " in run.out
+    assert "no case has tags exact-identifer (present: " in run.out
+    assert "lexical: admitted -> experimental" in run.out
+    assert re.search(r"^lexical\s.*\sexperimental$", run.out, re.M), run.out
+    entry = report["methods"]["lexical"]
+    assert entry["status"] == "experimental" and entry["admitted"] is False
+    assert entry["gateCounts"] == {"applied": 5, "ran": 2, "passed": 2, "failed": 0, "notRun": 3}
+    assert [g["passed"] for g in report["gates"]] == [True, True, None, None, None]
+    markdown = (example / "reports" / "trial.md").read_text(encoding="utf-8")
+    assert "- **lexical**: experimental (2 of 2 gate(s) that ran passed, 3 gate(s) did not" in (
+        markdown
+    )
+    page = (example / "t.html").read_text(encoding="utf-8")
+    assert "gates: 2 of 2 ran and passed; 3 not run" in page and ">experimental<" in page
+    # without a baseline, gates that could not run fail nothing
+    run, _ = trial(example, *args)
+    assert run.code == 0, run.out + run.err
+    # a tag gate that runs and fails is a failing gate: exit 1
+    (example / "gates.yaml").write_text(
+        "version: 1\ngates:\n"
+        "  - {method: lexical, where: {tags: paraphrase}, measure: mrr@10, min: 0.99}\n",
+        encoding="utf-8",
+    )
+    run, report = trial(example, *args)
+    assert run.code == 1, run.out + run.err
+    assert re.search(
+        r"^  lexical: mrr@10 \[tags paraphrase\] >= 0\.99: 0\.\d{4} < 0\.99$", run.out, re.M
+    ), run.out
 
 
 @pytest.mark.parametrize(
@@ -252,12 +327,13 @@ def test_goodbuddys_gates_outcome_is_the_one_the_readme_states(tmp_path: Path) -
             f"{entry['summary']['metrics']['mrr@10']['mean']:.3f}",
             f"{entry['summary']['metrics']['ndcg_exp@10']['mean']:.3f}",
             f"{entry['summary']['noAnswerFalsePositiveRate']:.2f}",
-            "admitted" if entry["admitted"] else "not admitted",
+            entry["status"],
         ]
         for name, entry in report["methods"].items()
     }
     assert outcome == _readme_outcome()
-    assert run.code == (0 if all(entry["admitted"] for entry in report["methods"].values()) else 1)
+    failed = any(g["ran"] and not g["passed"] for g in report["gates"])
+    assert run.code == (1 if failed else 0)
 
 
 @pytest.mark.slow

@@ -8,7 +8,9 @@ embedded knowledge base per vector provider from the configured corpus
 (or use ``--kb``), asserting the same corpus in each; run the warm-up pass
 and the measured passes; compare their determinism projections; score the
 first measured pass per method; apply the gates; write the report (and the
-TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
+TREC runs) atomically. Exit 1 when a gate that ran fails or the passes differ; a
+gate that could not run fails nothing but leaves its method experimental
+(``ragsnap.trial.gates``).
 
 ``--backend http`` runs the trial over a live service instead (the ``http``
 mapping of ragsnap.yaml), ``--backend python`` over Python retrievers: any
@@ -67,7 +69,7 @@ from ..io.reads import labelled, reads_of
 from ..io.schema import validate
 from ..models import JUDGMENT_TARGETS, GoldenCase
 from ..settings import ALIAS_NOTE, Method
-from ..trial.gates import GateResult, evaluate_gates, gates_from_json
+from ..trial.gates import GateResult, evaluate_gates, gates_from_json, gates_line
 from ..trial.measure import MethodMeasurement, measure_method, trial_measures
 from ..trial.plan import Plan, canonical_sha256, corpus_digest
 from ..trial.privacy import private_trial, private_trial_diff
@@ -599,7 +601,7 @@ def _load_gates(path: Path) -> list[Any]:
         raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
     data = parse_yaml(text, path, "fix the YAML syntax")
     validate(data, "gates", path, "gates file")
-    return gates_from_json(data)
+    return gates_from_json(data, path)
 
 
 def _run_files(folder: Path, names: Sequence[str]) -> dict[str, Path]:
@@ -726,11 +728,7 @@ def _apply_gates(
 ) -> list[GateResult] | None:
     if gates is None or path is None:
         return None
-    entries = {
-        name: {"summary": m.summary(), "groups": m.groups(), "latency": latency[name]}
-        for name, m in measurements.items()
-    }
-    return evaluate_gates(gates, entries, path)
+    return evaluate_gates(gates, measurements, latency, path)
 
 
 def _runs(
@@ -828,9 +826,14 @@ def _summary(
             else f"Determinism: passes DIFFER: {det['firstDifference']}"
         )
     if gates is not None:
+        # only gates that ran count; one that could not run keeps its method experimental
+        lines.append(f"Gates: {gates_line(report['gates'])}")
         failed = [g for g in gates if g.ran and not g.passed]
-        lines.append(f"Gates: {len(gates) - len(failed)} of {len(gates)} passed")
-        lines += [f"  {g.method}: {g.gate}: {g.message or 'no measurement'}" for g in failed]
+        lines += [f"  {g.method}: {g.gate}: {g.message}" for g in failed]
+        skipped = [f"  not run: {g.method}: {g.gate}: {g.message}" for g in gates if not g.ran]
+        lines += skipped[:10]
+        if len(skipped) > 10:
+            lines.append(f"  ... and {len(skipped) - 10} more not run (see the Markdown report)")
     runs = report["runs"]
     if runs is not None:
         lines.append(f"Runs: {', '.join(runs['files'])}; qrels {runs['qrels']}")

@@ -4,8 +4,9 @@ Pure functions. For every method in both reports each summary value is
 compared with the score diff's rules (``ragsnap.scoring.diff.metric_status``
 and the ``diff.tolerances`` of ragsnap.yaml): pass rate, Recall@K, strong hit
 rate, miss count, the no-answer false-positive rate, and every graded measure
-the two reports share. A method that was admitted and is not any more is a
-regression; per case, a hit level that fell or a case that stopped passing
+the two reports share. A method's gate status (``ragsnap.trial.gates``) that
+went from admitted to experimental is a regression, the other way an
+improvement; per case, a hit level that fell or a case that stopped passing
 is one. A method only in one report is listed as added or removed.
 
 Reports of different plans can be compared (that is how a change is
@@ -30,6 +31,7 @@ from ..scoring.diff import (
     metric_status,
     metric_value,
 )
+from .gates import ADMITTED, EXPERIMENTAL
 
 __all__ = ["TRIAL_DIFF_KIND", "diff_trials", "render_trial_diff_markdown", "trial_diff_lines"]
 
@@ -101,37 +103,35 @@ def diff_trials(
             methods[name] = {
                 "status": "added" if name in new_names else "removed",
                 "rows": [],
-                "admitted": None,
+                "gateStatus": None,
                 "cases": [],
             }
             continue
         old, new = baseline["methods"][name], current["methods"][name]
-        admitted = (
+        was, now = old["status"], new["status"]
+        change = (
             REGRESSION
-            if old["admitted"] is True and new["admitted"] is False
+            if was == ADMITTED and now == EXPERIMENTAL
             else IMPROVEMENT
-            if old["admitted"] is False and new["admitted"] is True
+            if was == EXPERIMENTAL and now == ADMITTED
             else UNCHANGED
         )
         methods[name] = {
             "status": "compared",
             "rows": _rows(old["summary"], new["summary"], tolerances),
-            "admitted": {
-                "baseline": old["admitted"],
-                "current": new["admitted"],
-                "status": admitted,
-            },
+            "gateStatus": {"baseline": was, "current": now, "status": change},
             "cases": _cases(baseline, current, name),
         }
     regressions = sum(
         sum(r["status"] == REGRESSION for r in m["rows"])
         + sum(c["status"] == REGRESSION for c in m["cases"])
-        + (m["admitted"] is not None and m["admitted"]["status"] == REGRESSION)
+        + (m["gateStatus"] is not None and m["gateStatus"]["status"] == REGRESSION)
         for m in methods.values()
     )
     improvements = sum(
         sum(r["status"] == IMPROVEMENT for r in m["rows"])
         + sum(c["status"] == IMPROVEMENT for c in m["cases"])
+        + (m["gateStatus"] is not None and m["gateStatus"]["status"] == IMPROVEMENT)
         for m in methods.values()
     )
     inputs_before, inputs_after = baseline["plan"]["inputs"], current["plan"]["inputs"]
@@ -166,8 +166,8 @@ def trial_diff_lines(diff: Mapping[str, Any], listed: int) -> list[str]:
         if m["status"] != "compared":
             found.append(f"  {name}: {m['status']}")
             continue
-        if m["admitted"]["status"] == REGRESSION:
-            found.append(f"  {name}: no longer admitted")
+        if m["gateStatus"]["status"] == REGRESSION:
+            found.append(f"  {name}: admitted -> experimental (its gates no longer all pass)")
         for r in m["rows"]:
             if r["status"] == REGRESSION:
                 found.append(
@@ -206,9 +206,14 @@ def render_trial_diff_markdown(diff: Mapping[str, Any]) -> str:
             ]
             for r in m["rows"]
         ]
-        admitted = m["admitted"]
+        gate = m["gateStatus"]
         rows.append(
-            ["admitted", str(admitted["baseline"]), str(admitted["current"]), admitted["status"]]
+            [
+                "gate status",
+                gate["baseline"] or "n/a",
+                gate["current"] or "n/a",
+                gate["status"],
+            ]
         )
         lines.append(
             tabulate(

@@ -4,7 +4,8 @@ A pure function of the trial report dict, built from the shared pieces of
 ``ragsnap.scoring.html`` (same safety, same determinism) and rendered through
 the template ``templates/html/trial.html.j2``. The page shows the
 verdict (gates, determinism, the diff against a baseline trial when there is
-one, and its rows that moved); per-method bars of every table measure; hit
+one, and its rows that moved); each method's gate status (admitted or
+experimental, and why); per-method bars of every table measure; hit
 levels per method; latency (median and p95 bars, then the full summary); and
 the case table, one row per case with each method's hit level, unfolded to
 each method's first expected rank, failure codes and metrics. A trial report
@@ -20,6 +21,7 @@ from ..models import HIT_LEVELS
 from ..scoring.diff import metric_value
 from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, markup, render, stacked_bars
 from ..scoring.report import percent
+from .gates import gates_line, status_reason
 from .report import TABLE_MEASURES
 
 __all__ = ["render_trial_html"]
@@ -37,10 +39,8 @@ def _verdict(report: Mapping[str, Any], diff: Mapping[str, Any] | None) -> tuple
     parts = []
     bad = False
     if gates is not None:
-        ran = [g for g in gates if g["ran"]]
-        failed = [g for g in ran if not g["passed"]]
-        bad = bad or bool(failed)
-        parts.append(f"gates: {len(ran) - len(failed)} of {len(ran)} passed")
+        bad = bad or any(g["ran"] and not g["passed"] for g in gates)
+        parts.append(f"gates: {gates_line(gates)}")
     if determinism.get("checked"):
         same = determinism["identical"] is not False
         bad = bad or not same
@@ -126,6 +126,11 @@ def _latency(report: Mapping[str, Any], names: list[str]) -> dict[str, Any] | No
     }
 
 
+def _shown(metric: str, value: Any) -> str:
+    """A measure's value, or a gate status as it is."""
+    return value if isinstance(value, str) else metric_value(metric, value)
+
+
 def _diff_rows(diff: Mapping[str, Any]) -> list[list[tuple[Any, str]]]:
     """The rows of the trial diff that moved, per method, regressions first."""
     moved = [
@@ -134,13 +139,19 @@ def _diff_rows(diff: Mapping[str, Any]) -> list[list[tuple[Any, str]]]:
         for row in entry.get("rows", [])
         if row["status"] != "unchanged"
     ]
+    # a gate status that changed (admitted -> experimental is a regression) reads as a row
+    moved += [
+        (name, {"metric": "gate status", **entry["gateStatus"]})
+        for name, entry in sorted(diff["methods"].items())
+        if entry.get("gateStatus") and entry["gateStatus"]["status"] != "unchanged"
+    ]
     moved.sort(key=lambda item: (item[1]["status"] != "regression", item[0]))
     return [
         [
             (name, ""),
             (row["metric"], ""),
-            (metric_value(row["metric"], row["baseline"]), "num"),
-            (metric_value(row["metric"], row["current"]), "num"),
+            (_shown(row["metric"], row["baseline"]), "num"),
+            (_shown(row["metric"], row["current"]), "num"),
             (row["status"], row["status"]),
         ]
         for name, row in moved
@@ -164,13 +175,27 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         [
             (g["method"], ""),
             (g["gate"], ""),
-            (g["value"], "num"),
+            ("n/a" if g["value"] is None else g["value"], "num"),
             (
-                "passed" if g["passed"] else ("failed" if g["ran"] else "not run"),
-                "improvement" if g["passed"] else "regression",
+                ("passed", "improvement")
+                if g["passed"]
+                else ("failed", "regression")
+                if g["ran"]
+                else ("not run", "")
             ),
+            (g["message"], ""),
         ]
         for g in report["gates"] or []
+    ]
+    # admitted or experimental (QilbeeDB's rule), with why; none without a gates file
+    statuses = [
+        [
+            (n, ""),
+            (methods[n]["status"], "improvement" if methods[n]["status"] == "admitted" else ""),
+            (status_reason(methods[n]["gateCounts"]), ""),
+        ]
+        for n in names
+        if methods[n].get("status") is not None
     ]
     return render(
         "trial.html.j2",
@@ -178,6 +203,7 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         bad=bad,
         verdict=head,
         card_items=[(f"{n} pass rate", percent(methods[n]["summary"]["passRate"])) for n in names],
+        statuses=statuses,
         measures_chart=markup(bar_chart("measures", measures, series, maximum=1.0)),
         levels_chart=markup(stacked_bars("hit-levels-method", level_rows, segments)),
         latency=_latency(report, names),

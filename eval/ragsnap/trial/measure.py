@@ -95,6 +95,11 @@ class MethodMeasurement:
             "categoryTest": {k: self._json(rs) for k, rs in _buckets(test, "category").items()},
         }
 
+    def block(self, results: Sequence[CaseResult]) -> dict[str, Any]:
+        """The aggregate of some of this method's ``results``, as ``summary`` has it
+        (what a gate with a ``where`` selection reads)."""
+        return self._json(results)
+
     def _json(self, results: Sequence[CaseResult]) -> dict[str, Any]:
         data = aggregate(results).to_json()
         return data | self._null_metrics(data)

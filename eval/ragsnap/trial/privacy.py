@@ -17,7 +17,8 @@ beyond ids and hashes:
 A trial over a service keeps ``service`` without its ``baseUrl`` (an
 endpoint); the backend and the corpus revision stay.
 
-Measurements, gates (method and measure ids, thresholds, values), the
+Measurements, gates (method and measure ids, the case fields a gate selects on
+as its file states them, thresholds, values, why a gate did not run), the
 determinism check, case results (ids, hit levels, failure codes), the TREC
 run file names and timing stay as they are. The plan hash stays, so a private
 report still names the plan it ran; a plan file (``--write-plan``) is an input

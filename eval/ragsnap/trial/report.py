@@ -20,6 +20,7 @@ from tabulate import tabulate
 
 from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
 from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
+from .gates import gates_line, method_status, status_reason
 from .measure import TRIAL_MEASURES, MethodMeasurement, failure_codes
 
 __all__ = [
@@ -87,15 +88,21 @@ def build_trial_report(
     service: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble the JSON trial report; ``gates`` are ``GateResult.to_json()`` rows;
-    ``service``: a trial over a service (backend, base URL, corpus revision)."""
+    ``service``: a trial over a service (backend, base URL, corpus revision).
+
+    Each method's ``status`` is ``admitted`` or ``experimental``
+    (``ragsnap.trial.gates.method_status``; ``admitted`` is the same as a boolean),
+    with the ``gateCounts`` behind it; all three are null without a gates file."""
     methods: dict[str, Any] = {}
     for name, measurement in measurements.items():
-        own = [g for g in gates or () if g["method"] == name and g["ran"]]
+        status = None if gates is None else method_status(gates, name)
         methods[name] = {
             "definition": dict(definitions[name]),
             "summary": measurement.summary(),
             "groups": measurement.groups(),
-            "admitted": all(g["passed"] for g in own) if gates is not None else None,
+            "admitted": None if status is None else status["status"] == "admitted",
+            "status": None if status is None else status["status"],
+            "gateCounts": None if status is None else status["gateCounts"],
         }
     return {
         "schemaVersion": TRIAL_REPORT_SCHEMA_VERSION,
@@ -158,12 +165,9 @@ def method_table(report: Mapping[str, Any], fmt: str = "github") -> str:
     rows = []
     for name, entry in _ordered(report):
         row = _row(name, entry["summary"])
-        admitted = entry["admitted"]
-        rows.append([*row, "n/a" if admitted is None else "yes" if admitted else "NO"])
+        rows.append([*row, entry["status"] or "n/a"])
     return str(
-        tabulate(
-            rows, headers=["method", *_HEADERS, "admitted"], tablefmt=fmt, disable_numparse=True
-        )
+        tabulate(rows, headers=["method", *_HEADERS, "status"], tablefmt=fmt, disable_numparse=True)
     )
 
 
@@ -253,24 +257,36 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
     if gates is None:
         lines.append("No gates file was given.")
     else:
+        lines += [
+            f"{gates_line(gates)}. A method is admitted when every gate that applies to it "
+            "ran and passed, and experimental until then (a gate failed, could not run, or "
+            "none applies).",
+            "",
+        ]
+        lines += [
+            f"- **{name}**: {entry['status']} ({status_reason(entry['gateCounts'])})"
+            for name, entry in _ordered(report)
+        ]
         rows = [
             [
                 g["method"],
                 g["gate"],
+                "n/a" if g.get("cases") is None else str(g["cases"]),
                 _number(g["value"], 4),
                 "not run" if not g["ran"] else "pass" if g["passed"] else "FAIL",
                 g["message"],
             ]
             for g in gates
         ]
-        lines.append(
+        lines += [
+            "",
             tabulate(
                 rows,
-                headers=["method", "gate", "value", "result", "why"],
+                headers=["method", "gate", "cases", "value", "result", "why"],
                 tablefmt="github",
                 disable_numparse=True,
-            )
-        )
+            ),
+        ]
     det = report["determinism"]
     lines += ["", "## Determinism", ""]
     if det["checked"]:

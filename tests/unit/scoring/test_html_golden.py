@@ -34,6 +34,7 @@ from ragsnap.scoring.privacy import private_diff, private_report
 from ragsnap.scoring.report import build_report
 from ragsnap.scoring.trend import build_trend, render_trend_html
 from ragsnap.trial.compare import diff_trials
+from ragsnap.trial.gates import method_status
 from ragsnap.trial.html import render_trial_html
 from ragsnap.trial.privacy import private_trial, private_trial_diff
 
@@ -138,6 +139,28 @@ def _trial_report(rate: float) -> dict[str, Any]:
     names = ("lexical", "hy<b>rid")
     latency = {"count": 2, "minMs": 1.0, "medianMs": 1.5, "p95Ms": 2.0, "maxMs": 2.0, "meanMs": 1.5}
     summary = {**_AGGREGATE, "passRate": rate}
+    gates = [
+        {
+            "method": names[1],
+            "gate": "passRate>=0.6",
+            "value": rate,
+            "ran": True,
+            "passed": rate >= 0.6,
+            "notRun": None,
+            "cases": 2,
+            "message": "" if rate >= 0.6 else f"{rate} < 0.6",
+        },
+        {
+            "method": "lexical",
+            "gate": "p95<&>",
+            "value": None,
+            "ran": False,
+            "passed": None,
+            "notRun": "nothing-to-measure",
+            "cases": None,
+            "message": "no timed <lookup>",
+        },
+    ]
 
     def case(case_id: str, passed: bool) -> dict[str, Any]:
         result = {
@@ -181,20 +204,12 @@ def _trial_report(rate: float) -> dict[str, Any]:
                 "definition": _method(n),
                 "summary": summary,
                 "groups": {"split": {"dev": summary}, "language": {}, "categoryTest": {}},
-                "admitted": None,
+                **method_status(gates, n),
+                "admitted": method_status(gates, n)["status"] == "admitted",
             }
             for n in names
         },
-        "gates": [
-            {
-                "method": names[1],
-                "gate": "passRate>=0.6",
-                "value": rate,
-                "ran": True,
-                "passed": False,
-            },
-            {"method": "lexical", "gate": "p95<&>", "value": 2.0, "ran": False, "passed": False},
-        ],
+        "gates": gates,
         "determinism": {
             "checked": True,
             "passes": 2,

@@ -56,6 +56,8 @@ def trial_report() -> dict[str, Any]:
                 "summary": AGGREGATE,
                 "groups": {"split": {"dev": AGGREGATE}, "language": {}, "categoryTest": {}},
                 "admitted": None,
+                "status": None,
+                "gateCounts": None,
             }
         },
         "gates": None,
