@@ -57,13 +57,13 @@ from ..scoring.significance import SignificanceSettings, adjust_p, paired_test
 
 __all__ = [
     "interval_text",
+    "measures_to_test",
     "method_pairs",
     "method_tests",
     "p_name",
     "settings_json",
     "significance_lines",
     "significance_markdown",
-    "tested_measures",
     "trial_tests",
 ]
 
@@ -72,7 +72,7 @@ _SCALE = 1_000_000
 _P_LABELS = {"holm": "Holm p", "bonferroni": "Bonferroni p", "none": "p"}
 
 
-def tested_measures(measures: Iterable[str]) -> list[str]:
+def measures_to_test(measures: Iterable[str]) -> list[str]:
     """The measures that get a paired test, in the reports' order: the rates first,
     then the graded measures by name."""
     rates = [m for m in (*HIGHER_IS_BETTER, *LOWER_IS_BETTER) if testable(m)]
@@ -154,13 +154,13 @@ def method_tests(
     reference: str | None,
 ) -> dict[str, Any] | None:
     """The trial report's ``significance`` section: every (reference, method) pair of
-    ``method_pairs`` and measure of ``tested_measures`` over ``case_results`` (the
+    ``method_pairs`` and measure of ``measures_to_test`` over ``case_results`` (the
     report's ``caseResults``); None with fewer than two methods."""
     if len(methods) < 2:
         return None
     rows = []
     for ref, method in method_pairs(methods, reference):
-        for measure in tested_measures(measures):
+        for measure in measures_to_test(measures):
             row = _row(
                 [_value(c, ref, measure) for c in case_results],
                 [_value(c, method, measure) for c in case_results],
