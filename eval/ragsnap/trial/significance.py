@@ -158,6 +158,8 @@ def method_tests(
     report's ``caseResults``); None with fewer than two methods."""
     if len(methods) < 2:
         return None
+    if reference is not None and reference not in methods:
+        raise ValueError(f"reference {reference!r} is not one of the methods {list(methods)}")
     rows = []
     for ref, method in method_pairs(methods, reference):
         for measure in measures_to_test(measures):

@@ -299,3 +299,20 @@ def test_a_trial_diff_tests_each_method_over_the_shared_cases() -> None:
     assert plain["significance"] is None
     assert "paired" not in render_trial_diff_markdown(plain)
     validate(plain, "trial-diff", "trial-diff.json", "trial diff")
+
+
+def test_the_html_page_shows_the_tests_between_methods_and_in_the_diff() -> None:
+    from ragsnap.trial.html import render_trial_html
+
+    tops = {"lexical": [MISS] * 8, "hybrid": [HIT] * 8}
+    report = _report(tops, significance=SETTINGS)
+    page = render_trial_html(report)
+    assert "<h2>Paired tests between methods</h2>" in page
+    mrr = _row(report["significance"], "hybrid", "mrr@10")["significance"]
+    assert f'<td class="num">{mrr["pAdjusted"]:.3f}</td>' in page
+    assert "significant</td>" in page and "not tested" in page
+    before = _report({"lexical": [HIT] * 8, "hybrid": [HIT] * 8}, significance=SETTINGS)
+    diff = diff_trials(before, report, Tolerances(), "base.json", SETTINGS)
+    with_diff = render_trial_html(report, diff)
+    assert "<th>paired interval</th><th>Holm p</th>" in with_diff
+    assert "Paired tests between methods" not in render_trial_html(_report(tops))
