@@ -190,6 +190,7 @@ def test_the_example_gates_admit_the_default_method(example: Path) -> None:
         # the example maps no http.methods: nothing to compare on a service
         (["--backend", "http"], "ragsnap.yaml at /http/methods: maps no http.methods"),
         (["--methods", "lexical,hybrid", "--reference", "alias"], "--reference alias is not a"),
+        (["--all-pairs", "--reference", "lexical"], "--all-pairs tests every pair"),
     ],
 )
 def test_bad_input_exits_2(example: Path, args: list[str], words: str) -> None:

@@ -7,8 +7,10 @@ vector provider per distinct embedder; digest the inputs into a plan
 embedded knowledge base per vector provider from the configured corpus
 (or use ``--kb``), asserting the same corpus in each; run the warm-up pass
 and the measured passes; compare their determinism projections; score the
-first measured pass per method; apply the gates; write the report (and the
-TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
+first measured pass per method; apply the gates; pair the methods case by case
+(``ragsnap.trial.significance``: against ``--reference`` or the first method, or
+every pair with ``--all-pairs``); write the report (and the TREC runs) atomically.
+Exit 1 when a gate fails or the passes differ.
 
 ``--backend http`` runs the trial over a live service instead (the ``http``
 mapping of ragsnap.yaml), ``--backend python`` over Python retrievers: any

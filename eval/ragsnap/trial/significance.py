@@ -52,7 +52,7 @@ from typing import Any
 from tabulate import tabulate
 
 from ..scoring.aggregates import HIGHER_IS_BETTER, LOWER_IS_BETTER
-from ..scoring.diff import case_value, delta_text, metric_value, testable
+from ..scoring.diff import case_value, delta_text, metric_value, p_label, testable
 from ..scoring.significance import SignificanceSettings, adjust_p, paired_test
 
 __all__ = [
@@ -68,8 +68,6 @@ __all__ = [
 ]
 
 _SCALE = 1_000_000
-#: how the correction's adjusted p is labelled (the score diff's labels)
-_P_LABELS = {"holm": "Holm p", "bonferroni": "Bonferroni p", "none": "p"}
 
 
 def measures_to_test(measures: Iterable[str]) -> list[str]:
@@ -224,8 +222,9 @@ def trial_tests(
 
 
 def p_name(settings: Mapping[str, Any]) -> str:
-    """``Holm p``, ``Bonferroni p`` or ``p``."""
-    return _P_LABELS[str(settings.get("correction", "none"))]
+    """``Holm p``, ``Bonferroni p`` or ``p``: the score diff's label of ``settings``'
+    correction."""
+    return p_label({"significance": settings})
 
 
 def interval_text(measure: str, test: Mapping[str, Any]) -> str:
@@ -309,7 +308,7 @@ def significance_lines(section: Mapping[str, Any] | None) -> list[str]:
         return []
     settings = section["settings"]
     name = p_name(settings)
-    against = f"vs {section['reference']}" if section["reference"] is not None else "between pairs"
+    against = f"vs {section['reference']}" if section["reference"] is not None else "of every pair"
     lines = [
         f"Paired tests {against} ({name} < {settings['alpha']:g}, "
         f"{section['tested']} row(s) tested):"
