@@ -1211,6 +1211,19 @@ def _trial(trial: argparse.ArgumentParser) -> None:
         action="store_false",
         help="do not compare the passes (default: every pass must give the same results)",
     )
+    _add(
+        trial,
+        "--reference",
+        metavar="METHOD",
+        help="the method every other method is paired with in the report's significance "
+        "tests (diff.significance settings; default: the first method)",
+    )
+    _add(
+        trial,
+        "--all-pairs",
+        action="store_true",
+        help="test every pair of methods instead of each against the reference (default: off)",
+    )
     _add_reports(trial, DEFAULT_TRIAL_JSON, DEFAULT_TRIAL_MARKDOWN)
     _add_html(trial)
     _add_comparison(

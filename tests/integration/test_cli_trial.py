@@ -264,6 +264,8 @@ def test_gates_by_tag_and_category_and_gates_that_could_not_run(example: Path) -
         (["--backend", "http", "--kb", "kb.sqlite"], "--kb is for the embedded trial"),
         # the example maps no http.methods: nothing to compare on a service
         (["--backend", "http"], "ragsnap.yaml at /http/methods: maps no http.methods"),
+        (["--methods", "lexical,hybrid", "--reference", "alias"], "--reference alias is not a"),
+        (["--all-pairs", "--reference", "lexical"], "--all-pairs tests every pair"),
     ],
 )
 def test_bad_input_exits_2(example: Path, args: list[str], words: str) -> None:
@@ -363,7 +365,9 @@ def test_two_trial_reports_diff_per_method(example: Path) -> None:
     assert diff.code == 1, diff.out + diff.err
     assert "Regressed against base.json" in diff.out
     assert "inputs changed: providers, vectors" in diff.out  # alias brought its vectors
-    assert re.search(r"^  lexical: contextRecall 0\.\d+ -> 0\.\d+$", diff.out, re.M), diff.out
+    assert re.search(r"^  lexical: contextRecall 0\.\d+ -> 0\.\d+ \(Holm p", diff.out, re.M), (
+        diff.out
+    )
     assert re.search(r"^  hybrid: case \S+: \w+ -> \w+", diff.out, re.M), diff.out
     written = json.loads((example / "reports" / "baseline-diff.json").read_text(encoding="utf-8"))
     assert written["kind"] == "ragsnap-trial-diff" and written["regressed"] is True
@@ -373,3 +377,65 @@ def test_two_trial_reports_diff_per_method(example: Path) -> None:
     # a trial report and a score report are not comparable
     mixed = run_cli("diff", "base.json", str(REPO / "reports" / "baseline.json"), cwd=example)
     assert mixed.code == 2 and "is not a ragsnap trial report" in mixed.err
+
+
+def test_paired_tests_between_methods_and_between_trials(example: Path) -> None:
+    """Two methods: per measure, the difference's interval and corrected p in the JSON,
+    the Markdown and the terminal; a trial diff: the same per method, over the cases
+    both trials ran."""
+    run, report = trial(
+        example, "--methods", "lexical,alias", "--reference", "alias", "--json-report", "base.json"
+    )
+    assert run.code == 0, run.err
+    base = json.loads((example / "base.json").read_text(encoding="utf-8"))
+    section = base["significance"]
+    assert section["reference"] == "alias" and section["settings"]["correction"] == "holm"
+    measures = {r["measure"] for r in section["rows"]}
+    assert {"passRate", "recallAtK", "ndcg@10", "mrr@10", "recall@100"} <= measures
+    assert {r["method"] for r in section["rows"]} == {"lexical"}
+    tested = [r for r in section["rows"] if r["significance"] is not None]
+    assert section["tested"] == len(tested) > 0
+    for row in tested:
+        low, high = row["significance"]["ci"]
+        assert low <= row["delta"] <= high and row["significance"]["cases"] == row["cases"]
+    assert re.search(
+        r"^Paired tests vs alias \(Holm p < 0\.05, \d+ row\(s\) tested\):$", run.out, re.M
+    )
+    assert re.search(r"^  lexical: ", run.out, re.M), run.out
+    markdown = (example / "reports" / "trial.md").read_text(encoding="utf-8")
+    assert "## Significance between methods" in markdown and "| ndcg@10 " in markdown
+    # another trial (stricter floors) compared with it: every method's rows are tested
+    (example / "strict.yaml").write_text(
+        "trial: {depth: 100, aliases: cases/aliases.yaml}\n"
+        "lookup: {minScore: 0.6, sufficientScore: 0.7}\n",
+        encoding="utf-8",
+    )
+    worse, report = trial(
+        example,
+        "--config",
+        "strict.yaml",
+        "--methods",
+        "lexical,alias",
+        "--compare-to",
+        "base.json",
+    )
+    assert worse.code == 1, worse.out + worse.err
+    assert report["significance"]["reference"] == "lexical"  # the first method by default
+    diff = json.loads((example / "reports" / "trial-diff.json").read_text(encoding="utf-8"))
+    assert diff["significance"]["sharedCases"] == 29
+    recall = {r["metric"]: r for r in diff["methods"]["lexical"]["rows"]}["recallAtK"]
+    test = recall["significance"]
+    assert recall["status"] == "regression" and test["ci"][0] < 0 < test["pAdjusted"] <= 1
+    for method in ("lexical", "alias"):
+        for row in diff["methods"][method]["rows"]:
+            # the same 29 cases: a mean that moved has a case that moved, so a test
+            moved = row["baseline"] != row["current"] and row["metric"] != "missCount"
+            if moved and not row["metric"].startswith("coverage"):
+                assert row["significance"] is not None, (method, row)
+    assert re.search(r"^Paired tests over 29 shared case\(s\): \d+ of \d+ tested", worse.out, re.M)
+    assert "| paired Δ interval " in (example / "reports" / "trial-diff.md").read_text(
+        encoding="utf-8"
+    )
+    from ragsnap.io.schema import validate
+
+    validate(diff, "trial-diff", "trial-diff.json", "trial diff")

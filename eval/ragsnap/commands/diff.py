@@ -68,7 +68,7 @@ def _trial_differ() -> Differ:
     return Differ(
         load_trial_report,
         lambda baseline, current, config, args, label: diff_trials(
-            baseline, current, config.tolerances, label
+            baseline, current, config.tolerances, label, config.significance
         ),
         render_trial_diff_markdown,
         lambda diff, args: trial_diff_lines(diff, args.max_listed),

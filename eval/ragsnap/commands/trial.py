@@ -7,10 +7,11 @@ vector provider per distinct embedder; digest the inputs into a plan
 embedded knowledge base per vector provider from the configured corpus
 (or use ``--kb``), asserting the same corpus in each; run the warm-up pass
 and the measured passes; compare their determinism projections; score the
-first measured pass per method; apply the gates; write the report (and the
-TREC runs) atomically. Exit 1 when a gate that ran fails or the passes differ; a
-gate that could not run fails nothing but leaves its method experimental
-(``ragsnap.trial.gates``).
+first measured pass per method; apply the gates; pair the methods case by case
+(``ragsnap.trial.significance``: against ``--reference`` or the first method, or
+every pair with ``--all-pairs``); write the report (and the TREC runs) atomically.
+Exit 1 when a gate that ran fails or the passes differ; a gate that could not run
+fails nothing but leaves its method experimental (``ragsnap.trial.gates``).
 
 ``--backend http`` runs the trial over a live service instead (the ``http``
 mapping of ragsnap.yaml), ``--backend python`` over Python retrievers: any
@@ -83,6 +84,7 @@ from ..trial.runner import (
     pipeline_lookup,
     run_pass,
 )
+from ..trial.significance import significance_lines
 from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
 from ._kb import open_tokenizer
 
@@ -164,6 +166,13 @@ def run(args: argparse.Namespace) -> int:
             f"{args.cases} has no case in split {split!r}; use --split all, or give the cases "
             "splits (`split: dev|test`)"
         )
+    reference = getattr(args, "reference", None)
+    if reference is not None and reference not in names:
+        raise UsageError(
+            f"--reference {reference} is not a method of this trial; use one of {', '.join(names)}"
+        )
+    if reference is not None and getattr(args, "all_pairs", False):
+        raise UsageError("--all-pairs tests every pair, so it takes no --reference; drop one")
     gates_path = args.gates if args.gates is not None else config.trial.gates
     gates = _load_gates(gates_path) if gates_path is not None else None
 
@@ -271,6 +280,9 @@ def run(args: argparse.Namespace) -> int:
             "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "cgroup": _cgroup(),
         },
+        significance=config.significance,
+        reference=reference,
+        all_pairs=getattr(args, "all_pairs", False),
     )
     full = report
     if privacy:
@@ -292,7 +304,11 @@ def run(args: argparse.Namespace) -> int:
 
         # the report as it reads back from disk (floats rounded like every output)
         diff = diff_trials(
-            baseline, round_floats(full), config.tolerances, args.compare_to.as_posix()
+            baseline,
+            round_floats(full),
+            config.tolerances,
+            args.compare_to.as_posix(),
+            config.significance,
         )
         if privacy or baseline.get("privacy") is True:
             diff = private_trial_diff(diff)
@@ -809,6 +825,7 @@ def _summary(
         f"(split {plan['split']}, depth {plan['depth'] or 'evidence'}, "
         f"{plan['repetitions']} repetition(s)); plan {report['planSha256'][:16]}",
         method_table(report, fmt="simple"),
+        *significance_lines(report.get("significance")),
     ]
     service = report.get("service")
     if service is not None:

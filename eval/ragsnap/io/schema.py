@@ -33,6 +33,7 @@ SCHEMA_NAMES = (
     "gates",
     "trial-plan",
     "trial-report",
+    "trial-diff",
     "check-report",
     "private-report",
     "private-diff-report",

@@ -111,6 +111,7 @@ __all__ = [
     "Tolerances",
     "case_diff",
     "case_lost",
+    "case_value",
     "cause_lines",
     "delta_text",
     "diff_reports",
@@ -120,6 +121,7 @@ __all__ = [
     "metric_value",
     "p_label",
     "row_label",
+    "testable",
     "verdict",
 ]
 
@@ -261,8 +263,10 @@ def metric_status(
 # --- paired tests: one value per case behind each aggregate ---------------------------
 
 
-def _case_value(case: Mapping[str, Any], metric: str) -> float | None:
-    """The case's contribution to ``metric``'s mean or rate; None when it has none."""
+def case_value(case: Mapping[str, Any], metric: str) -> float | None:
+    """The case's contribution to ``metric``'s mean or rate; None when it has none (a
+    report case: ``passed``, ``noAnswer``, ``hitLevel``, ``fixture``, ``evidenceCount``,
+    ``metrics``). The paired tests of ``ragsnap.trial.significance`` read it too."""
     if metric == "passRate":
         return float(case["passed"])
     if metric in ("recallAtK", "strongHitRate"):
@@ -278,7 +282,8 @@ def _case_value(case: Mapping[str, Any], metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _testable(metric: str) -> bool:
+def testable(metric: str) -> bool:
+    """Whether ``metric``'s rows get a paired test (not a count, not judgment coverage)."""
     return metric != "missCount" and not metric.startswith("coverage")
 
 
@@ -300,11 +305,11 @@ class _PairedValues:
                 [
                     [
                         nan if v is None else v
-                        for v in (_case_value(old, metric) for old, _ in self.pairs)
+                        for v in (case_value(old, metric) for old, _ in self.pairs)
                     ],
                     [
                         nan if v is None else v
-                        for v in (_case_value(new, metric) for _, new in self.pairs)
+                        for v in (case_value(new, metric) for _, new in self.pairs)
                     ],
                 ],
                 dtype=np.float64,
@@ -365,7 +370,7 @@ def _aggregate_rows(
         if (
             rules.significance is not None
             and status in (REGRESSION, IMPROVEMENT)
-            and _testable(metric)
+            and testable(metric)
         ):
             test = rules.paired.test(scope, metric, rules.significance)
         yield {
@@ -411,7 +416,7 @@ def _row_value(case: Mapping[str, Any], metric: str) -> Any:
         return None if case["noAnswer"] or level is None else level == "miss"
     if metric.startswith("coverage"):
         return (case["metrics"] or {}).get(metric)
-    return _case_value(case, metric)
+    return case_value(case, metric)
 
 
 def _scopes(case: Mapping[str, Any]) -> tuple[str, ...]:

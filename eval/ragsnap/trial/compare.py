@@ -13,6 +13,12 @@ Reports of different plans can be compared (that is how a change is
 measured); the diff says which input digests differ, so a reader knows
 whether the corpus, the cases or the vectors moved too. Timing is never
 compared.
+
+With ``significance`` (``diff.significance`` of ragsnap.yaml), every row also
+gets the score diff's paired test over the cases both reports ran (its
+``significance``: p, the p corrected over every tested row of the diff, the
+interval of ``mean(current - baseline)``; ``ragsnap.trial.significance``);
+it is reported beside the status and changes none.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ from ..scoring.diff import (
     metric_status,
     metric_value,
 )
+from ..scoring.significance import SignificanceSettings
 from .gates import ADMITTED, EXPERIMENTAL
+from .significance import interval_text, p_name, settings_json, trial_tests
 
 __all__ = ["TRIAL_DIFF_KIND", "diff_trials", "render_trial_diff_markdown", "trial_diff_lines"]
 
@@ -57,6 +65,7 @@ def _rows(before: Mapping[str, Any], after: Mapping[str, Any], tol: Tolerances) 
                 "baseline": old,
                 "current": new,
                 "status": metric_status(name, old, new, tol.for_metric(name)),
+                "significance": None,
             }
         )
     return rows
@@ -89,13 +98,24 @@ def _cases(baseline: Mapping[str, Any], current: Mapping[str, Any], method: str)
     return changes
 
 
+def _gate_status(method: Mapping[str, Any]) -> str | None:
+    """A method's gate status; a report written before statuses existed has only
+    ``admitted`` (true, false or null)."""
+    if "status" in method:
+        return method["status"]  # type: ignore[no-any-return]
+    admitted = method.get("admitted")
+    return None if admitted is None else ADMITTED if admitted else EXPERIMENTAL
+
+
 def diff_trials(
     baseline: Mapping[str, Any],
     current: Mapping[str, Any],
     tolerances: Tolerances,
     baseline_name: str,
+    significance: SignificanceSettings | None = None,
 ) -> dict[str, Any]:
-    """The per-method diff of two trial reports (JSON-ready)."""
+    """The per-method diff of two trial reports (JSON-ready); with ``significance``
+    each row's paired test too (module docstring)."""
     methods: dict[str, Any] = {}
     old_names, new_names = _order(baseline), _order(current)
     for name in [*new_names, *(n for n in old_names if n not in new_names)]:
@@ -108,7 +128,7 @@ def diff_trials(
             }
             continue
         old, new = baseline["methods"][name], current["methods"][name]
-        was, now = old["status"], new["status"]
+        was, now = _gate_status(old), _gate_status(new)
         change = (
             REGRESSION
             if was == ADMITTED and now == EXPERIMENTAL
@@ -122,6 +142,14 @@ def diff_trials(
             "gateStatus": {"baseline": was, "current": now, "status": change},
             "cases": _cases(baseline, current, name),
         }
+    tests = None
+    if significance is not None:
+        compared = {n: m["rows"] for n, m in methods.items() if m["status"] == "compared"}
+        tested = trial_tests(baseline, current, compared, significance)
+        shared = {c["id"] for c in baseline["caseResults"]} & {
+            c["id"] for c in current["caseResults"]
+        }
+        tests = {**settings_json(significance), "tested": tested, "sharedCases": len(shared)}
     regressions = sum(
         sum(r["status"] == REGRESSION for r in m["rows"])
         + sum(c["status"] == REGRESSION for c in m["cases"])
@@ -146,6 +174,7 @@ def diff_trials(
             if inputs_before.get(k) != inputs_after.get(k)
         ),
         "tolerances": tolerances.to_json(),
+        "significance": tests,
         "regressed": regressions > 0,
         "counts": {"regressions": regressions, "improvements": improvements},
         "methods": methods,
@@ -161,6 +190,18 @@ def trial_diff_lines(diff: Mapping[str, Any], listed: int) -> list[str]:
         f"{counts['improvements']} improvement(s) across {len(diff['methods'])} method(s)"
         + (f"; inputs changed: {', '.join(diff['inputsChanged'])}" if diff["inputsChanged"] else "")
     ]
+    tests = diff.get("significance")
+    if tests is not None:
+        significant = sum(
+            1
+            for m in diff["methods"].values()
+            for r in m["rows"]
+            if r.get("significance") is not None and r["significance"]["significant"]
+        )
+        lines.append(
+            f"Paired tests over {tests['sharedCases']} shared case(s): {significant} of "
+            f"{tests['tested']} tested row(s) significant ({p_name(tests)} < {tests['alpha']:g})"
+        )
     found = []
     for name, m in diff["methods"].items():
         if m["status"] != "compared":
@@ -170,9 +211,15 @@ def trial_diff_lines(diff: Mapping[str, Any], listed: int) -> list[str]:
             found.append(f"  {name}: admitted -> experimental (its gates no longer all pass)")
         for r in m["rows"]:
             if r["status"] == REGRESSION:
+                test = r.get("significance")
                 found.append(
                     f"  {name}: {r['metric']} {metric_value(r['metric'], r['baseline'])} -> "
                     f"{metric_value(r['metric'], r['current'])}"
+                    + (
+                        ""
+                        if test is None or tests is None
+                        else f" ({p_name(tests)} {test['pAdjusted']:.3f})"
+                    )
                 )
         for c in m["cases"]:
             if c["status"] == REGRESSION:
@@ -186,9 +233,35 @@ def trial_diff_lines(diff: Mapping[str, Any], listed: int) -> list[str]:
     return lines
 
 
+def _test_cells(row: Mapping[str, Any]) -> list[str]:
+    """A row's paired interval and adjusted p; dashes when not tested."""
+    test = row.get("significance")
+    if test is None:
+        return ["—", "—"]
+    return [
+        interval_text(row["metric"], test),
+        f"{test['pAdjusted']:.3f}" + (" *" if test["significant"] else ""),
+    ]
+
+
+def _tests_line(diff: Mapping[str, Any]) -> list[str]:
+    tests = diff.get("significance")
+    if tests is None:
+        return []
+    alpha = tests["alpha"]
+    return [
+        f"Paired tests per method over the {tests['sharedCases']} case(s) both trials ran: "
+        f"the {round((1 - alpha) * 100, 2):g}% bootstrap interval of the per-case change and "
+        f"the randomization test's p, corrected over the {tests['tested']} tested row(s) "
+        f"({p_name(tests)}; * below {alpha:g}). A row where no case moved is not tested.",
+        "",
+    ]
+
+
 def render_trial_diff_markdown(diff: Mapping[str, Any]) -> str:
     """The trial diff as Markdown: verdict, then one table per method."""
     lines = ["# ragsnap trial diff", "", f"**{trial_diff_lines(diff, 0)[0]}.**", ""]
+    lines += _tests_line(diff)
     for name, m in diff["methods"].items():
         lines += [f"## {name}", ""]
         if m["status"] != "compared":
@@ -197,12 +270,14 @@ def render_trial_diff_markdown(diff: Mapping[str, Any]) -> str:
                 "",
             ]
             continue
+        tests = diff.get("significance")
         rows = [
             [
                 r["metric"],
                 metric_value(r["metric"], r["baseline"]),
                 metric_value(r["metric"], r["current"]),
                 r["status"],
+                *([] if tests is None else _test_cells(r)),
             ]
             for r in m["rows"]
         ]
@@ -213,16 +288,13 @@ def render_trial_diff_markdown(diff: Mapping[str, Any]) -> str:
                 gate["baseline"] or "n/a",
                 gate["current"] or "n/a",
                 gate["status"],
+                *([] if tests is None else ["—", "—"]),
             ]
         )
-        lines.append(
-            tabulate(
-                rows,
-                headers=["measure", "baseline", "current", "status"],
-                tablefmt="github",
-                disable_numparse=True,
-            )
-        )
+        headers = ["measure", "baseline", "current", "status"]
+        if tests is not None:
+            headers += ["paired Δ interval", p_name(tests)]
+        lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
         if m["cases"]:
             lines += ["", "Cases that moved:", ""]
             lines += [

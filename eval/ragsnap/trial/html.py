@@ -10,6 +10,9 @@ levels per method; latency (median and p95 bars, then the full summary); and
 the case table, one row per case with each method's hit level, unfolded to
 each method's first expected rank, failure codes and metrics. A trial report
 names no query, text or source, so its privacy view renders the same way.
+When the report has paired tests between methods (``significance``), a table
+of them follows the measures; a diff with paired tests adds each moved row's
+interval and corrected p.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models import HIT_LEVELS
-from ..scoring.diff import metric_value
+from ..scoring.aggregates import LOWER_IS_BETTER
+from ..scoring.diff import delta_text, metric_value
 from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, markup, render, stacked_bars
 from ..scoring.report import percent
 from .gates import gates_line, status_reason
 from .report import TABLE_MEASURES
+from .significance import interval_text, p_name
 
 __all__ = ["render_trial_html"]
 
@@ -131,8 +136,51 @@ def _shown(metric: str, value: Any) -> str:
     return value if isinstance(value, str) else metric_value(metric, value)
 
 
+def _tested(row: Mapping[str, Any], delta: float | None) -> list[tuple[Any, str]]:
+    """A row's paired interval, corrected p and verdict cells ("—" when not tested);
+    a significant row is coloured by whether it is better or worse."""
+    test = row.get("significance")
+    measure = row.get("measure", row.get("metric", ""))
+    if test is None:
+        return [("—", "num"), ("—", "num"), ("not tested", "")]
+    better = delta is not None and (delta < 0 if measure in LOWER_IS_BETTER else delta > 0)
+    status = ("improvement" if better else "regression") if test["significant"] else ""
+    return [
+        (interval_text(measure, test), "num"),
+        (f"{test['pAdjusted']:.3f}", "num"),
+        ("significant" if test["significant"] else "not significant", status),
+    ]
+
+
+def _significance(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The paired tests between methods: one row per pair and measure."""
+    section = report.get("significance")
+    if section is None:
+        return None
+    settings = section["settings"]
+    rows = [
+        [
+            (row["method"], ""),
+            (row["reference"], ""),
+            (row["measure"], ""),
+            (row["cases"], "num"),
+            (delta_text(row["measure"], row["delta"]), "num"),
+            *_tested(row, row["delta"]),
+        ]
+        for row in section["rows"]
+    ]
+    return {
+        "head": ["method", "reference", "measure", "cases", "Δ", "interval", p_name(settings), ""],
+        "rows": rows,
+        "note": f"Paired over the cases that ran; {section['tested']} row(s) tested, corrected "
+        f"as one family ({settings['correction']}), alpha {settings['alpha']}.",
+    }
+
+
 def _diff_rows(diff: Mapping[str, Any]) -> list[list[tuple[Any, str]]]:
-    """The rows of the trial diff that moved, per method, regressions first."""
+    """The rows of the trial diff that moved, per method, regressions first (with their
+    paired tests when the diff has them)."""
+    tested = diff.get("significance") is not None
     moved = [
         (name, row)
         for name, entry in sorted(diff["methods"].items())
@@ -153,9 +201,23 @@ def _diff_rows(diff: Mapping[str, Any]) -> list[list[tuple[Any, str]]]:
             (_shown(row["metric"], row["baseline"]), "num"),
             (_shown(row["metric"], row["current"]), "num"),
             (row["status"], row["status"]),
+            *(_tested(row, _delta(row))[:2] if tested else []),
         ]
         for name, row in moved
     ]
+
+
+def _delta(row: Mapping[str, Any]) -> float | None:
+    """A measure row's change; None for a gate status row or a missing value."""
+    if not all(isinstance(row[k], int | float) for k in ("baseline", "current")):
+        return None
+    return float(row["current"] - row["baseline"])
+
+
+def _diff_head(diff: Mapping[str, Any]) -> list[str]:
+    head = ["method", "metric", "baseline", "current", "status"]
+    tests = diff.get("significance")
+    return head if tests is None else [*head, "paired interval", p_name(tests)]
 
 
 def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None = None) -> str:
@@ -208,6 +270,8 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         levels_chart=markup(stacked_bars("hit-levels-method", level_rows, segments)),
         latency=_latency(report, names),
         diff_rows=_diff_rows(diff) if diff is not None else None,
+        diff_head=_diff_head(diff) if diff is not None else None,
+        significance=_significance(report),
         gates=gates,
         cases=len(report["caseResults"]),
         case_rows=_table(report, names).context(

@@ -18,10 +18,13 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..io.jsonio import round_floats
 from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
 from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
+from ..scoring.significance import SignificanceSettings
 from .gates import gates_line, method_status, status_reason
 from .measure import TRIAL_MEASURES, MethodMeasurement, failure_codes
+from .significance import method_tests, significance_markdown
 
 __all__ = [
     "TRIAL_REPORT_KIND",
@@ -86,13 +89,20 @@ def build_trial_report(
     runs: Mapping[str, Any] | None,
     timing: Mapping[str, Any],
     service: Mapping[str, Any] | None = None,
+    significance: SignificanceSettings | None = None,
+    reference: str | None = None,
+    all_pairs: bool = False,
 ) -> dict[str, Any]:
     """Assemble the JSON trial report; ``gates`` are ``GateResult.to_json()`` rows;
     ``service``: a trial over a service (backend, base URL, corpus revision).
 
     Each method's ``status`` is ``admitted`` or ``experimental``
     (``ragsnap.trial.gates.method_status``; ``admitted`` is the same as a boolean),
-    with the ``gateCounts`` behind it; all three are null without a gates file."""
+    with the ``gateCounts`` behind it; all three are null without a gates file.
+
+    With ``significance``, ``significance`` holds the paired tests between methods
+    (``ragsnap.trial.significance``): each against ``reference`` (the first method
+    when None), or every pair with ``all_pairs``; null with one method."""
     methods: dict[str, Any] = {}
     for name, measurement in measurements.items():
         status = None if gates is None else method_status(gates, name)
@@ -104,6 +114,17 @@ def build_trial_report(
             "status": None if status is None else status["status"],
             "gateCounts": None if status is None else status["gateCounts"],
         }
+    case_results = _case_entries(measurements)
+    tests = None
+    if significance is not None:
+        names = list(measurements)
+        tests = method_tests(
+            round_floats(case_results),  # the values as the report writes them
+            names,
+            {m for entry in methods.values() for m in entry["summary"]["metrics"]},
+            significance,
+            None if all_pairs else reference or names[0],
+        )
     return {
         "schemaVersion": TRIAL_REPORT_SCHEMA_VERSION,
         "kind": TRIAL_REPORT_KIND,
@@ -116,7 +137,8 @@ def build_trial_report(
         "gates": None if gates is None else [dict(g) for g in gates],
         "determinism": dict(determinism),
         "runs": None if runs is None else dict(runs),
-        "caseResults": _case_entries(measurements),
+        "caseResults": case_results,
+        **({} if significance is None else {"significance": tests}),
         "timing": dict(timing),
     }
 
@@ -236,8 +258,8 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
         definition = entry["definition"]
         if definition.get("note"):
             lines.append(f"- **{name}**: {definition['note']}")
+    lines += ["", *significance_markdown(report.get("significance"))]
     lines += [
-        "",
         "## Per split",
         "",
         _group_table(report, "split", "split"),

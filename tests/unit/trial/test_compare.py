@@ -55,3 +55,15 @@ def test_a_method_that_is_no_longer_admitted_is_a_regression(
     )
     row = f"| gate status | {before or 'n/a'} | {after} | {change} |"
     assert row in re.sub(r" +", " ", render_trial_diff_markdown(diff))
+
+
+@pytest.mark.parametrize(("admitted", "status"), [(True, "admitted"), (False, "experimental")])
+def test_a_baseline_written_before_gate_statuses_reads_its_admitted_flag(
+    admitted: bool, status: str
+) -> None:
+    old = report(None)
+    del old["methods"]["hybrid"]["status"]
+    old["methods"]["hybrid"]["admitted"] = admitted
+    diff = diff_trials(old, report("experimental"), Tolerances(), "base.json")
+    assert diff["methods"]["hybrid"]["gateStatus"]["baseline"] == status
+    assert diff["regressed"] is admitted
