@@ -71,7 +71,12 @@ from ..trial.gates import GateResult, evaluate_gates, gates_from_json
 from ..trial.measure import MethodMeasurement, measure_method, trial_measures
 from ..trial.plan import Plan, canonical_sha256, corpus_digest
 from ..trial.privacy import private_trial, private_trial_diff
-from ..trial.report import build_trial_report, method_table, render_trial_markdown
+from ..trial.report import (
+    build_trial_report,
+    method_table,
+    render_trial_markdown,
+    views_legend,
+)
 from ..trial.runner import (
     Lookup,
     PassResult,
@@ -80,6 +85,7 @@ from ..trial.runner import (
     pass_order,
     pipeline_lookup,
     run_pass,
+    run_resource_pass,
 )
 from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
 from ._kb import open_tokenizer
@@ -100,14 +106,16 @@ BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
 class _Side:
     """What a trial runs on (the embedded store or a service): the methods'
     definitions, the plan's inputs and backend, the report's service section, and
-    ``run(cases, depth, repetitions, seed) -> (passes, the report's corpus)``."""
+    ``run(cases, depth, repetitions, seed) -> (passes, the report's corpus, each method's
+    resource-pass figures)``."""
 
     definitions: dict[str, dict[str, Any]]
     inputs: dict[str, str]
     backend: dict[str, Any] | None
     service: dict[str, Any] | None
     run: Callable[
-        [Sequence[GoldenCase], int | None, int, int], tuple[list[PassResult], dict[str, Any]]
+        [Sequence[GoldenCase], int | None, int, int],
+        tuple[list[PassResult], dict[str, Any], dict[str, Any]],
     ]
 
 
@@ -127,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 "--plan runs a plan and --write-plan writes one; pass only one of them"
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
+    _resource_cgroup(args)  # a --cgroup that is not one: exit 2 before anything runs
     from ..kb.backends.registry import DEFAULT_BACKEND, get_backend
 
     # --backend's choices (cli): the embedded store and the backends that answer whole
@@ -224,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
                 f"`ragsnap trial{entry.flag} --plan {args.write_plan}`."
             )
             return 0
-        passes, corpus = side.run(cases, depth, repetitions, seed)
+        passes, corpus, resources = side.run(cases, depth, repetitions, seed)
 
     scored = passes[1] if len(passes) > 1 else passes[0]
     measures = trial_measures(depth)
@@ -264,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
             "warmup": True,
             "repetitions": repetitions,
             "latency": latency,
+            "resources": resources,
             "wallSeconds": round(time.perf_counter() - started, 3),
             "cpuSeconds": round(time.process_time() - cpu_started, 3),
             "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -382,7 +392,7 @@ def _embedded_side(
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
-    ) -> tuple[list[PassResult], dict[str, Any]]:
+    ) -> tuple[list[PassResult], dict[str, Any], dict[str, Any]]:
         from ..kb.pipeline import Pipeline
 
         with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
@@ -400,12 +410,15 @@ def _embedded_side(
                     )
                     for name, spec in methods.items()
                 }
-                passes = _run_passes(lookups, cases, depth, repetitions, seed)
+                passes, resources = _run_passes(
+                    lookups, cases, depth, repetitions, seed, _resource_cgroup(args)
+                )
                 chunks = next(iter(stores.values())).count()
             finally:
                 for store in stores.values():
                     store.close()
-        return passes, {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
+        corpus = {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
+        return passes, corpus, resources
 
     return _Side(definitions, inputs, None, None, run)
 
@@ -442,10 +455,12 @@ def _whole_side(
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
-    ) -> tuple[list[PassResult], dict[str, Any]]:
+    ) -> tuple[list[PassResult], dict[str, Any], dict[str, Any]]:
         lookups = {name: _whole_lookup(name, source) for name, source in sources.items()}
-        passes = _run_passes(lookups, cases, depth, repetitions, seed)
-        return passes, {"documents": None, "chunks": None, "sha256": None}
+        passes, resources = _run_passes(
+            lookups, cases, depth, repetitions, seed, _resource_cgroup(args)
+        )
+        return passes, {"documents": None, "chunks": None, "sha256": None}, resources
 
     return _Side(
         definitions,
@@ -677,10 +692,12 @@ def _run_passes(
     depth: int | None,
     repetitions: int,
     seed: int,
-) -> list[PassResult]:
+    cgroup: tuple[Path, str] | None,
+) -> tuple[list[PassResult], dict[str, Any]]:
+    """The warm-up, the measured passes, then the resource pass (``trial.runner``)."""
     by_id = {c.id: c for c in cases}
     ids = [c.id for c in cases]
-    total = (repetitions + 1) * len(lookups) * len(ids)
+    total = (repetitions + 2) * len(lookups) * len(ids)
     progress = Progress(total, "trial", "lookups")
     passes = []
     # the collector paused through the passes: lookups leave no reference cycles
@@ -690,8 +707,10 @@ def _run_passes(
         for number in range(repetitions + 1):
             order = pass_order(list(lookups), ids, seed, number)
             passes.append(run_pass(lookups, by_id, order, depth, progress.advance))
+        order = pass_order(list(lookups), ids, seed, repetitions + 1)
+        resources = run_resource_pass(lookups, by_id, order, depth, cgroup, progress.advance)
     progress.close()
-    return passes
+    return passes, resources
 
 
 def _determinism(passes: Sequence[PassResult], checked: bool) -> dict[str, Any]:
@@ -778,6 +797,17 @@ def _tag(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-+" else "_" for ch in name)
 
 
+def _resource_cgroup(args: argparse.Namespace) -> tuple[Path, str] | None:
+    """The cgroup the resource pass reads: ``--cgroup DIR`` (checked), else ragsnap's
+    own when it is a cgroup v2 directory, else none (``ragsnap.trial.resources``)."""
+    from ..trial.resources import OWN_CGROUP, check_cgroup, read_cgroup
+
+    given: Path | None = getattr(args, "cgroup", None)
+    if given is not None:
+        return check_cgroup(given), "given"
+    return (OWN_CGROUP, "own") if read_cgroup(OWN_CGROUP) is not None else None
+
+
 def _cgroup() -> dict[str, Any] | None:
     """Read-only cgroup v2 figures of this container, when they are there."""
     root = Path("/sys/fs/cgroup")
@@ -811,6 +841,7 @@ def _summary(
         f"(split {plan['split']}, depth {plan['depth'] or 'evidence'}, "
         f"{plan['repetitions']} repetition(s)); plan {report['planSha256'][:16]}",
         method_table(report, fmt="simple"),
+        *filter(None, [views_legend(report)]),
     ]
     service = report.get("service")
     if service is not None:

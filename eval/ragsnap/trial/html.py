@@ -4,7 +4,8 @@ A pure function of the trial report dict, built from the shared pieces of
 ``ragsnap.scoring.html`` (same safety, same determinism) and rendered through
 the template ``templates/html/trial.html.j2``. The page shows the
 verdict (gates, determinism, the diff against a baseline trial when there is
-one, and its rows that moved); per-method bars of every table measure; hit
+one, and its rows that moved); per-method bars of every table measure, each
+marked with the view it read (``[R]`` ranking, ``[E]`` evidence); hit
 levels per method; latency (median and p95 bars, then the full summary); and
 the case table, one row per case with each method's hit level, unfolded to
 each method's first expected rank, failure codes and metrics. A trial report
@@ -20,7 +21,7 @@ from ..models import HIT_LEVELS
 from ..scoring.diff import metric_value
 from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, markup, render, stacked_bars
 from ..scoring.report import percent
-from .report import TABLE_MEASURES
+from .report import TABLE_MEASURES, VIEW_MARKS, views_legend
 
 __all__ = ["render_trial_html"]
 
@@ -154,6 +155,8 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
     bad, head = _verdict(report, diff)
     measures = list(TABLE_MEASURES)
     series = [(n, [_measure_value(methods[n]["summary"], m) for m in measures]) for n in names]
+    views = methods[names[0]].get("views") or {}
+    labels = [f"{m} {VIEW_MARKS[views[m]]}" if m in views else m for m in measures]
     segments = [(level, LEVEL_COLORS[level]) for level in LEVEL_COLORS]
     level_rows = []
     for n in names:
@@ -178,7 +181,8 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         bad=bad,
         verdict=head,
         card_items=[(f"{n} pass rate", percent(methods[n]["summary"]["passRate"])) for n in names],
-        measures_chart=markup(bar_chart("measures", measures, series, maximum=1.0)),
+        measures_chart=markup(bar_chart("measures", labels, series, maximum=1.0)),
+        measures_views=views_legend(report),
         levels_chart=markup(stacked_bars("hit-levels-method", level_rows, segments)),
         latency=_latency(report, names),
         diff_rows=_diff_rows(diff) if diff is not None else None,
