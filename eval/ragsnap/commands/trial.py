@@ -43,11 +43,13 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import re
 import resource
 import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +100,11 @@ if TYPE_CHECKING:
 #: the flags a plan fixes: giving one with --plan is a usage error
 PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
 DEFAULT_SEED = 20260920
+#: previous runs' reports kept in trial-history/ (``--keep``)
+DEFAULT_KEEP = 20
+HISTORY_FOLDER = "trial-history"
+#: a kept report's name: the previous run's UTC time and plan hash, then the report's name
+_KEPT = re.compile(r"^(\d{4}-\d\d-\d\dT\d{6}\.\d{3}Z-(?:[0-9a-f]{16}|unknown))-")
 #: the flags of the backends a trial can run over
 BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
 
@@ -310,11 +317,52 @@ def run(args: argparse.Namespace) -> int:
         from ..trial.html import render_trial_html
 
         written[args.html_report] = render_trial_html(round_floats(report), diff)
+    kept = _keep_previous(args, written)
     write_outputs(written)
     print(_summary(report, args, gate_rows, diff))
+    if kept is not None:
+        print(f"Previous report: {kept.as_posix()} (trial-history keeps {_keep(args)} run(s))")
     failed_gates = gate_rows is not None and any(g.ran and not g.passed for g in gate_rows)
     regressed = diff is not None and diff["regressed"]
     return 1 if failed_gates or determinism["identical"] is False or regressed else 0
+
+
+def _keep(args: argparse.Namespace) -> int:
+    keep = getattr(args, "keep", None)
+    return DEFAULT_KEEP if keep is None else int(keep)
+
+
+def _keep_previous(args: argparse.Namespace, written: dict[Path, Any]) -> Path | None:
+    """Before a run's reports replace the previous run's: copy those (JSON, Markdown,
+    HTML) into ``trial-history/`` beside the JSON report, named by the previous run's
+    UTC time and plan hash, and keep the newest ``--keep`` runs there. Returns the
+    previous JSON report's kept copy (None when there was none or ``--keep 0``)."""
+    keep = _keep(args)
+    previous: Path = args.json_report
+    if keep == 0 or not previous.is_file():
+        return None
+    try:
+        plan = json.loads(previous.read_bytes()).get("planSha256")
+    except (OSError, ValueError, AttributeError):
+        plan = None
+    plan = plan[:16] if isinstance(plan, str) and re.fullmatch(r"[0-9a-f]{64}", plan) else None
+    when = datetime.fromtimestamp(previous.stat().st_mtime, timezone.utc)
+    run = when.strftime("%Y-%m-%dT%H%M%S") + f".{when.microsecond // 1000:03d}Z-{plan or 'unknown'}"
+    folder = previous.parent / HISTORY_FOLDER
+    reports = [args.json_report, args.markdown_report, args.html_report]
+    copies = {
+        folder / f"{run}-{path.name}": path.read_bytes()
+        for path in reports
+        if path is not None and path in written and path.is_file()
+    }
+    write_outputs(copies)
+    runs = sorted(
+        {m.group(1) for p in folder.iterdir() if (m := _KEPT.match(p.name)) and p.is_file()}
+    )
+    for old in runs[: max(0, len(runs) - keep)]:
+        for path in folder.glob(f"{old}-*"):
+            path.unlink()
+    return folder / f"{run}-{previous.name}"
 
 
 def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
@@ -343,6 +391,13 @@ def _embedded_side(
     from ..kb.pipeline import describe_method
     from ..kb.seeding import index_hashes
 
+    known = {m.name for m in config.lookup.methods}
+    if "alias" in names and "alias" not in known:
+        raise UsageError(
+            "the method `alias` reads the alias provider's term groups, and none are given: "
+            "pass --aliases FILE (YAML term groups, e.g. cases/aliases.yaml) or set "
+            "trial.aliases in ragsnap.yaml, or drop alias from the methods"
+        )
     methods = {name: config.lookup.method_spec(name) for name in names}
     tokenizer = open_tokenizer(config)
     providers: dict[str, dict[str, Any]] = {}  # embedder spec key -> spec

@@ -21,7 +21,8 @@ from ..models import HIT_LEVELS
 from ..scoring.diff import metric_value
 from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, markup, render, stacked_bars
 from ..scoring.report import percent
-from .report import TABLE_MEASURES, VIEW_MARKS, views_legend
+from .measure import RANKING
+from .report import TABLE_MEASURES, VIEW_MARKS
 
 __all__ = ["render_trial_html"]
 
@@ -65,6 +66,22 @@ def _measure_value(summary: Mapping[str, Any], measure: str) -> float | None:
     else:
         value = summary["metrics"].get(measure, {}).get("mean")
     return None if value is None else float(value)
+
+
+def _views_note(views: Mapping[str, str], depth: int | None) -> str:
+    """Which columns read the raw ranking and which the evidence (chart labels may be
+    cut short, so every column is named here)."""
+    if not views:
+        return ""
+    ranked = [k for k, v in views.items() if v == RANKING]
+    floored = [k for k, v in views.items() if v != RANKING]
+    parts = []
+    if ranked:
+        parts.append(
+            f"[R] the raw ranking to depth {depth} (no score floor, no top K): " + ", ".join(ranked)
+        )
+    parts.append("[E] the evidence (the top K after the score floors): " + ", ".join(floored))
+    return "Columns: " + "; ".join(parts) + "."
 
 
 def _table(report: Mapping[str, Any], names: list[str]) -> CaseTable:
@@ -182,7 +199,7 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         verdict=head,
         card_items=[(f"{n} pass rate", percent(methods[n]["summary"]["passRate"])) for n in names],
         measures_chart=markup(bar_chart("measures", labels, series, maximum=1.0)),
-        measures_views=views_legend(report),
+        measures_views=_views_note(views, report["plan"]["depth"]),
         levels_chart=markup(stacked_bars("hit-levels-method", level_rows, segments)),
         latency=_latency(report, names),
         diff_rows=_diff_rows(diff) if diff is not None else None,
