@@ -8,23 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import lay_out_cgroup
 from ragsnap.errors import InputError
 from ragsnap.trial.resources import Reading, check_cgroup, figures, read_cgroup, reading
-
-
-def lay_out_cgroup(root: Path, usage: int, current: int | None, peak: int | None) -> Path:
-    """A cgroup v2 directory as the kernel shows one: cpu.stat lines, memory files."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "cgroup.procs").write_text("", encoding="ascii")
-    (root / "cpu.stat").write_text(
-        f"usage_usec {usage}\nuser_usec {usage // 2}\nsystem_usec {usage // 2}\n",
-        encoding="ascii",
-    )
-    if current is not None:
-        (root / "memory.current").write_text(f"{current}\n", encoding="ascii")
-    if peak is not None:
-        (root / "memory.peak").write_text(f"{peak}\n", encoding="ascii")
-    return root
 
 
 def test_a_cgroup_v2_directory_is_read_from_its_files(tmp_path: Path) -> None:

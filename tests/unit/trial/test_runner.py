@@ -7,8 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from test_resources import lay_out_cgroup
-
+from conftest import lay_out_cgroup
 from ragsnap.trial.resources import read_cgroup
 from ragsnap.trial.runner import (
     PassResult,
