@@ -141,6 +141,28 @@ def _latency(report: Mapping[str, Any], names: list[str]) -> dict[str, Any] | No
         "head": ["method", *keys],
         "rows": rows,
         "note": note,
+        **_resources(timing.get("resources") or {}, names),
+    }
+
+
+def _resources(resources: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """The resource pass per method (``ragsnap.trial.resources``), when it ran."""
+    if not resources:
+        return {"resources_head": [], "resources": []}
+    keys = ("lookups", "wallSeconds", "cpuSeconds", "rssDeltaMiB", "peakRssDeltaMiB")
+    cgroup = ("cpuUsageUsec", "memoryCurrentBytes", "memoryPeakBytes")
+    rows = [
+        [
+            (n, ""),
+            *((resources[n][k], "num") for k in keys),
+            *(((resources[n]["cgroup"] or {}).get(k, ""), "num") for k in cgroup),
+        ]
+        for n in names
+        if n in resources
+    ]
+    return {
+        "resources_head": ["method", *keys, *(f"cgroup {k}" for k in cgroup)],
+        "resources": rows,
     }
 
 
