@@ -207,6 +207,21 @@ def goodbuddy_fixture() -> dict[str, Any]:
     }
 
 
+def lay_out_cgroup(root: Path, usage: int, current: int | None, peak: int | None) -> Path:
+    """A cgroup v2 directory as the kernel shows one: cpu.stat lines, memory files."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cgroup.procs").write_text("", encoding="ascii")
+    (root / "cpu.stat").write_text(
+        f"usage_usec {usage}\nuser_usec {usage // 2}\nsystem_usec {usage // 2}\n",
+        encoding="ascii",
+    )
+    if current is not None:
+        (root / "memory.current").write_text(f"{current}\n", encoding="ascii")
+    if peak is not None:
+        (root / "memory.peak").write_text(f"{peak}\n", encoding="ascii")
+    return root
+
+
 @dataclass
 class Project:
     """A scratch eval project: cases file, fixtures folder, reports folder."""

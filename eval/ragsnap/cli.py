@@ -1239,6 +1239,23 @@ def _trial(trial: argparse.ArgumentParser) -> None:
         help="use this embedded knowledge base instead of seeding a temporary one "
         "(default: a temporary one, deleted after)",
     )
+    _add(
+        trial,
+        "--cgroup",
+        **_DIR,
+        help="read this cgroup v2 directory's cpu.stat, memory.current and memory.peak around "
+        "each method's resource pass (a service's container, e.g. /sys/fs/cgroup/system.slice/"
+        "docker-<id>.scope; read-only) (default: ragsnap's own cgroup when readable)",
+    )
+    _add(
+        trial,
+        "--keep",
+        type=_within(int, 0, 10000, "a whole number"),
+        metavar="N",
+        help="move the previous JSON, Markdown and HTML reports into trial-history/ beside "
+        "the JSON report before writing, keeping the newest N runs there; 0 overwrites "
+        "(default: 20)",
+    )
     _add(trial, "--config")
     _add(trial, "--allow-outside")
     _add_privacy(trial, "trial.shareable in ragsnap.yaml, else off")

@@ -138,7 +138,10 @@ def test_a_trial_compares_the_mapped_methods_on_the_service(
     # every request carried its method's fields, asked for topK = depth
     modes = {(b["mode"], b.get("alpha")) for b in service.bodies}
     assert modes == {("keyword", None), ("fuzzy", 0.5)}
-    assert len(service.bodies) == 3 * 2 * 2  # (warm-up + 2) x 2 methods x 2 cases
+    # (warm-up + 2 measured + the resource pass) x 2 methods x 2 cases
+    assert len(service.bodies) == 4 * 2 * 2
+    resources = report["timing"]["resources"]
+    assert {n: r["lookups"] for n, r in resources.items()} == {"keyword": 2, "fuzzy": 2}
     assert {b["topK"] for b in service.bodies} == {3}
     latency = report["timing"]["latency"]
     assert latency["keyword"]["count"] == 4 and latency["fuzzy"]["p95Ms"] is not None

@@ -75,6 +75,11 @@ def test_real_goodbuddy_fixture_imports_with_its_counts(tmp_path: Path, real: Pa
     )
     assert lines[1] == "wrote: out/corpus.jsonl, out/golden-cases.json, out/ragsnap.yaml"
     assert lines[2].startswith("next: ragsnap seed --config out/ragsnap.yaml")
+    # graded judgments over a seedable corpus: the set is ready for a trial too
+    assert lines[3] == (
+        "  or compare retrieval methods on it: ragsnap trial --config out/ragsnap.yaml "
+        "--cases out/golden-cases.json"
+    )
     out = tmp_path / "out"
     assert sorted(files(out)) == ["corpus.jsonl", "golden-cases.json", "ragsnap.yaml"]
 

@@ -37,4 +37,9 @@ def run(args: argparse.Namespace) -> int:
         f"next: ragsnap seed --config {args.out / 'ragsnap.yaml'}, then score against "
         f"{args.out / 'golden-cases.json'}"
     )
+    if summary.judgments:  # graded judgments over a seedable corpus: a trial can run on it
+        print(
+            f"  or compare retrieval methods on it: ragsnap trial --config "
+            f"{args.out / 'ragsnap.yaml'} --cases {args.out / 'golden-cases.json'}"
+        )
     return 0

@@ -46,11 +46,13 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import re
 import resource
 import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +76,12 @@ from ..trial.gates import GateResult, evaluate_gates, gates_from_json, gates_lin
 from ..trial.measure import MethodMeasurement, measure_method, trial_measures
 from ..trial.plan import Plan, canonical_sha256, corpus_digest
 from ..trial.privacy import private_trial, private_trial_diff
-from ..trial.report import build_trial_report, method_table, render_trial_markdown
+from ..trial.report import (
+    build_trial_report,
+    method_table,
+    render_trial_markdown,
+    views_legend,
+)
 from ..trial.runner import (
     Lookup,
     PassResult,
@@ -83,6 +90,7 @@ from ..trial.runner import (
     pass_order,
     pipeline_lookup,
     run_pass,
+    run_resource_pass,
 )
 from ..trial.significance import significance_lines
 from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
@@ -96,6 +104,11 @@ if TYPE_CHECKING:
 #: the flags a plan fixes: giving one with --plan is a usage error
 PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
 DEFAULT_SEED = 20260920
+#: previous runs' reports kept in trial-history/ (``--keep``)
+DEFAULT_KEEP = 20
+HISTORY_FOLDER = "trial-history"
+#: a kept report's name: the previous run's UTC time and plan hash, then the report's name
+_KEPT = re.compile(r"^(\d{4}-\d\d-\d\dT\d{6}\.\d{3}Z-(?:[0-9a-f]{16}|unknown))-")
 #: the flags of the backends a trial can run over
 BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
 
@@ -104,14 +117,16 @@ BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
 class _Side:
     """What a trial runs on (the embedded store or a service): the methods'
     definitions, the plan's inputs and backend, the report's service section, and
-    ``run(cases, depth, repetitions, seed) -> (passes, the report's corpus)``."""
+    ``run(cases, depth, repetitions, seed) -> (passes, the report's corpus, each method's
+    resource-pass figures)``."""
 
     definitions: dict[str, dict[str, Any]]
     inputs: dict[str, str]
     backend: dict[str, Any] | None
     service: dict[str, Any] | None
     run: Callable[
-        [Sequence[GoldenCase], int | None, int, int], tuple[list[PassResult], dict[str, Any]]
+        [Sequence[GoldenCase], int | None, int, int],
+        tuple[list[PassResult], dict[str, Any], dict[str, Any]],
     ]
 
 
@@ -131,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 "--plan runs a plan and --write-plan writes one; pass only one of them"
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
+    _resource_cgroup(args)  # a --cgroup that is not one: exit 2 before anything runs
     from ..kb.backends.registry import DEFAULT_BACKEND, get_backend
 
     # --backend's choices (cli): the embedded store and the backends that answer whole
@@ -235,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
                 f"`ragsnap trial{entry.flag} --plan {args.write_plan}`."
             )
             return 0
-        passes, corpus = side.run(cases, depth, repetitions, seed)
+        passes, corpus, resources = side.run(cases, depth, repetitions, seed)
 
     scored = passes[1] if len(passes) > 1 else passes[0]
     measures = trial_measures(depth)
@@ -275,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
             "warmup": True,
             "repetitions": repetitions,
             "latency": latency,
+            "resources": resources,
             "wallSeconds": round(time.perf_counter() - started, 3),
             "cpuSeconds": round(time.process_time() - cpu_started, 3),
             "peakRssMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -318,11 +335,52 @@ def run(args: argparse.Namespace) -> int:
         from ..trial.html import render_trial_html
 
         written[args.html_report] = render_trial_html(round_floats(report), diff)
+    kept = _keep_previous(args, written)
     write_outputs(written)
     print(_summary(report, args, gate_rows, diff))
+    if kept is not None:
+        print(f"Previous report: {kept.as_posix()} (trial-history keeps {_keep(args)} run(s))")
     failed_gates = gate_rows is not None and any(g.ran and not g.passed for g in gate_rows)
     regressed = diff is not None and diff["regressed"]
     return 1 if failed_gates or determinism["identical"] is False or regressed else 0
+
+
+def _keep(args: argparse.Namespace) -> int:
+    keep = getattr(args, "keep", None)
+    return DEFAULT_KEEP if keep is None else int(keep)
+
+
+def _keep_previous(args: argparse.Namespace, written: dict[Path, Any]) -> Path | None:
+    """Before a run's reports replace the previous run's: copy those (JSON, Markdown,
+    HTML) into ``trial-history/`` beside the JSON report, named by the previous run's
+    UTC time and plan hash, and keep the newest ``--keep`` runs there. Returns the
+    previous JSON report's kept copy (None when there was none or ``--keep 0``)."""
+    keep = _keep(args)
+    previous: Path = args.json_report
+    if keep == 0 or not previous.is_file():
+        return None
+    try:
+        plan = json.loads(previous.read_bytes()).get("planSha256")
+    except (OSError, ValueError, AttributeError):
+        plan = None
+    plan = plan[:16] if isinstance(plan, str) and re.fullmatch(r"[0-9a-f]{64}", plan) else None
+    when = datetime.fromtimestamp(previous.stat().st_mtime, timezone.utc)
+    run = when.strftime("%Y-%m-%dT%H%M%S") + f".{when.microsecond // 1000:03d}Z-{plan or 'unknown'}"
+    folder = previous.parent / HISTORY_FOLDER
+    reports = [args.json_report, args.markdown_report, args.html_report]
+    copies = {
+        folder / f"{run}-{path.name}": path.read_bytes()
+        for path in reports
+        if path is not None and path in written and path.is_file()
+    }
+    write_outputs(copies)
+    runs = sorted(
+        {m.group(1) for p in folder.iterdir() if (m := _KEPT.match(p.name)) and p.is_file()}
+    )
+    for old in runs[: max(0, len(runs) - keep)]:
+        for path in folder.glob(f"{old}-*"):
+            path.unlink()
+    return folder / f"{run}-{previous.name}"
 
 
 def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
@@ -351,6 +409,13 @@ def _embedded_side(
     from ..kb.pipeline import describe_method
     from ..kb.seeding import index_hashes
 
+    known = {m.name for m in config.lookup.methods}
+    if "alias" in names and "alias" not in known:
+        raise UsageError(
+            "the method `alias` reads the alias provider's term groups, and none are given: "
+            "pass --aliases FILE (YAML term groups, e.g. cases/aliases.yaml) or set "
+            "trial.aliases in ragsnap.yaml, or drop alias from the methods"
+        )
     methods = {name: config.lookup.method_spec(name) for name in names}
     tokenizer = open_tokenizer(config)
     providers: dict[str, dict[str, Any]] = {}  # embedder spec key -> spec
@@ -400,7 +465,7 @@ def _embedded_side(
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
-    ) -> tuple[list[PassResult], dict[str, Any]]:
+    ) -> tuple[list[PassResult], dict[str, Any], dict[str, Any]]:
         from ..kb.pipeline import Pipeline
 
         with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
@@ -418,12 +483,15 @@ def _embedded_side(
                     )
                     for name, spec in methods.items()
                 }
-                passes = _run_passes(lookups, cases, depth, repetitions, seed)
+                passes, resources = _run_passes(
+                    lookups, cases, depth, repetitions, seed, _resource_cgroup(args)
+                )
                 chunks = next(iter(stores.values())).count()
             finally:
                 for store in stores.values():
                     store.close()
-        return passes, {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
+        corpus = {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
+        return passes, corpus, resources
 
     return _Side(definitions, inputs, None, None, run)
 
@@ -460,10 +528,12 @@ def _whole_side(
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
-    ) -> tuple[list[PassResult], dict[str, Any]]:
+    ) -> tuple[list[PassResult], dict[str, Any], dict[str, Any]]:
         lookups = {name: _whole_lookup(name, source) for name, source in sources.items()}
-        passes = _run_passes(lookups, cases, depth, repetitions, seed)
-        return passes, {"documents": None, "chunks": None, "sha256": None}
+        passes, resources = _run_passes(
+            lookups, cases, depth, repetitions, seed, _resource_cgroup(args)
+        )
+        return passes, {"documents": None, "chunks": None, "sha256": None}, resources
 
     return _Side(
         definitions,
@@ -695,10 +765,12 @@ def _run_passes(
     depth: int | None,
     repetitions: int,
     seed: int,
-) -> list[PassResult]:
+    cgroup: tuple[Path, str] | None,
+) -> tuple[list[PassResult], dict[str, Any]]:
+    """The warm-up, the measured passes, then the resource pass (``trial.runner``)."""
     by_id = {c.id: c for c in cases}
     ids = [c.id for c in cases]
-    total = (repetitions + 1) * len(lookups) * len(ids)
+    total = (repetitions + 2) * len(lookups) * len(ids)
     progress = Progress(total, "trial", "lookups")
     passes = []
     # the collector paused through the passes: lookups leave no reference cycles
@@ -708,8 +780,10 @@ def _run_passes(
         for number in range(repetitions + 1):
             order = pass_order(list(lookups), ids, seed, number)
             passes.append(run_pass(lookups, by_id, order, depth, progress.advance))
+        order = pass_order(list(lookups), ids, seed, repetitions + 1)
+        resources = run_resource_pass(lookups, by_id, order, depth, cgroup, progress.advance)
     progress.close()
-    return passes
+    return passes, resources
 
 
 def _determinism(passes: Sequence[PassResult], checked: bool) -> dict[str, Any]:
@@ -792,6 +866,17 @@ def _tag(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-+" else "_" for ch in name)
 
 
+def _resource_cgroup(args: argparse.Namespace) -> tuple[Path, str] | None:
+    """The cgroup the resource pass reads: ``--cgroup DIR`` (checked), else ragsnap's
+    own when it is a cgroup v2 directory, else none (``ragsnap.trial.resources``)."""
+    from ..trial.resources import OWN_CGROUP, check_cgroup, read_cgroup
+
+    given: Path | None = getattr(args, "cgroup", None)
+    if given is not None:
+        return check_cgroup(given), "given"
+    return (OWN_CGROUP, "own") if read_cgroup(OWN_CGROUP) is not None else None
+
+
 def _cgroup() -> dict[str, Any] | None:
     """Read-only cgroup v2 figures of this container, when they are there."""
     root = Path("/sys/fs/cgroup")
@@ -825,6 +910,7 @@ def _summary(
         f"(split {plan['split']}, depth {plan['depth'] or 'evidence'}, "
         f"{plan['repetitions']} repetition(s)); plan {report['planSha256'][:16]}",
         method_table(report, fmt="simple"),
+        *filter(None, [views_legend(report)]),
         *significance_lines(report.get("significance")),
     ]
     service = report.get("service")

@@ -5,7 +5,8 @@ A pure function of the trial report dict, built from the shared pieces of
 the template ``templates/html/trial.html.j2``. The page shows the
 verdict (gates, determinism, the diff against a baseline trial when there is
 one, and its rows that moved); each method's gate status (admitted or
-experimental, and why); per-method bars of every table measure; hit
+experimental, and why); per-method bars of every table measure, each
+marked with the view it read (``[R]`` ranking, ``[E]`` evidence); hit
 levels per method; latency (median and p95 bars, then the full summary); and
 the case table, one row per case with each method's hit level, unfolded to
 each method's first expected rank, failure codes and metrics. A trial report
@@ -26,7 +27,8 @@ from ..scoring.diff import delta_text, metric_value
 from ..scoring.html import LEVEL_COLORS, CaseTable, bar_chart, markup, render, stacked_bars
 from ..scoring.report import percent
 from .gates import gates_line, status_reason
-from .report import TABLE_MEASURES
+from .measure import RANKING
+from .report import TABLE_MEASURES, VIEW_MARKS
 from .significance import interval_text, p_name
 
 __all__ = ["render_trial_html"]
@@ -69,6 +71,22 @@ def _measure_value(summary: Mapping[str, Any], measure: str) -> float | None:
     else:
         value = summary["metrics"].get(measure, {}).get("mean")
     return None if value is None else float(value)
+
+
+def _views_note(views: Mapping[str, str], depth: int | None) -> str:
+    """Which columns read the raw ranking and which the evidence (chart labels may be
+    cut short, so every column is named here)."""
+    if not views:
+        return ""
+    ranked = [k for k, v in views.items() if v == RANKING]
+    floored = [k for k, v in views.items() if v != RANKING]
+    parts = []
+    if ranked:
+        parts.append(
+            f"[R] the raw ranking to depth {depth} (no score floor, no top K): " + ", ".join(ranked)
+        )
+    parts.append("[E] the evidence (the top K after the score floors): " + ", ".join(floored))
+    return "Columns: " + "; ".join(parts) + "."
 
 
 def _table(report: Mapping[str, Any], names: list[str]) -> CaseTable:
@@ -128,6 +146,28 @@ def _latency(report: Mapping[str, Any], names: list[str]) -> dict[str, Any] | No
         "head": ["method", *keys],
         "rows": rows,
         "note": note,
+        **_resources(timing.get("resources") or {}, names),
+    }
+
+
+def _resources(resources: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """The resource pass per method (``ragsnap.trial.resources``), when it ran."""
+    if not resources:
+        return {"resources_head": [], "resources": []}
+    keys = ("lookups", "wallSeconds", "cpuSeconds", "rssDeltaMiB", "peakRssDeltaMiB")
+    cgroup = ("cpuUsageUsec", "memoryCurrentBytes", "memoryPeakBytes")
+    rows = [
+        [
+            (n, ""),
+            *((resources[n][k], "num") for k in keys),
+            *(((resources[n]["cgroup"] or {}).get(k, ""), "num") for k in cgroup),
+        ]
+        for n in names
+        if n in resources
+    ]
+    return {
+        "resources_head": ["method", *keys, *(f"cgroup {k}" for k in cgroup)],
+        "resources": rows,
     }
 
 
@@ -227,6 +267,8 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
     bad, head = _verdict(report, diff)
     measures = list(TABLE_MEASURES)
     series = [(n, [_measure_value(methods[n]["summary"], m) for m in measures]) for n in names]
+    views = methods[names[0]].get("views") or {}
+    labels = [f"{m} {VIEW_MARKS[views[m]]}" if m in views else m for m in measures]
     segments = [(level, LEVEL_COLORS[level]) for level in LEVEL_COLORS]
     level_rows = []
     for n in names:
@@ -266,7 +308,8 @@ def render_trial_html(report: Mapping[str, Any], diff: Mapping[str, Any] | None 
         verdict=head,
         card_items=[(f"{n} pass rate", percent(methods[n]["summary"]["passRate"])) for n in names],
         statuses=statuses,
-        measures_chart=markup(bar_chart("measures", measures, series, maximum=1.0)),
+        measures_chart=markup(bar_chart("measures", labels, series, maximum=1.0)),
+        measures_views=_views_note(views, report["plan"]["depth"]),
         levels_chart=markup(stacked_bars("hit-levels-method", level_rows, segments)),
         latency=_latency(report, names),
         diff_rows=_diff_rows(diff) if diff is not None else None,

@@ -5,8 +5,11 @@ Pure functions. Each lookup is scored as ``ragsnap score`` scores a fixture
 recall over the top-K evidence, no-answer false positives), and the graded IR
 measures read either the evidence or, with ``--depth``, the method's raw
 ranking (no score floor, no top K), de-duplicated by the case's judgment
-target. Aggregates follow ``ragsnap.scoring.aggregates``: rates over zero
-cases are ``null``, never 0.
+target. Each column says which of the two it read (``MethodMeasurement.views``):
+``ranking`` (the raw ranking to the trial's depth) or ``evidence`` (the top-K
+evidence after the score floors); hit@K, pass, context precision and recall
+and no-answer false positives always read the evidence. Aggregates follow
+``ragsnap.scoring.aggregates``: rates over zero cases are ``null``, never 0.
 
 Groups: overall (the cases that ran), per split (``dev`` and ``test`` are
 always present; a split that did not run has 0 cases and null measurements),
@@ -28,10 +31,13 @@ from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
 from ..scoring.hits import CaseResult, score_case
 
 __all__ = [
+    "EVIDENCE",
+    "RANKING",
     "TRIAL_MEASURES",
     "MethodMeasurement",
     "failure_codes",
     "measure_method",
+    "measure_views",
     "trial_measures",
 ]
 
@@ -45,6 +51,12 @@ TRIAL_MEASURES = (
     "map",
     "coverage@10",
 )
+
+#: the two views a column reads: the raw ranking to the depth, or the floored top-K evidence
+RANKING = "ranking"
+EVIDENCE = "evidence"
+#: the aggregate rates that read the evidence whatever the depth
+_EVIDENCE_RATES = ("passRate", "recallAtK", "noAnswerFalsePositiveRate")
 
 _FAILURES = (
     ("no-answer case returned", "no-answer-false-positive"),
@@ -65,6 +77,14 @@ def trial_measures(depth: int | None) -> tuple[str, ...]:
     return TRIAL_MEASURES
 
 
+def measure_views(measures: Sequence[str], ranked: bool) -> dict[str, str]:
+    """Which view each reported column reads: the graded ``measures`` the ranking when
+    the trial has one (``ranked``), else the evidence; spans and rates the evidence."""
+    graded = dict.fromkeys(measures, RANKING if ranked else EVIDENCE)
+    fixed = dict.fromkeys((CONTEXT_PRECISION, CONTEXT_RECALL, *_EVIDENCE_RATES), EVIDENCE)
+    return dict(sorted((graded | fixed).items()))
+
+
 def failure_codes(reasons: Sequence[str]) -> list[str]:
     """A failing case's reasons as codes: no source, query or text leaves the run."""
     codes: list[str] = []
@@ -81,6 +101,12 @@ class MethodMeasurement:
 
     results: tuple[CaseResult, ...]
     measures: tuple[str, ...]
+    #: the graded measures read the raw ranking (a trial with a depth), not the evidence
+    ranked: bool = False
+
+    def views(self) -> dict[str, str]:
+        """Each column's view: ``ranking`` or ``evidence`` (``measure_views``)."""
+        return measure_views(self.measures, self.ranked)
 
     def summary(self) -> dict[str, Any]:
         return self._json(self.results)
@@ -149,4 +175,4 @@ def measure_method(
             ]
     graded = case_metrics(cases, fixtures, parse_measures(measures), targets)
     results = tuple(score_case(c, fixtures[c.id], graded.get(c.id)) for c in cases)
-    return MethodMeasurement(results, tuple(measures))
+    return MethodMeasurement(results, tuple(measures), ranked=rankings is not None)

@@ -7,6 +7,11 @@ query, document text, title, source name, file path, endpoint or credential
 two runs of one plan give the same bytes there; ``timing`` (latency, CPU,
 memory) is a diagnostic in its own section.
 
+Each method says which view each of its columns read (``views``: ``ranking``,
+the raw ranking to the trial's depth, or ``evidence``, the floored top-K
+evidence); the tables mark every measure column ``[R]`` or ``[E]`` and say
+what the marks mean under the table.
+
 Tables are rendered with ``tabulate`` (GitHub format in Markdown, plain on
 the terminal); numbers are formatted before they reach it.
 """
@@ -23,7 +28,7 @@ from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
 from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
 from ..scoring.significance import SignificanceSettings
 from .gates import gates_line, method_status, status_reason
-from .measure import TRIAL_MEASURES, MethodMeasurement, failure_codes
+from .measure import EVIDENCE, RANKING, TRIAL_MEASURES, MethodMeasurement, failure_codes
 from .significance import method_tests, significance_markdown
 
 __all__ = [
@@ -32,6 +37,7 @@ __all__ = [
     "build_trial_report",
     "method_table",
     "render_trial_markdown",
+    "views_legend",
 ]
 
 
@@ -113,6 +119,7 @@ def build_trial_report(
             "admitted": None if status is None else status["status"] == "admitted",
             "status": None if status is None else status["status"],
             "gateCounts": None if status is None else status["gateCounts"],
+            "views": measurement.views(),
         }
     case_results = _case_entries(measurements)
     tests = None
@@ -168,13 +175,50 @@ def _row(name: str, block: Mapping[str, Any], extra: Sequence[str] = ()) -> list
     ]
 
 
-_HEADERS = (
-    "cases",
-    "pass",
-    "hit@K",
-    *TABLE_MEASURES,
-    "no-answer FP",
+#: the columns of the measure tables, each with the key its view is recorded under
+_COLUMNS = (
+    ("pass", "passRate"),
+    ("hit@K", "recallAtK"),
+    *((m, m) for m in TABLE_MEASURES),
+    ("no-answer FP", "noAnswerFalsePositiveRate"),
 )
+#: how a column header says which view it read
+VIEW_MARKS = {RANKING: "[R]", EVIDENCE: "[E]"}
+
+
+def _views(report: Mapping[str, Any]) -> dict[str, str]:
+    """The columns' views (every method of a trial reads the same ones; a report
+    written before views were recorded has none)."""
+    for _name, entry in _ordered(report):
+        return dict(entry.get("views") or {})
+    return {}
+
+
+def _headers(report: Mapping[str, Any]) -> list[str]:
+    views = _views(report)
+    return [
+        "cases",
+        *(
+            f"{label} {VIEW_MARKS[views[key]]}" if key in views else label
+            for label, key in _COLUMNS
+        ),
+    ]
+
+
+def views_legend(report: Mapping[str, Any]) -> str:
+    """What the ``[R]`` and ``[E]`` marks of the column headers mean for this report."""
+    views = _views(report)
+    if not views:
+        return ""
+    depth = report["plan"]["depth"]
+    ranked = [key for key, view in views.items() if view == RANKING]
+    parts = []
+    if ranked:
+        parts.append(f"[R] reads the raw ranking to depth {depth} (no score floor, no top K)")
+    parts.append("[E] reads the evidence (the top K after the score floors)")
+    if not ranked:
+        parts.append("run with --depth N (or trial.depth) for the ranking measures")
+    return "Columns: " + "; ".join(parts) + "."
 
 
 def _ordered(report: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -189,7 +233,12 @@ def method_table(report: Mapping[str, Any], fmt: str = "github") -> str:
         row = _row(name, entry["summary"])
         rows.append([*row, entry["status"] or "n/a"])
     return str(
-        tabulate(rows, headers=["method", *_HEADERS, "status"], tablefmt=fmt, disable_numparse=True)
+        tabulate(
+            rows,
+            headers=["method", *_headers(report), "status"],
+            tablefmt=fmt,
+            disable_numparse=True,
+        )
     )
 
 
@@ -200,7 +249,10 @@ def _group_table(report: Mapping[str, Any], group: str, label: str) -> str:
             rows.append(_row(name, block, [key]))
     return str(
         tabulate(
-            rows, headers=["method", label, *_HEADERS], tablefmt="github", disable_numparse=True
+            rows,
+            headers=["method", label, *_headers(report)],
+            tablefmt="github",
+            disable_numparse=True,
         )
     )
 
@@ -253,6 +305,7 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
         "answerable cases with a strong or medium hit; no-answer FP is the share of "
         "no-answer cases that returned evidence.",
         "",
+        *([views_legend(report), ""] if _views(report) else []),
     ]
     for name, entry in _ordered(report):
         definition = entry["definition"]
@@ -342,7 +395,67 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
         ),
         "",
         f"Wall {_number(timing['wallSeconds'], 2)} s, CPU {_number(timing['cpuSeconds'], 2)} s, "
-        f"peak RSS {_number(timing['peakRssMiB'], 1)} MiB.",
+        f"peak RSS {_number(timing['peakRssMiB'], 1)} MiB (the whole run, seeding included).",
         "",
+        *_resource_lines(timing.get("resources")),
     ]
     return "\n".join(lines)
+
+
+def _resource_lines(resources: Mapping[str, Any] | None) -> list[str]:
+    """The resource pass per method (``ragsnap.trial.resources``), when it ran."""
+    if not resources:
+        return []
+    rows = []
+    for name, r in resources.items():
+        cgroup = r["cgroup"] or {}
+        usec = cgroup.get("cpuUsageUsec")
+        current, peak = cgroup.get("memoryCurrentBytes"), cgroup.get("memoryPeakBytes")
+        rows.append(
+            [
+                name,
+                str(r["lookups"]),
+                _number(r["wallSeconds"]),
+                _number(r["cpuSeconds"]),
+                _number(r["rssDeltaMiB"], 1),
+                _number(r["peakRssDeltaMiB"], 1),
+                _number(None if usec is None else usec / 1000, 1),
+                _number(None if current is None else current / 1048576, 1),
+                _number(None if peak is None else peak / 1048576, 1),
+            ]
+        )
+    scopes = {r["cgroup"]["scope"] for r in resources.values() if r["cgroup"] is not None}
+    whose = (
+        "the cgroup given with --cgroup"
+        if scopes == {"given"}
+        else "ragsnap's own cgroup"
+        if scopes
+        else "no cgroup (none readable; --cgroup DIR names one)"
+    )
+    return [
+        "### Resource pass (each method alone, warm, nothing seeded)",
+        "",
+        str(
+            tabulate(
+                rows,
+                headers=[
+                    "method",
+                    "lookups",
+                    "wall s",
+                    "CPU s",
+                    "RSS delta MiB",
+                    "peak RSS delta MiB",
+                    "cgroup CPU ms",
+                    "cgroup memory MiB",
+                    "cgroup peak MiB",
+                ],
+                tablefmt="github",
+                disable_numparse=True,
+            )
+        ),
+        "",
+        f"CPU and RSS are this process's; the cgroup columns read {whose}: its CPU counts "
+        "everything in it, its memory is a point sample after the method's pass and its peak "
+        "is the cgroup's lifetime peak.",
+        "",
+    ]

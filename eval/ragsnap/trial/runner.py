@@ -34,6 +34,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..models import JUDGMENT_TARGETS
@@ -53,6 +54,7 @@ __all__ = [
     "pass_order",
     "pipeline_lookup",
     "run_pass",
+    "run_resource_pass",
 ]
 
 #: one method's lookup: (case, ranking depth) -> (lookupResult, deep ranking or None)
@@ -151,6 +153,36 @@ def run_pass(
         lookup = out.lookups[name][case_id]
         out.hashes[(name, case_id)] = canonical_sha256({"lookup": lookup, "ranking": ids})
     return out
+
+
+def run_resource_pass(
+    lookups: Mapping[str, Lookup],
+    cases: Mapping[str, GoldenCase],
+    order: Sequence[tuple[str, str]],
+    depth: int | None,
+    cgroup: tuple[Path, str] | None,
+    on_item: Callable[[], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each method's block of ``order`` (method blocks, ``pass_order``) with the
+    resource figures read around it; ``cgroup``: the directory to read and its scope
+    (``given`` or ``own``), or None. Method name -> ``resources.figures``."""
+    from .resources import figures, reading
+
+    blocks: dict[str, list[str]] = {}
+    for name, case_id in order:
+        blocks.setdefault(name, []).append(case_id)
+    where, scope = (None, "own") if cgroup is None else cgroup
+    out: dict[str, dict[str, Any]] = {}
+    for name, case_ids in blocks.items():
+        lookup = lookups[name]
+        before = reading(where)
+        for case_id in case_ids:
+            lookup(cases[case_id], depth)
+        out[name] = figures(before, reading(where), len(case_ids), scope)
+        if on_item is not None:  # progress outside the readings
+            for _ in case_ids:
+                on_item()
+    return {name: out[name] for name in lookups}
 
 
 def first_difference(first: PassResult, other: PassResult) -> str | None:

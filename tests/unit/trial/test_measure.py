@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from ragsnap.trial.measure import TRIAL_MEASURES, failure_codes, trial_measures
+from conftest import make_case, make_fixture
+from ragsnap.kb.backends import ChunkRef
+from ragsnap.models import GoldenCase
+from ragsnap.trial.measure import (
+    EVIDENCE,
+    RANKING,
+    TRIAL_MEASURES,
+    failure_codes,
+    measure_method,
+    measure_views,
+    trial_measures,
+)
 
 
 def test_failure_codes_leave_sources_and_queries_out() -> None:
@@ -36,3 +47,32 @@ def test_failure_codes_leave_sources_and_queries_out() -> None:
 def test_a_deep_ranking_adds_recall_at_its_depth() -> None:
     assert trial_measures(None) == TRIAL_MEASURES == trial_measures(10)
     assert trial_measures(1000) == (*TRIAL_MEASURES, "recall@1000")
+
+
+def test_each_column_says_which_view_it_read() -> None:
+    """With a depth the graded measures read the ranking; spans and rates never do."""
+    ranked = measure_views(trial_measures(100), ranked=True)
+    assert {m: ranked[m] for m in trial_measures(100)} == dict.fromkeys(
+        trial_measures(100), RANKING
+    )
+    for fixed in ("contextPrecision", "contextRecall", "passRate", "recallAtK"):
+        assert ranked[fixed] == EVIDENCE
+    assert ranked["noAnswerFalsePositiveRate"] == EVIDENCE
+    floored = measure_views(TRIAL_MEASURES, ranked=False)
+    assert set(floored.values()) == {EVIDENCE} and "recall@10" in floored
+
+
+def test_a_measurement_with_rankings_reads_the_ranking_view() -> None:
+    case = GoldenCase.from_json(
+        make_case(expectedSources=["mysql-pool"], judgments=[{"source": "mysql-pool", "grade": 2}]),
+        {},
+    )
+    lookup = make_fixture("c1")["lookupResult"]
+    evidence = measure_method([case], {"c1": lookup}, None, TRIAL_MEASURES)
+    ranking = [ChunkRef("mysql-pool#0", "mysql-pool", "mysql-pool")]
+    ranked = measure_method([case], {"c1": lookup}, {"c1": ranking}, TRIAL_MEASURES)
+    assert evidence.views()["recall@5"] == EVIDENCE
+    assert ranked.views()["recall@5"] == RANKING
+    # the view is what the number read: the evidence is empty, the ranking holds the answer
+    assert evidence.summary()["metrics"]["recall@5"]["mean"] == 0.0
+    assert ranked.summary()["metrics"]["recall@5"]["mean"] == 1.0

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from conftest import lay_out_cgroup
+from ragsnap.trial.resources import read_cgroup
 from ragsnap.trial.runner import (
     PassResult,
     first_difference,
@@ -13,6 +16,7 @@ from ragsnap.trial.runner import (
     pass_order,
     pipeline_lookup,
     run_pass,
+    run_resource_pass,
 )
 
 
@@ -124,3 +128,49 @@ def test_the_interleaved_warm_up_against_the_blocks_catches_a_cache_shared_acros
     assert found.endswith(": /evidenceBlocks/0/score differs")
     assert set(leaky[1].latencies) == {"lexical", "vector"}
     assert [len(v) for v in leaky[1].latencies.values()] == [20, 20]
+
+
+def test_the_resource_pass_reads_each_methods_figures_around_its_own_lookups(
+    tmp_path: Path,
+) -> None:
+    """A service's cgroup (laid out as files) charged per lookup: each method's CPU figure
+    is its own lookups' only, whatever the order of the blocks."""
+    cgroup = lay_out_cgroup(tmp_path / "service.scope", 0, 1000, 5000)
+    charge = {"lexical": 10, "vector": 1000}
+    calls: list[tuple[str, str]] = []
+
+    def service(name: str) -> Any:
+        def lookup(case: Any, depth: int | None) -> tuple[dict[str, Any], None]:
+            calls.append((name, case.id))
+            used = read_cgroup(cgroup)
+            assert used is not None and used["usage_usec"] is not None
+            usage = used["usage_usec"] + charge[name]
+            (cgroup / "cpu.stat").write_text(f"usage_usec {usage}\n", encoding="ascii")
+            return {}, None
+
+        return lookup
+
+    cases = {f"c{i}": SimpleNamespace(id=f"c{i}") for i in range(5)}
+    lookups = {"vector": service("vector"), "lexical": service("lexical")}
+    order = pass_order(list(lookups), list(cases), seed=3, number=2)
+    ticks: list[None] = []
+    out = run_resource_pass(
+        lookups,  # type: ignore[arg-type]
+        cases,  # type: ignore[arg-type]
+        order,
+        None,
+        (cgroup, "given"),
+        lambda: ticks.append(None),
+    )
+    assert calls == order and len(ticks) == 10
+    assert list(out) == ["vector", "lexical"]  # the methods' order, not the blocks'
+    for name in lookups:
+        figures = out[name]
+        assert figures["lookups"] == 5
+        assert figures["cgroup"]["scope"] == "given"
+        assert figures["cgroup"]["cpuUsageUsec"] == 5 * charge[name]
+        assert figures["cgroup"]["memoryPeakBytes"] == 5000
+        assert figures["cgroup"]["memoryCurrentDeltaBytes"] == 0
+    # no cgroup: the process figures only
+    bare = run_resource_pass(lookups, cases, order, None, None)  # type: ignore[arg-type]
+    assert bare["lexical"]["cgroup"] is None and bare["lexical"]["lookups"] == 5
