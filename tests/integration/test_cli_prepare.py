@@ -148,3 +148,26 @@ def test_reset_state_starts_over_with_new_keys(served: Served, project: Path) ->
     assert {s: r["id"] for s, r in state["documents"].items()} == {
         s: d["id"] for s, d in listed(served.base_url).items()
     }
+
+
+def test_an_upload_over_the_byte_budget_is_refused_before_any_request(
+    served: Served, project: Path
+) -> None:
+    (project / "seed-docs" / "doc-big.md").write_text(
+        f"---\nsource: doc-big\ntitle: doc-big\nkb_scope: {SCOPE}\n---\n# big\n\n"
+        + "A long runbook line. " * 60
+        + "\n",
+        encoding="utf-8",
+    )
+    run = prepare(project, served.base_url, "--max-bytes", "1000")
+    assert run.code == 2, run.out + run.err
+    assert (
+        f"UsageError: POST {served.base_url}/api/documents (doc-big.md): the request body is "
+        in run.err
+    ), run.err
+    assert "more than the byte budget per request (1,000 bytes, http.budgets.bytes in " in run.err
+    assert "--max-bytes); it was not sent" in run.err, run.err
+    assert listed(served.base_url) == {} and not (project / STATE).exists()  # nothing sent
+    done = prepare(project, served.base_url, "--max-bytes", "4000")
+    assert done.code == 0, done.out + done.err
+    assert f"{len(DOCS) + 1} verified" in done.out

@@ -16,7 +16,10 @@ is recorded in a state file (JSON, mode 0600)::
 Steps, in order:
 
 1. **Checks before anything.** The state's folder must exist and not be
-   world-writable; the state and its lock may not be symbolic links.
+   world-writable; the state and its lock may not be symbolic links; every
+   document's upload body must be within the service's byte budget per
+   request (``http.budgets.bytes``, ``--max-bytes``; a ``UsageError`` naming
+   the document, ``ragsnap.kb.backends.http``).
 2. **Lock.** A non-blocking ``flock`` on ``.<state name>.lock`` beside the
    state (``ragsnap.io.locks``), held to the end of the final verification; a
    second run on the same state fails at once, naming the holder's pid, before
@@ -657,6 +660,9 @@ def prepare(
     if verify_only and reset:
         raise UsageError("--verify-only checks a state and --reset-state drops it; pick one")
     check_state_path(path)
+    if not verify_only:  # every upload within the byte budget, before any request
+        for doc in docs:
+            service.check_upload(*markdown_of(doc))
     hook = os.environ.get(_EXIT_AFTER)
     exit_after = int(hook) if hook and hook.isdigit() else None
     with writer_lock(path, "ragsnap prepare"):
