@@ -29,7 +29,8 @@ stays as an alias of the conventional one (in parentheses) and fills the same fi
 | | | --history-out (--history) |
 | where outputs go | the project folder | --allow-outside lifts it |
 | a service | --base-url URL | --token-file FILE or --token-env VAR (default: http:) |
-| a count | N, at least 1 | --top-k, --concurrency, --max-requests, --depth |
+| a count | N, at least 1 | --top-k, --concurrency, --max-requests, --depth, |
+| | | --max-records, --max-bytes |
 
 Inputs default to the project's paths (resolved from the folder of ragsnap.yaml);
 JSON and Markdown reports default to files under reports/; other reports and
