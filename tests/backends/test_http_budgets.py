@@ -62,7 +62,10 @@ def test_the_plan_records_the_budgets_and_pins_them(service: MethodService, proj
     assert report["plan"]["backend"]["budgets"] == {"records": 50, "bytes": 100000}
     markdown = (project / "reports" / "trial.md").read_text(encoding="utf-8")
     assert "Budgets per request: 50 records, 100000 bytes." in markdown
-    other, _ = trial(service, project, "--plan", "plan.json")  # the default budgets
+    planned, report = trial(service, project, "--plan", "plan.json")  # the plan's budgets
+    assert planned.code == 0, planned.out + planned.err
+    assert report["plan"]["backend"]["budgets"] == {"records": 50, "bytes": 100000}
+    other, _ = trial(service, project, "--plan", "plan.json", "--max-records", "60")
     assert other.code == 2
     assert "does not match this run: /backend/budgets: " in other.err, other.err
 

@@ -29,7 +29,8 @@ order), and the case's first topK blocks are scored as its evidence, so
 nothing is asked twice and a lookup's latency is one call's. A service's
 budgets per request (``http.budgets``, ``--max-records``, ``--max-bytes``:
 QilbeeDB's trial budgets, ``ragsnap.kb.backends.http``) are recorded in the
-plan (``backend.budgets``, so a plan pins them) and checked before anything
+plan (``backend.budgets``, so a plan pins them: ``--plan`` runs with the
+plan's budgets, and a flag that differs is refused) and checked before anything
 is sent: a depth or a case's topK over the record budget is a usage error,
 exit 2, before the first lookup or the plan file. Latencies a
 service reports inside its traces (``latencyMs``) are left out, so the
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             f"`ragsnap trial --backend {backend} --write-plan FILE`",
             "/plan/backend",
         )
+    _planned_budgets(args, pinned)
     given_privacy = getattr(args, "privacy", None)
     privacy = config.trial.shareable if given_privacy is None else given_privacy
     names = _method_names(args, config, pinned, entry)
@@ -458,6 +460,19 @@ def _whole_side(
         return passes, {"documents": None, "chunks": None, "sha256": None}
 
     return _Side(definitions, {"cases": cases_sha256}, backend, service, run)
+
+
+def _planned_budgets(args: argparse.Namespace, pinned: Plan | None) -> None:
+    """A pinned plan's budgets per request, where ``--max-records`` / ``--max-bytes``
+    are not given: the plan's beat ``http.budgets`` (as its depth beats
+    ``trial.depth``); a flag that differs from the plan is refused with the plan."""
+    planned = (pinned.backend or {}).get("budgets") if pinned is not None else None
+    if not planned:
+        return
+    if args.max_records is None:
+        args.max_records = int(planned["records"])
+    if args.max_bytes is None:
+        args.max_bytes = int(planned["bytes"])
 
 
 def _within_budgets(
