@@ -29,7 +29,8 @@ stays as an alias of the conventional one (in parentheses) and fills the same fi
 | | | --history-out (--history) |
 | where outputs go | the project folder | --allow-outside lifts it |
 | a service | --base-url URL | --token-file FILE or --token-env VAR (default: http:) |
-| a count | N, at least 1 | --top-k, --concurrency, --max-requests, --depth |
+| a count | N, at least 1 | --top-k, --concurrency, --max-requests, --depth, |
+| | | --max-records, --max-bytes |
 
 Inputs default to the project's paths (resolved from the folder of ragsnap.yaml);
 JSON and Markdown reports default to files under reports/; other reports and
@@ -161,6 +162,18 @@ _SHARED: dict[str, dict[str, Any]] = {
     "--top-k": _COUNT,
     "--concurrency": _COUNT,
     "--max-requests": _COUNT,
+    "--max-records": {
+        **_COUNT,
+        "help": "http: the budget per request in records: a lookup or search asking for more "
+        "is refused before it is sent, an answer with more is an error (default: "
+        "http.budgets.records in ragsnap.yaml, else 10000)",
+    },
+    "--max-bytes": {
+        **_COUNT,
+        "help": "http: the budget per request in serialized bytes: a request body over it is "
+        "refused before it is sent, an answer is read up to it, then refused (default: "
+        "http.budgets.bytes in ragsnap.yaml, else 67108864)",
+    },
     "--state": _FILE,
     "--compare-to": _FILE,
     "--max-listed": {"type": int, "default": 20, "metavar": "N"},
@@ -1027,6 +1040,8 @@ def _prepare(prepare: argparse.ArgumentParser) -> None:
         help="send at most N requests in this run, then checkpoint and stop with exit 2 "
         "(default: no limit)",
     )
+    _add(prepare, "--max-records")
+    _add(prepare, "--max-bytes")
     _add(
         prepare,
         "--reset-state",
@@ -1106,6 +1121,8 @@ def _live_check(live: argparse.ArgumentParser) -> None:
         help="send at most N requests (verification lists and searches); a run that needs "
         "more exits 2 before sending any (default: no limit)",
     )
+    _add(live, "--max-records")
+    _add(live, "--max-bytes")
     _add(live, "--allow-outside")
     _add_privacy(live)
 
@@ -1136,6 +1153,8 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     )
     _add(trial, "--base-url", help=f"http: {_SERVICE}")
     _add_token(trial, "http: send this bearer token")
+    _add(trial, "--max-records")
+    _add(trial, "--max-bytes")
     _add(
         trial,
         "--methods",

@@ -40,6 +40,10 @@ class MethodService(LoopbackServer):
 
     def __init__(self, revision: str = "rev-7") -> None:
         self.revision = revision
+        #: answer every chunk whatever topK asks (a service that ignores it)
+        self.ignore_top_k = False
+        #: bytes of padding beside each lookup answer's lookupResult
+        self.padding = 0
         self.bodies: list[dict[str, Any]] = []
         self.guard = threading.Lock()
         super().__init__()
@@ -56,7 +60,7 @@ class MethodService(LoopbackServer):
         order = CHUNKS if mode == "keyword" else list(reversed(CHUNKS))
         blocks = [
             {**chunk, "rank": rank, "score": round(1 - rank / 10, 2)}
-            for rank, chunk in enumerate(order[: body["topK"]], 1)
+            for rank, chunk in enumerate(order if self.ignore_top_k else order[: body["topK"]], 1)
         ]
         attempt = {"name": "filtered", "hitCount": len(blocks), "latencyMs": 1.5}
         result = {
@@ -68,7 +72,7 @@ class MethodService(LoopbackServer):
                 "evidenceStatus": "sufficient",
             },
         }
-        send_json(request, 200, {"lookupResult": result})
+        send_json(request, 200, {"lookupResult": result, "padding": "x" * self.padding})
 
 
 @pytest.fixture
@@ -123,7 +127,11 @@ def test_a_trial_compares_the_mapped_methods_on_the_service(
         "baseUrl": service.url,
         "corpusRevision": "rev-7",
     }
-    assert report["plan"]["backend"] == {"name": "http", "corpusRevision": "rev-7"}
+    assert report["plan"]["backend"] == {
+        "name": "http",
+        "corpusRevision": "rev-7",
+        "budgets": {"records": 10000, "bytes": 67108864},  # QilbeeDB's trial budgets
+    }
     assert report["plan"]["inputs"] == {"cases": report["cases"]["sha256"]}
     assert report["plan"]["methods"] == [
         {"name": "keyword", "request": {"mode": "keyword"}},

@@ -648,7 +648,11 @@ def test_a_two_method_trial_runs_on_the_service(java: JavaService, tmp_path: Pat
         "baseUrl": java.base_url,
         "corpusRevision": None,  # the service's health reports none
     }
-    assert report["plan"]["backend"] == {"name": "http", "corpusRevision": None}
+    assert report["plan"]["backend"] == {
+        "name": "http",
+        "corpusRevision": None,
+        "budgets": {"records": 10000, "bytes": 67108864},
+    }
     assert [m["name"] for m in report["plan"]["methods"]] == ["overlap", "body"]
     assert report["plan"]["methods"][1]["request"] == {"mode": "body"}
     assert sorted(report["methods"]) == ["body", "overlap"]

@@ -346,6 +346,20 @@ def test_a_missing_mapped_field_exits_2_naming_it(tmp_path: Path, serve: Serve) 
     assert not (tmp_path / "reports").exists()
 
 
+def test_a_search_over_the_record_budget_exits_2_before_it_is_sent(
+    tmp_path: Path, serve: Serve
+) -> None:
+    seeded(tmp_path)
+    server = serve("--kb", "kb.sqlite", cwd=tmp_path)
+    run = live_check(server.base_url, "--max-records", "1", "--case", PASSING[0], cwd=tmp_path)
+    assert run.code == 2, run.out + run.err
+    assert f"UsageError: GET {server.base_url}/api/search/similar: topK " in run.err, run.err
+    assert "more records than the budget per request (1 records, http.budgets.records" in run.err
+    assert not (tmp_path / "reports").exists()
+    within = live_check(server.base_url, "--max-records", "50", "--case", PASSING[0], cwd=tmp_path)
+    assert within.code == 0, within.out + within.err
+
+
 # -- a service behind a token -----------------------------------------------------------
 
 

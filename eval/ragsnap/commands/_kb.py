@@ -55,6 +55,8 @@ def options_of(args: argparse.Namespace) -> BackendOptions:
         token_file=getattr(args, "token_file", None),
         token_env=getattr(args, "token_env", None),
         retriever=getattr(args, "retriever", None),
+        max_records=getattr(args, "max_records", None),
+        max_bytes=getattr(args, "max_bytes", None),
     )
 
 

@@ -104,7 +104,15 @@ def run(args: argparse.Namespace) -> int:
         check_outputs([("--state", args.state)], inputs=reads, allow_outside=True)
     entry = _backend(args, config)
     entry.check_options(
-        _options(args), ("--base-url", "--token-file", "--token-env", "--retriever")
+        _options(args),
+        (
+            "--base-url",
+            "--token-file",
+            "--token-env",
+            "--retriever",
+            "--max-records",
+            "--max-bytes",
+        ),
     )
     if args.state is not None and entry.seeds != "service":
         raise UsageError(
@@ -137,6 +145,8 @@ def _options(args: argparse.Namespace) -> BackendOptions:
         token_file=args.token_file,
         token_env=args.token_env,
         retriever=getattr(args, "retriever", None),
+        max_records=args.max_records,
+        max_bytes=args.max_bytes,
     )
 
 

@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     docs = list(open_seed_docs(folder))  # every document parsed and checked first
     token = read_token(args.token_file, args.token_env)
-    with HttpService(config.http, base_url=args.base_url, token=token) as service:
+    mapping = config.http.with_budgets(args.max_records, args.max_bytes)
+    with HttpService(mapping, base_url=args.base_url, token=token) as service:
         result = prepare(
             service,
             args.state,

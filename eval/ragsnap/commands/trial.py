@@ -29,7 +29,13 @@ the report names the backend (and a service's base URL, no credentials).
 With a depth, a lookup asks for ``topK = max(depth, the case's topK)``: the
 deep ranking is the answer's evidence blocks as returned (chunks, in its
 order), and the case's first topK blocks are scored as its evidence, so
-nothing is asked twice and a lookup's latency is one call's. Latencies a
+nothing is asked twice and a lookup's latency is one call's. A service's
+budgets per request (``http.budgets``, ``--max-records``, ``--max-bytes``:
+QilbeeDB's trial budgets, ``ragsnap.kb.backends.http``) are recorded in the
+plan (``backend.budgets``, so a plan pins them: ``--plan`` runs with the
+plan's budgets, and a flag that differs is refused) and checked before anything
+is sent: a depth or a case's topK over the record budget is a usage error,
+exit 2, before the first lookup or the plan file. Latencies a
 service reports inside its traces (``latencyMs``) are left out, so the
 determinism check compares retrieval, not timing; the passes, latency
 figures, gates, repetitions and seeds are the embedded trial's.
@@ -110,7 +116,7 @@ HISTORY_FOLDER = "trial-history"
 #: a kept report's name: the previous run's UTC time and plan hash, then the report's name
 _KEPT = re.compile(r"^(\d{4}-\d\d-\d\dT\d{6}\.\d{3}Z-(?:[0-9a-f]{16}|unknown))-")
 #: the flags of the backends a trial can run over
-BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
+BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env", "--max-records", "--max-bytes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
             f"`ragsnap trial --backend {backend} --write-plan FILE`",
             "/plan/backend",
         )
+    _planned_budgets(args, pinned)
     given_privacy = getattr(args, "privacy", None)
     privacy = config.trial.shareable if given_privacy is None else given_privacy
     names = _method_names(args, config, pinned, entry)
@@ -233,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
             seed,
             side.backend,
         )
+        _within_budgets(side.backend, cases, depth)
         if pinned is not None:
             differences = pinned.differences(plan)
             if differences:
@@ -525,6 +533,10 @@ def _whole_side(
     if isinstance(base_url, str):
         service["baseUrl"] = _shown_url(base_url)
     service["corpusRevision"] = revision
+    backend: dict[str, Any] = {"name": entry.name, "corpusRevision": revision}
+    budgets = getattr(first, "budgets", None)  # a service's budgets per request
+    if isinstance(budgets, dict):
+        backend["budgets"] = dict(budgets)
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
@@ -535,13 +547,44 @@ def _whole_side(
         )
         return passes, {"documents": None, "chunks": None, "sha256": None}, resources
 
-    return _Side(
-        definitions,
-        {"cases": cases_sha256},
-        {"name": entry.name, "corpusRevision": revision},
-        service,
-        run,
-    )
+    return _Side(definitions, {"cases": cases_sha256}, backend, service, run)
+
+
+def _planned_budgets(args: argparse.Namespace, pinned: Plan | None) -> None:
+    """A pinned plan's budgets per request, where ``--max-records`` / ``--max-bytes``
+    are not given: the plan's beat ``http.budgets`` (as its depth beats
+    ``trial.depth``); a flag that differs from the plan is refused with the plan."""
+    planned = (pinned.backend or {}).get("budgets") if pinned is not None else None
+    if not planned:
+        return
+    if args.max_records is None:
+        args.max_records = int(planned["records"])
+    if args.max_bytes is None:
+        args.max_bytes = int(planned["bytes"])
+
+
+def _within_budgets(
+    backend: dict[str, Any] | None, cases: Sequence[GoldenCase], depth: int | None
+) -> None:
+    """Refuse, before any lookup is sent (and before a plan is written), a trial whose
+    lookups would ask a service for more records than its budget per request
+    (``plan.backend.budgets``): the depth, or a case's topK."""
+    budgets = (backend or {}).get("budgets")
+    if not budgets:
+        return
+    records = int(budgets["records"])
+    fix = "or raise the budget (--max-records, http.budgets.records in ragsnap.yaml)"
+    if depth is not None and depth > records:
+        raise UsageError(
+            f"--depth {depth} asks the service for {depth} records per lookup, more than "
+            f"its budget per request ({records} records); lower --depth, {fix}"
+        )
+    wide = max(cases, key=lambda c: c.top_k)
+    if wide.top_k > records:
+        raise UsageError(
+            f"case {wide.id} asks the service for topK {wide.top_k} records, more than its "
+            f"budget per request ({records} records); lower the case's topK, {fix}"
+        )
 
 
 def _whole_lookup(name: str, source: Any) -> Lookup:

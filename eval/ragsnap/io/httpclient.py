@@ -43,12 +43,18 @@
   without parsing), so a service cannot make a parser recurse without bound;
   a deeper one is a ``BackendError`` naming the endpoint. A UTF-8 byte order
   mark before the JSON is accepted.
-* Answers are capped at ``max_bytes`` (64 MiB unless the caller passes
-  another): a ``Content-Length`` over the cap is refused before the body is
-  read, and a body without one (chunked, or ended by closing the connection)
-  is refused as soon as it grows past the cap, counted after content
-  decoding; an answer over the cap is never held whole. An error answer
-  (4xx/5xx) is read only up to its first 64 KiB, for the message.
+* ``max_bytes`` (64 MiB, 67108864 bytes, unless the caller passes another:
+  the byte budget per request, ``http.budgets.bytes``) bounds both ends of a
+  request. A JSON request body is serialized before anything is sent, and one
+  over the budget is refused there (``UsageError``: what is sent is the
+  caller's to shrink). An answer is capped at it: a ``Content-Length`` over
+  the cap is refused before the body is read, and a body without one
+  (chunked, or ended by closing the connection) is refused as soon as it
+  grows past the cap, counted after content decoding; reading stops there and
+  an answer over the cap is never held whole (``BackendError``: the service
+  sent more than the budget). ``budget_hint`` names where the budget is set,
+  for both messages. An error answer (4xx/5xx) is read only up to its first
+  64 KiB, for the message.
 * An error answer's message names the status and what the body says: a JSON
   object's ``message`` (or ``error``, ``detail``) with its ``code``
   (``HTTP 401 (code 40100): invalid token``), other JSON as it is, and an HTML
@@ -472,8 +478,9 @@ class HttpClient:
 
     ``timeout`` is each attempt's budget in seconds (connect, headers and body),
     ``retries`` how many times a failed attempt is repeated, ``backoff``
-    urllib3's backoff factor, and ``max_bytes`` the largest answer body
-    accepted (default 64 MiB).
+    urllib3's backoff factor, ``max_bytes`` the largest JSON request body sent
+    and answer body accepted (default 64 MiB), and ``budget_hint`` where the
+    user sets it, for messages.
     """
 
     def __init__(
@@ -485,9 +492,11 @@ class HttpClient:
         retries: int = 3,
         backoff: float = 0.2,
         max_bytes: int = MAX_BYTES,
+        budget_hint: str = "max_bytes",
     ):
         self.base_url = check_url(base_url)
         self.max_bytes = max_bytes
+        self.budget_hint = budget_hint
         self._timeout = timeout
         self._retries = retries
         self._backoff = backoff
@@ -550,6 +559,9 @@ class HttpClient:
         """
         url = self._url(path)
         shown = url.split("?", 1)[0]  # a query string may carry a key: never in a message
+        if "json" in kwargs:  # serialized here, so its size is known before it is sent
+            kwargs["data"] = self.encode(kwargs.pop("json"), f"{method} {shown}")
+            kwargs["headers"] = {"Content-Type": "application/json", **kwargs.get("headers", {})}
         status, body, encoding, kind = self._send(method, url, shown, kwargs, self._retry_policy())
         if status >= 400:
             try:
@@ -714,11 +726,24 @@ class HttpClient:
             into += piece
         return True
 
+    def encode(self, body: Any, endpoint: str) -> bytes:
+        """``body`` as the JSON bytes a request sends (as ``requests`` would serialize
+        it); a ``UsageError`` naming ``endpoint`` when they are over ``max_bytes``."""
+        data = json.dumps(body, allow_nan=False).encode("utf-8")
+        if len(data) > self.max_bytes:
+            raise UsageError(
+                f"{endpoint}: the request body is {len(data):,} bytes, more than the byte "
+                f"budget per request ({self.max_bytes:,} bytes, {self.budget_hint}); it was "
+                "not sent. Send less (a smaller document, a shorter query), or raise the budget"
+            )
+        return data
+
     def _too_large(self, method: str, shown: str) -> BackendError:
         return BackendError(
-            f"{method} {shown}: the answer is larger than {_size(self.max_bytes)}, the cap on "
-            "an answer (max_bytes); check that the path names the intended endpoint, or ask "
-            "the service for fewer results"
+            f"{method} {shown}: the answer is larger than {_size(self.max_bytes)} "
+            f"({self.max_bytes:,} bytes), the byte budget per request ({self.budget_hint}); "
+            "reading stopped there. Check that the path names the intended endpoint, ask the "
+            "service for fewer results, or raise the budget"
         )
 
     def _redact(self, text: str) -> str:

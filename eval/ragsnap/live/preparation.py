@@ -16,7 +16,10 @@ is recorded in a state file (JSON, mode 0600)::
 Steps, in order:
 
 1. **Checks before anything.** The state's folder must exist and not be
-   world-writable; the state and its lock may not be symbolic links.
+   world-writable; the state and its lock may not be symbolic links; every
+   document's upload body must be within the service's byte budget per
+   request (``http.budgets.bytes``, ``--max-bytes``; a ``UsageError`` naming
+   the document, ``ragsnap.kb.backends.http``).
 2. **Lock.** A non-blocking ``flock`` on ``.<state name>.lock`` beside the
    state (``ragsnap.io.locks``), held to the end of the final verification; a
    second run on the same state fails at once, naming the holder's pid, before
@@ -49,6 +52,13 @@ Steps, in order:
    same id, revision and embedding identity; duplicates, records in the
    corpus's kb_scopes the state does not know, and a list the service marks
    incomplete are failures (``PrepareResult.failures``, exit 1 in the CLI).
+   A state document that is missing with neither its source nor its id listed
+   was lost after its upload: the service replayed a receipt for a record it
+   no longer has (uploaded by a run that crashed before its checkpoint, then
+   deleted), or the record was deleted during the run. It is re-created once,
+   as in step 3 (next attempt recorded, new key, uploaded), and the list is
+   checked again; still missing, or every state document missing, it is a
+   failure.
 
 ``verify_only`` runs steps 1, 2 and 5 only: a check of a prepared service
 (before and after a trial on it, say) that records its verdict in the state.
@@ -525,17 +535,49 @@ class _Run:
                 "resumed preparation would duplicate documents; clean the service up and "
                 "prepare with --reset-state"
             )
+        self.requeue(lost)
+
+    def requeue(self, lost: Sequence[str]) -> None:
+        """Drop the ``lost`` sources from the state's documents and record their next
+        attempt (so a new key), checkpointed before anything is sent again."""
+        saved: dict[str, dict[str, Any]] = self.state["documents"]
         attempts: dict[str, int] = self.state["attempts"]
-        for source in lost:  # re-created under a new key, recorded before it is sent
+        for source in lost:
             attempts[source] = saved.pop(source).get("attempt", 1) + 1
             self.recreated.append(source)
         if lost:
             self.checkpoint()
 
-    def upload_missing(self, exit_after: int | None) -> None:
+    def lost_since_upload(
+        self, findings: Sequence[Finding], listed: Sequence[dict[str, Any]]
+    ) -> list[str]:
+        """The state documents the final verification found missing with neither their
+        source nor their id listed (an old receipt replayed for a record the service no
+        longer has, or a record deleted during the run) and not re-created in this run
+        already; none when every state document is missing (then the service or its
+        list is what is wrong, as in step 3)."""
+        saved: dict[str, dict[str, Any]] = self.state["documents"]
+        sources = {r.get("source") for r in listed}
+        ids = {str(r.get("id")) for r in listed if r.get("id") is not None}
+        missing = [f.source for f in findings if f.kind == "missing" and f.source in saved]
+        if len(missing) == len(saved):
+            return []
+        return [
+            s
+            for s in missing
+            if s is not None
+            and s not in sources
+            and saved[s]["id"] not in ids
+            and s not in self.recreated
+        ]
+
+    def upload_missing(self, exit_after: int | None, *, again: bool = False) -> None:
+        """Step 4: upload the documents the state does not hold; ``again``: the
+        re-creation round after step 5 (the skipped count is the first round's)."""
         saved: dict[str, dict[str, Any]] = self.state["documents"]
         pending = [d for d in self.docs if d.source not in saved]
-        self.counters.skipped = len(self.docs) - len(pending)
+        if not again:
+            self.counters.skipped = len(self.docs) - len(pending)
         progress = Progress(len(pending), "prepare", "documents")
         attempts: dict[str, int] = self.state["attempts"]
         epoch = self.state.get("epoch")
@@ -587,12 +629,13 @@ class _Run:
             "attempt": attempt,
         }
 
-    def verify(self) -> tuple[list[str], int]:
+    def verify(self) -> tuple[list[Finding], int, list[dict[str, Any]]]:
+        """Step 5: the findings, how many documents were verified, and the list."""
         listed, complete = self.listing()
         scopes = {d.kb_scope for d in self.docs if d.kb_scope is not None}
-        failures, verified = verify_state(self.state, listed, complete, scopes)
+        findings, verified = verify_records(self.state["documents"], listed, complete, scopes)
         self.counters.verified = verified
-        return failures, verified
+        return findings, verified, listed
 
 
 def prepare(
@@ -617,6 +660,9 @@ def prepare(
     if verify_only and reset:
         raise UsageError("--verify-only checks a state and --reset-state drops it; pick one")
     check_state_path(path)
+    if not verify_only:  # every upload within the byte budget, before any request
+        for doc in docs:
+            service.check_upload(*markdown_of(doc))
     hook = os.environ.get(_EXIT_AFTER)
     exit_after = int(hook) if hook and hook.isdigit() else None
     with writer_lock(path, "ragsnap prepare"):
@@ -640,7 +686,14 @@ def prepare(
             else:
                 run.counters.skipped = len(state["documents"])
             state["complete"] = len(state["documents"]) == len(docs)
-            failures, verified = run.verify()
+            findings, verified, listed = run.verify()
+            lost = [] if verify_only else run.lost_since_upload(findings, listed)
+            if lost:  # the service answered for records it no longer has: once more
+                run.requeue(lost)
+                run.upload_missing(exit_after, again=True)
+                state["complete"] = len(state["documents"]) == len(docs)
+                findings, verified, _ = run.verify()
+            failures = [f.message for f in findings]
         except BudgetExhausted:
             raise  # checkpointed already
         except BaseException:  # keep what was uploaded (Ctrl-C, a failed request ...)

@@ -19,7 +19,9 @@ A trial over a service (``--backend http``) has no corpus to digest and no
 pipeline settings: its plan holds ``backend: {name: http, corpusRevision}``
 (the revision the service's health answer reports, null when it reports
 none: the corpus is then not pinned), the cases digest as its only input, and
-per method the request fields ``http.methods`` sends (``request``). The
+per method the request fields ``http.methods`` sends (``request``), and a
+service's budgets per request (``backend.budgets: {records, bytes}``, pinned
+like the rest: a plan run with other budgets is refused). The
 service's base URL is not part of the plan (the same plan runs against
 another deployment of the same corpus). An embedded plan has no ``backend``
 (its hash is unchanged); a plan of one backend is refused by a trial of the

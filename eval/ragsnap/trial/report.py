@@ -257,7 +257,11 @@ def _group_table(report: Mapping[str, Any], group: str, label: str) -> str:
     )
 
 
-def _corpus_line(corpus: Mapping[str, Any], service: Mapping[str, Any] | None) -> str:
+def _corpus_line(
+    corpus: Mapping[str, Any],
+    service: Mapping[str, Any] | None,
+    budgets: Mapping[str, Any] | None = None,
+) -> str:
     if service is None:
         return (
             f"Corpus: {corpus['documents']} documents, {corpus['chunks']} chunks "
@@ -269,6 +273,11 @@ def _corpus_line(corpus: Mapping[str, Any], service: Mapping[str, Any] | None) -
         f"Service: {service['backend']}{at}, corpus revision "
         f"{'not recorded' if revision is None else f'`{revision}`'}; each method's ranking "
         "is what the service returns."
+        + (
+            f" Budgets per request: {budgets['records']} records, {budgets['bytes']} bytes."
+            if budgets
+            else ""
+        )
     )
 
 
@@ -283,7 +292,8 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
         f"Plan `{report['planSha256'][:16]}`: split {plan['split']}, "
         f"depth {plan['depth'] if plan['depth'] is not None else 'evidence only'}, "
         f"{plan['repetitions']} measured repetition(s), seed {plan['seed']}. "
-        f"{_corpus_line(corpus, report.get('service'))} Cases: {cases['run']} of "
+        f"{_corpus_line(corpus, report.get('service'), (plan.get('backend') or {}).get('budgets'))}"
+        f" Cases: {cases['run']} of "
         f"{cases['total']} ran "
         f"({cases['answerable']} answerable, {cases['noAnswer']} no-answer).",
         *(

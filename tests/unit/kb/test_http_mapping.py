@@ -116,3 +116,19 @@ def test_bad_methods_are_refused_with_their_pointer(
 def test_a_renamed_request_field_frees_ragsnaps_name(tmp_path: Path) -> None:
     text = "http:\n  lookup: {request: {query: question}}\n  methods: {hybrid: {query: x}}\n"
     assert mapping(tmp_path, text).method_request("hybrid") == {"query": "x"}
+
+
+def test_budgets_default_to_qilbeedbs_and_are_read_and_overridden(tmp_path: Path) -> None:
+    default = HttpMapping()
+    assert (default.max_records, default.max_bytes) == (10000, 67108864)
+    read = mapping(tmp_path, "http:\n  budgets: {records: 50}\n")
+    assert (read.max_records, read.max_bytes) == (50, 67108864)
+    flagged = read.with_budgets(None, 4096)  # --max-bytes 4096, no --max-records
+    assert (flagged.max_records, flagged.max_bytes) == (50, 4096)
+    assert read.with_budgets(7, None).max_records == 7
+
+
+@pytest.mark.parametrize("budgets", ["{records: 0}", "{bytes: -1}", "{rows: 5}"])
+def test_bad_budgets_are_refused_with_their_pointer(tmp_path: Path, budgets: str) -> None:
+    with pytest.raises(InputError, match="/http/budgets"):
+        mapping(tmp_path, f"http:\n  budgets: {budgets}\n")

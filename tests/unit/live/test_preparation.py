@@ -31,6 +31,24 @@ def test_idempotency_key_is_sha256_of_source_and_content_hash() -> None:
     assert idempotency_key("doc-1", "abc") == expected
 
 
+def test_a_new_attempt_or_epoch_gets_a_new_key() -> None:
+    """A re-created document (attempt 2, 3 ...) and a reset state (an epoch) never send
+    a key the service has answered before."""
+    first = idempotency_key("doc-1", "abc")
+    keys = [
+        first,
+        idempotency_key("doc-1", "abc", 2),
+        idempotency_key("doc-1", "abc", 3),
+        idempotency_key("doc-1", "abc", 1, "e1"),
+        idempotency_key("doc-1", "abc", 2, "e1"),
+        idempotency_key("doc-1", "abc", 1, "e2"),
+    ]
+    assert len(set(keys)) == len(keys)
+    assert keys[1] == hashlib.sha256(b"doc-1\nabc\n/2").hexdigest()
+    assert keys[3] == hashlib.sha256(b"doc-1\nabc\ne1/1").hexdigest()
+    assert idempotency_key("doc-1", "abc", 1, None) == first  # a first attempt: unchanged
+
+
 def test_everything_as_recorded_passes() -> None:
     failures, verified = verify_state(
         state(a=saved("1"), b=saved("2")), [listed("a", "1"), listed("b", "2")], True, {"s"}

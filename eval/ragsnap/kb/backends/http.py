@@ -12,6 +12,7 @@ service that speaks it needs no mapping at all::
       timeoutSeconds: 30
       retries: 3                   # connection errors and 5xx only, with backoff
       concurrency: 4               # snapshot requests in flight
+      budgets: {records: 10000, bytes: 67108864}  # per request (below)
       health: /api/health          # null: the service has none
       corpusRevision: corpusRevision  # where health reports the corpus revision (or null)
       envelope: null               # or {code: code, message: message, data: data, ok: 0}
@@ -75,6 +76,21 @@ service (``ragsnap.commands.trial``). A name the mapping lacks is a
 ``UsageError`` listing the names it has. Without ``--method`` nothing is
 added: the service's own default method runs, as before.
 
+**Budgets per request** (``http.budgets``, QilbeeDB's trial budgets; the
+flags ``--max-records`` and ``--max-bytes`` of ``trial``, ``prepare`` and
+``live-check`` override them). ``records`` (default 10000) bounds the
+records one retrieval request may ask for and be answered with: a lookup or
+similarity search whose ``topK`` is over it is refused before it is sent
+(``UsageError``: lower the depth or the case's topK, or raise the budget), and
+an answer with more evidence blocks or results than the budget is a
+``BackendError`` (the service sent more than it may). ``bytes`` (default
+67108864, 64 MiB) bounds every request's serialized JSON body, refused before
+it is sent (``UsageError``), and every answer's body, read only up to the
+budget and then refused (``BackendError``; ``ragsnap.io.httpclient``). A
+document list (prepare, live-check ``--state``) is the service's inventory,
+not a retrieval: only its bytes are budgeted. ``HttpService.budgets`` is the
+pair as trial plans record it (``plan.backend.budgets``).
+
 **Trace field names** (``http.lookup.trace``). Without it the objects found at
 ``retrievalTrace`` and ``rerankTrace`` are copied as they are, so they must
 already use the fixture's names. With it, a service keeps its own names: each
@@ -111,6 +127,7 @@ too. ``attempts``, ``before`` and ``after`` must be lists of objects,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -118,10 +135,11 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BackendError, InputError, UsageError
-from ...io.httpclient import HttpClient, read_token
+from ...io.httpclient import MAX_BYTES, HttpClient, read_token
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "MAX_RECORDS",
     "TRACE_FIELDS",
     "Envelope",
     "HttpMapping",
@@ -131,6 +149,8 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:9900"
+#: the default record budget per request (QilbeeDB's: "up to 10000 source records")
+MAX_RECORDS = 10000
 #: a similarity result's fields, in ragsnap's names
 _ITEM_FIELDS = (
     "rank",
@@ -248,6 +268,9 @@ class HttpMapping:
     timeout: float = 30.0
     retries: int = 3
     concurrency: int = 4
+    #: ``http.budgets``: records and serialized bytes per request (module docstring)
+    max_records: int = MAX_RECORDS
+    max_bytes: int = MAX_BYTES
     pipeline_version: str | None = None
     health: str | None = "/api/health"
     corpus_revision: str | None = "corpusRevision"
@@ -298,6 +321,8 @@ class HttpMapping:
             timeout=float(data.get("timeoutSeconds", d.timeout)),
             retries=int(data.get("retries", d.retries)),
             concurrency=int(data.get("concurrency", d.concurrency)),
+            max_records=int(data.get("budgets", {}).get("records", d.max_records)),
+            max_bytes=int(data.get("budgets", {}).get("bytes", d.max_bytes)),
             pipeline_version=data.get("pipelineVersion"),
             health=data.get("health", d.health),
             corpus_revision=data.get("corpusRevision", d.corpus_revision),
@@ -322,6 +347,15 @@ class HttpMapping:
             document={**d.document, **docs.get("fields", {})},
             methods={name: dict(fields) for name, fields in methods.items()},
             source=source,
+        )
+
+    def with_budgets(self, records: int | None, size: int | None) -> HttpMapping:
+        """This mapping with the budgets ``--max-records`` and ``--max-bytes`` give
+        (None: the configured one)."""
+        return dataclasses.replace(
+            self,
+            max_records=self.max_records if records is None else records,
+            max_bytes=self.max_bytes if size is None else size,
         )
 
     def method_request(self, name: str) -> dict[str, Any]:
@@ -431,9 +465,37 @@ class HttpService:
             token=token,
             timeout=mapping.timeout,
             retries=mapping.retries,
+            max_bytes=mapping.max_bytes,
+            budget_hint=f"http.budgets.bytes in {mapping.source}, or --max-bytes",
         )
         self.base_url = self.client.base_url
         self._health: dict[str, Any] | None = None
+
+    @property
+    def budgets(self) -> dict[str, int]:
+        """The budgets per request, as a trial plan records them."""
+        return {"records": self.mapping.max_records, "bytes": self.mapping.max_bytes}
+
+    def check_records(self, top_k: int, endpoint: str, asked: str = "topK") -> None:
+        """Refuse, before it is sent, a request for more records than the budget
+        (``asked``: what set the number, for the message)."""
+        budget = self.mapping.max_records
+        if top_k > budget:
+            raise UsageError(
+                f"{endpoint}: {asked} {top_k} asks for more records than the budget per "
+                f"request ({budget} records, http.budgets.records in {self.mapping.source}, "
+                "or --max-records); it was not sent. Ask for fewer, or raise the budget"
+            )
+
+    def _check_answered(self, count: int, endpoint: str, what: str) -> None:
+        """An answer with more records than the budget is the service's error."""
+        budget = self.mapping.max_records
+        if count > budget:
+            raise BackendError(
+                f"{endpoint}: the service answered {count} {what}, more than the budget per "
+                f"request ({budget} records, http.budgets.records in {self.mapping.source}, "
+                "or --max-records); check that it honours topK, or raise the budget"
+            )
 
     # -- reading answers ------------------------------------------------------
 
@@ -535,6 +597,7 @@ class HttpService:
             **_named(m.lookup_request, query=query, topK=top_k, kbScope=kb_scope),
         }
         endpoint = f"POST {self.base_url}{m.lookup_path}"
+        self.check_records(top_k, endpoint)
         answer = self._open(self.client.post_json(m.lookup_path, body), endpoint)
         inside = self._inside(m.lookup_result)  # the result's path from the answer's root
         result = self._field(answer, m.lookup_result, endpoint, "lookup.result", self._inside())
@@ -547,6 +610,7 @@ class HttpService:
                 f"{endpoint}: `{where}` is {type(raw_blocks).__name__}, not a list of evidence "
                 f"blocks; point http.lookup.evidenceBlocks in {m.source} at the list"
             )
+        self._check_answered(len(raw_blocks), endpoint, "evidence blocks")
         blocks = [
             self._block(raw, position, endpoint, f"{where}[{position - 1}]")
             for position, raw in enumerate(raw_blocks, 1)
@@ -648,6 +712,7 @@ class HttpService:
         m = self.mapping
         params = _named(m.similar_params, query=query, topK=top_k, kbScope=kb_scope)
         endpoint = f"GET {self.base_url}{m.similar_path}"
+        self.check_records(top_k, endpoint)
         answer = self._open(self.client.get_json(m.similar_path, params), endpoint)
         results = self._field(
             answer, m.similar_results, endpoint, "similar.results", self._inside()
@@ -658,6 +723,7 @@ class HttpService:
                 f"{endpoint}: `{where}` is {type(results).__name__}, not a list; "
                 f"point http.similar.results in {m.source} at the result list"
             )
+        self._check_answered(len(results), endpoint, "results")
         items = []
         for position, raw in enumerate(results, 1):
             if not isinstance(raw, dict):
@@ -761,6 +827,14 @@ class HttpService:
                 "the service's field, or fix the service's answer"
             )
         return out
+
+    def check_upload(self, name: str, content: str) -> None:
+        """Refuse an upload whose body is over the byte budget, before anything is
+        sent (``prepare`` checks every document before its first request)."""
+        path = self._need(self.mapping.upload_path, "documents.upload")
+        self.client.encode(
+            {"name": name, "content": content}, f"POST {self.base_url}{path} ({name})"
+        )
 
     def upload(self, name: str, content: str, key: str | None = None) -> dict[str, Any]:
         """Upload one Markdown seed document; the service deletes-then-uploads by source.

@@ -84,6 +84,9 @@ class BackendOptions:
     #: (``http.methods``, ``python.methods``); a pipeline backend reads it from the
     #: lookup settings
     method: str | None = None
+    #: ``--max-records`` and ``--max-bytes``: a service's budgets per request
+    max_records: int | None = None
+    max_bytes: int | None = None
 
     def given(self) -> list[str]:
         """The flags given, as the command line spells them."""
@@ -92,6 +95,8 @@ class BackendOptions:
             "--token-file": self.token_file,
             "--token-env": self.token_env,
             "--retriever": self.retriever,
+            "--max-records": self.max_records,
+            "--max-bytes": self.max_bytes,
         }
         return [flag for flag, value in flags.items() if value is not None]
 
@@ -328,7 +333,10 @@ def _http_service(config: Any, options: BackendOptions) -> Iterator[Any]:
     token = read_token(options.token_file, options.token_env)
     # --method: one of http.methods, whose fields every lookup request carries
     with HttpService(
-        config.http, base_url=options.base_url, token=token, method=options.method
+        config.http.with_budgets(options.max_records, options.max_bytes),
+        base_url=options.base_url,
+        token=token,
+        method=options.method,
     ) as service:
         yield service
 
@@ -453,7 +461,7 @@ BACKENDS: dict[str, Backend] = {
         "a retrieval service (http.baseUrl, --base-url)",
         seeds="service",
         looks_up="whole",
-        options=("--base-url", "--token-file", "--token-env"),
+        options=("--base-url", "--token-file", "--token-env", "--max-records", "--max-bytes"),
         open_source=_http_source,
         open_service=_http_service,
         open_search=_http_search,
