@@ -8,7 +8,10 @@ return one value per row; ``aggregate`` turns a column into its ``all`` value.
 Semantics, matching trec_eval (checked per query against pytrec_eval):
 
 * Grades are integers 0-3 (any integer is accepted); a document is relevant
-  when its grade is >= 1. Unjudged documents have grade 0.
+  when its grade is >= 1, or >= the relevance level the ``Rankings`` were
+  built with (trec_eval ``-l``). Unjudged documents have grade 0; a judged
+  one with a grade below the level and not negative is judged non-relevant,
+  and a negative grade is trec_eval's "in the pool, not judged".
 * A run's results for a query are de-duplicated by document id (first
   occurrence wins), then ordered by score descending, ties broken by document
   id descending (byte order), as trec_eval does. Ranks are 1-based below.
@@ -60,14 +63,38 @@ measure            formula (trec_eval name)
 ``rprec``          sum(rel_1..R) / R (``Rprec``)
 ``bpref``          sum over the relevant results d of 1 - min(n_d, R) /
                    min(N, R), divided by R; n_d counts the judged
-                   non-relevant (grade 0) results ranked above d, N the
+                   non-relevant (grade 0 to level - 1) results above d, N the
                    judged non-relevant documents; unjudged results and
                    negative grades are skipped (``bpref``)
 ``iprec@L``        interpolated precision at recall level L: max(P@i for i at
                    or below the rank of the n-th relevant result), n =
-                   max(1, floor(L * R + 0.9)); 0 when fewer than n relevant
+                   max(1, floor(L * R + 0.9)) by default (the trec_eval
+                   rule, below); 0 when fewer than n relevant
                    results were retrieved (``iprec_at_recall_L``; L from 0
                    to 1 in steps of 0.01, trec_eval's are 0.00, 0.10 ... 1.00)
+``11pt_avg``       the mean of iprec@0.00, 0.10 ... 1.00 (``11pt_avg``)
+``rprec_mult@x``   P@n, n = floor(x * R + 0.9) (``Rprec_mult_x``; x > 0 in
+                   steps of 0.01, trec_eval's are 0.20, 0.40 ... 2.00)
+relative_          ``relative_precision@k`` = sum(rel_1..k) / min(k, R)
+precision@k        (``relative_P_k``)
+``set_*``          over the whole ranking: ``set_precision`` num_rel_ret /
+                   num_ret, ``set_recall`` / R, ``set_relative_precision``
+                   / min(num_ret, R); ``set_map`` num_rel_ret^2 / (num_ret *
+                   R); ``set_f`` 2PR / (P + R) of the first two (``set_P``,
+                   ``set_recall``, ``set_relative_P``, ``set_map``,
+                   ``set_F``)
+``utility``        num_rel_ret - (num_ret - num_rel_ret) (``utility``, its
+                   default coefficients)
+``gm_bpref``       bpref, averaged geometrically like ``gm_map``
+``infap``          inferred AP over a sampled pool (``infAP``; AP when every
+                   result is judged; see ``inferred_ap``)
+``bing``, ``g``    trec_eval's experimental gain measures ``binG`` and ``G``
+``ndcg_rel``,      nDCG averaged over the relevant documents, and over the
+``rndcg``          ranks where the ideal gain drops (``ndcg_rel``, ``Rndcg``)
+``relstring@n``    text: each of the first n (default 10) results' grade
+                   (``relstring``; ``texts`` gives it; no ``all`` value)
+num_nonrel_        judged non-relevant results retrieved
+judged_ret         (``num_nonrel_judged_ret``)
 ``num_ret``        results retrieved (``num_ret``)
 ``num_rel``        R (``num_rel``)
 ``num_rel_ret``    sum(rel_i) over all ranks (``num_rel_ret``)
@@ -78,11 +105,17 @@ measure            formula (trec_eval name)
 =================  ===========================================================
 
 The ``all`` value (``aggregate``) is trec_eval's: the arithmetic mean over the
-rows, except the counts ``num_ret``, ``num_rel`` and ``num_rel_ret``, which are
-summed, and ``gm_map``'s geometric mean; over no rows it is 0. ``iprec``'s n
-is trec_eval 9.0.7's and pytrec_eval's; trec_eval's later sources round L * R
-to the nearest integer instead, which differs when its fraction is in [0.1,
-0.5).
+rows, except the counts ``num_ret``, ``num_rel``, ``num_rel_ret`` and
+``num_nonrel_judged_ret``, which are summed, and the geometric means of
+``gm_map`` and ``gm_bpref``; over no rows it is 0. ``iprec``'s and
+``11pt_avg``'s n follows a trec_eval release (``evaluate(..., trec_eval=)``,
+``TREC_EVAL_RULES``): ``"9"`` (the default: trec_eval 9.0.8, the current
+release, and pytrec_eval) takes floor(L * R + 0.9); ``"10"`` (trec_eval
+10.0-rc2) rounds L * R half away from zero (C's ``lround``). They differ when
+the fraction of L * R is in [0.1, 0.5), computed in double precision as
+trec_eval does (0.7 * 3 is 2.0999999999999996). ``Rankings.cut(n)`` keeps
+each query's first n results (trec_eval ``-M``). ``TREC_SETS`` lists
+trec_eval's ``official`` and ``all_trec`` sets as ragsnap measures.
 
 Names are case-insensitive and take the cutoff after ``@``, ``_`` or ``.``.
 Besides ragsnap's own, trec_eval's names (``P_5``, ``success_10``,
