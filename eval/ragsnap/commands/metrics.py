@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from ..errors import InputError, UsageError
+from ..errors import UsageError
 from ..ir.metrics import (
     DEFAULT_MEASURES,
     DEFAULT_TREC_EVAL,
@@ -40,7 +39,7 @@ from ..ir.metrics import (
     parse_measures,
     texts,
 )
-from ..ir.trec import evaluate_files
+from ..ir.trec import evaluate_files, read_run_tag
 from . import gc_paused
 
 
@@ -78,26 +77,6 @@ def _expand(requested: list[str], rule: str) -> tuple[list[str], bool, list[str]
     return names, runid, list(dict.fromkeys(missing))
 
 
-def run_tag(path: Path) -> str:
-    """The tag (sixth field) of the run's last line with fields, as trec_eval's
-    ``runid`` prints it."""
-    with path.open("rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        handle.seek(max(0, size - 65536))
-        tail = handle.read()
-    for line in reversed(tail.split(b"\n")):
-        fields = line.split()
-        if len(fields) >= 6:
-            return fields[5].decode("utf-8", "backslashreplace")
-    if size > 65536:  # a last line longer than the tail read: read the whole file
-        for line in reversed(path.read_bytes().split(b"\n")):
-            fields = line.split()
-            if len(fields) >= 6:
-                return fields[5].decode("utf-8", "backslashreplace")
-    return ""
-
-
 def run(args: argparse.Namespace) -> int:
     """Print ``measure<TAB>query<TAB>value`` lines; ``-q`` adds per-query lines."""
     if args.digits < 0 or args.digits > 17:
@@ -131,12 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = []
     if runid:
-        try:
-            out.append(line("runid", "all", run_tag(args.run)))
-        except OSError as exc:  # pragma: no cover - the run was just read
-            raise InputError(
-                args.run, f"cannot be read ({exc.strerror})", "check the path"
-            ) from None
+        out.append(line("runid", "all", read_run_tag(args.run)))
     if args.per_query:
         listed = [m for m in measures if MEASURES[m.name].aggregate != "geometric"]
         strings = {m: texts(rankings, m) for m in listed if MEASURES[m.name].aggregate == "text"}

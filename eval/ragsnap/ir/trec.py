@@ -64,6 +64,7 @@ __all__ = [
     "rankings_from_trec",
     "read_qrels",
     "read_run",
+    "read_run_tag",
     "write_qrels",
     "write_run",
 ]
@@ -359,6 +360,29 @@ def read_run(path: Path) -> TrecRun:
 
     (query, doc), score = _read(path, 6, (0, 2), (4, np.float64, "score"), extra=True)
     return TrecRun(query, doc, score.astype(np.float64))
+
+
+def read_run_tag(path: Path) -> str:
+    """The tag (sixth field) of the run's last line with fields: trec_eval's
+    ``runid``; empty for a run without lines. Reads the file from its end."""
+    step = 1 << 16
+    with _open(path) as handle:
+        end = handle.seek(0, 2)
+        tail = b""
+        while True:
+            start = max(0, end - step)
+            handle.seek(start)
+            tail = handle.read(end - start) + tail
+            lines = tail.split(b"\n")
+            # the first piece may be a partial line unless the file starts there
+            for line in reversed(lines if start == 0 else lines[1:]):
+                fields = line.split()
+                if fields:
+                    return fields[5].decode("utf-8", "backslashreplace") if len(fields) > 5 else ""
+            if start == 0:
+                return ""
+            end = start
+            tail = lines[0]
 
 
 def _intern(values: npt.NDArray[np.bytes_]) -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.int64]]:

@@ -21,6 +21,7 @@ from ragsnap.ir.trec import (
     rankings_from_trec,
     read_qrels,
     read_run,
+    read_run_tag,
     write_qrels,
     write_run,
 )
@@ -205,6 +206,17 @@ def test_run_fields_after_the_tag_are_ignored_as_trec_eval_ignores_them(
     qrels = read_qrels(write(tmp_path / "qrels", "q0 0 d3 1\nq1 0 d4 2\nq2 0 d5 0\n"))
     a, b = rankings_from_trec(qrels, expected, "trec"), rankings_from_trec(qrels, got, "trec")
     assert (a.query_ids, a.grades.tolist()) == (b.query_ids, b.grades.tolist())
+
+
+def test_the_run_tag_is_the_sixth_field_of_the_last_line_with_fields(tmp_path: Path) -> None:
+    """trec_eval's runid: the tag of the last content line, whatever follows it."""
+    lines = [f"q{i} Q0 d{i} 1 1.0 early" for i in range(3000)] + ["q Q0 d 1 1.0 last x y"]
+    path = write(tmp_path / "run", numbered(lines) + "\n  \n\n")
+    assert read_run_tag(path) == "last"
+    assert read_run_tag(write(tmp_path / "empty", "")) == ""
+    assert read_run_tag(write(tmp_path / "blank", "\n \n")) == ""
+    long_last = "q Q0 d 1 1.0 " + "t" * 200_000  # a last line longer than a block read
+    assert read_run_tag(write(tmp_path / "long", "q Q0 d 1 1.0 a\n" + long_last)) == "t" * 200_000
 
 
 # ---------------------------------------------------------------- errors
