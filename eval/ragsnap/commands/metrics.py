@@ -62,15 +62,15 @@ def _expand(requested: list[str], rule: str) -> tuple[list[str], bool, list[str]
     runid = False
     missing: list[str] = []
     for text in requested:
-        key = text.strip()
+        key = text.strip().lower()
         if key in TREC_SETS:
             names += TREC_SETS[key]
             runid = True
             if key == "all_trec":
                 missing += TREC_SETS_MISSING[rule]
-        elif key.lower() == "runid":
+        elif key == "runid":
             runid = True
-        elif key.lower() == "num_q":
+        elif key == "num_q":
             continue  # always printed
         else:
             names.append(text)

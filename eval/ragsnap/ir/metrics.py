@@ -120,10 +120,12 @@ trec_eval's ``official`` and ``all_trec`` sets as ragsnap measures.
 Names are case-insensitive and take the cutoff after ``@``, ``_`` or ``.``.
 Besides ragsnap's own, trec_eval's names (``P_5``, ``success_10``,
 ``recip_rank``, ``ndcg_cut_10``, ``map_cut_10``, ``Rprec``,
-``iprec_at_recall_0.10``) and ir_measures' (``P@5``, ``R@5``, ``nDCG@10``,
-``AP``, ``AP@10``, ``RR``, ``RR@10``, ``Success@10``, ``Bpref``,
-``IPrec@0.1``, ``NumRet``, ``NumRel``, ``NumRelRet``, ``Judged@10``) parse to
-the same measures; the canonical name is ragsnap's.
+``iprec_at_recall_0.10``, ``relative_P_5``, ``Rprec_mult_0.20``, ``set_P``,
+``set_relative_P``, ``set_F``, ``infAP``, ``binG``, ``G``, ``Rndcg``) and
+ir_measures' (``P@5``, ``R@5``, ``nDCG@10``, ``AP``, ``AP@10``, ``RR``,
+``RR@10``, ``Success@10``, ``Bpref``, ``IPrec@0.1``, ``NumRet``, ``NumRel``,
+``NumRelRet``, ``Judged@10``) parse to the same measures; the canonical name
+is ragsnap's.
 """
 
 from __future__ import annotations
