@@ -958,18 +958,23 @@ def evaluate(
     return values
 
 
-def _mean(values: FloatArray) -> float:
-    return float(values.mean())
-
-
 def _sum(values: FloatArray) -> float:
-    return float(values.sum())
+    """The sum in row order, one addition after another, as trec_eval adds its
+    queries (numpy's own sum adds pairwise, which can round differently and
+    move a printed digit)."""
+    import numpy as np
+
+    return float(np.cumsum(values)[-1])
+
+
+def _mean(values: FloatArray) -> float:
+    return _sum(values) / values.size
 
 
 def _geometric(values: FloatArray) -> float:
     import numpy as np
 
-    return float(np.exp(np.log(np.maximum(values, GM_FLOOR)).mean()))
+    return float(np.exp(_mean(np.log(np.maximum(values, GM_FLOOR)))))
 
 
 #: ``all`` rules by name: trec_eval's mean, sum (counts) and floored geometric mean.
@@ -983,7 +988,9 @@ _AGGREGATES: dict[str, Callable[[FloatArray], float]] = {
 def aggregate(measure: Measure, values: FloatArray) -> float:
     """The ``all`` value of ``measure`` from its per-query ``values`` (one per
     row): the mean, the sum for counts, the floored geometric mean for
-    ``gm_map``; 0 when there are no rows."""
+    ``gm_map`` and ``gm_bpref``; 0 when there are no rows. Sums are taken in
+    row order (queries sorted by id), one addition at a time, as trec_eval
+    takes them, so a value on a rounding boundary prints as trec_eval prints it."""
     rule = MEASURES[measure.name].aggregate
     if rule == "text":
         raise UsageError(
