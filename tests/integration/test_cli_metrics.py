@@ -500,7 +500,9 @@ def trec_name(measure: str) -> str:
 
 def trec_eval_all(qrels_text: str, run_text: str, names: list[str], **options: int) -> list[str]:
     """trec_eval's ``all`` values of ``names`` (ragsnap measures), 4 decimals, from
-    pytrec_eval's per-query values averaged by trec_eval's rules."""
+    pytrec_eval's per-query values averaged by trec_eval's rules: added one after
+    another in query id order, then divided by the number of queries (``gm_*``:
+    pytrec_eval's per-query values are logarithms, whose mean is exponentiated)."""
     pytrec_eval = require_pytrec_eval()
     qrels = {q: {d: int(g) for d, g in j.items()} for q, j in parse_trec(qrels_text, 3).items()}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {trec_name(n) for n in names}, **options)
@@ -508,11 +510,15 @@ def trec_eval_all(qrels_text: str, run_text: str, names: list[str], **options: i
     out = []
     for name in names:
         trec = trec_name(name)
-        values = [row[trec] for row in per_query.values()]
+        total = 0.0
+        for query in sorted(per_query, key=str.encode):
+            total += per_query[query][trec]
         if trec.startswith("num_"):
-            out.append(str(int(sum(values))))
-        else:  # gm_*: pytrec_eval's per-query values are logarithms, so this is the mean
-            out.append(f"{pytrec_eval.compute_aggregated_measure(trec, values):.4f}")
+            out.append(str(int(total)))
+        elif trec.startswith("gm_"):
+            out.append(f"{math.exp(total / len(per_query)):.4f}")
+        else:
+            out.append(f"{total / len(per_query):.4f}")
     return out
 
 
