@@ -894,8 +894,9 @@ def _metrics(metrics: argparse.ArgumentParser) -> None:
     from the run are ignored. -c averages over every query in the qrels, a missing one
     scoring 0 (trec_eval -c); --query-set ragsnap uses golden-case scoring's rule:
     queries without a relevant judgment are left out, judged queries missing from the
-    run score 0. num_ret, num_rel and num_rel_ret are summed; gm_map is the geometric
-    mean of AP (floor 0.00001) and has no per-query lines.
+    run score 0. num_ret, num_rel, num_rel_ret and num_nonrel_judged_ret are summed;
+    gm_map and gm_bpref are geometric means (floor 0.00001) with no per-query lines.
+    trec_eval's -l, -M and -m all_trec / -m official work as in trec_eval.
     """
     _add(metrics, "--qrels", **_FILE, required=True, help="qrels file (required)")
     _add(metrics, "--run", **_FILE, required=True, help="run file (required)")
@@ -910,7 +911,37 @@ def _metrics(metrics: argparse.ArgumentParser) -> None:
         "coverage@10; trec_eval names (P_5, recip_rank, iprec_at_recall_0.10) and "
         "ir_measures names (AP, RR, R@5, nDCG@10, P@5) work too; repeatable (default: "
         "map, rprec, mrr@10, ndcg@10, recall@5, recall@10, precision@5, precision@10, "
-        "hit@10, coverage@10)",
+        "hit@10, coverage@10); all_trec or official for trec_eval's sets, in its order "
+        "after a runid line (all_trec adds relstring, infap, gm_bpref, rprec_mult@0.20, "
+        "utility, 11pt_avg, bing, g, ndcg_rel, rndcg, relative_precision@5, set_precision, "
+        "set_relative_precision, set_recall, set_map, set_f, num_nonrel_judged_ret)",
+    )
+    _add(
+        metrics,
+        "-l",
+        "--relevance-level",
+        type=int,
+        default=1,
+        metavar="N",
+        help="a judgment of grade N or more is relevant, as trec_eval -l (default: 1)",
+    )
+    _add(
+        metrics,
+        "-M",
+        "--max-retrieved",
+        type=int,
+        metavar="N",
+        help="evaluate only the first N results of each query, as trec_eval -M "
+        "(default: every result)",
+    )
+    _add(
+        metrics,
+        "--trec-eval",
+        choices=("9", "10"),
+        help="the trec_eval release whose recall-level rule iprec (iprec_at_recall) and "
+        "11pt_avg follow: 9 takes floor(L * R + 0.9) relevant results, 10 (10.0-rc2) "
+        "rounds L * R to the nearest; they differ when L * R has a fraction in [0.1, 0.5) "
+        "(default: 9, as the current release, trec_eval 9.0.8, prints)",
     )
     _add(metrics, "-q", "--per-query", **_FLAG, help="also print one line per query (default: off)")
     _add(metrics, "--digits", type=int, default=4, metavar="N", help="decimal places (default: 4)")

@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from conftest import Run, run_cli
-from ragsnap.ir.metrics import DEFAULT_MEASURES, MEASURES, QUERY_SETS
+from ragsnap.ir.metrics import DEFAULT_MEASURES, MEASURES, QUERY_SETS, TREC_SETS
 
 # q1: a=3, b=1, c=0, d=0, e=2, h=0; ranked c, a, x (unjudged), b; e, d, h never
 # retrieved. q10: a=1; ranked z, a. q2: judged, not in the run. q3 and q5: only
@@ -466,3 +466,163 @@ def test_argument_errors_exit_2_without_a_traceback(files: Path, args: list[str]
     assert run.code == 2, run.err
     assert "Traceback" not in run.err
     assert run.out == ""
+
+
+# ---------------------------------------------------------------- trec_eval's options and sets
+
+
+def trec_name(measure: str) -> str:
+    """trec_eval's name of a ragsnap measure of ``TREC_SETS`` (default parameters)."""
+    simple = {
+        "mrr": "recip_rank",
+        "rprec": "Rprec",
+        "infap": "infAP",
+        "bing": "binG",
+        "g": "G",
+        "rndcg": "Rndcg",
+        "set_precision": "set_P",
+        "set_relative_precision": "set_relative_P",
+        "set_f": "set_F",
+    }
+    name, _, param = measure.partition("@")
+    prefix = {
+        "precision": "P",
+        "recall": "recall",
+        "ndcg": "ndcg_cut",
+        "map": "map_cut",
+        "relative_precision": "relative_P",
+        "hit": "success",
+        "iprec": "iprec_at_recall",
+        "rprec_mult": "Rprec_mult",
+    }
+    return f"{prefix[name]}_{param}" if param else simple.get(name, name)
+
+
+def trec_eval_all(qrels_text: str, run_text: str, names: list[str], **options: int) -> list[str]:
+    """trec_eval's ``all`` values of ``names`` (ragsnap measures), 4 decimals, from
+    pytrec_eval's per-query values averaged by trec_eval's rules: added one after
+    another in query id order, then divided by the number of queries (``gm_*``:
+    pytrec_eval's per-query values are logarithms, whose mean is exponentiated)."""
+    pytrec_eval = require_pytrec_eval()
+    qrels = {q: {d: int(g) for d, g in j.items()} for q, j in parse_trec(qrels_text, 3).items()}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {trec_name(n) for n in names}, **options)
+    per_query = evaluator.evaluate(parse_trec(run_text, 4))
+    out = []
+    for name in names:
+        trec = trec_name(name)
+        total = 0.0
+        for query in sorted(per_query, key=str.encode):
+            total += per_query[query][trec]
+        if trec.startswith("num_"):
+            out.append(str(int(total)))
+        elif trec.startswith("gm_"):
+            out.append(f"{math.exp(total / len(per_query)):.4f}")
+        else:
+            out.append(f"{total / len(per_query):.4f}")
+    return out
+
+
+def test_m_all_trec_prints_trec_evals_all_trec_in_its_order(files: Path) -> None:
+    lines = rows(metrics(files, "-m", "all_trec"))
+    numeric = [n for n in TREC_SETS["all_trec"] if MEASURES[n.split("@")[0]].aggregate != "text"]
+    assert lines[0] == ("runid", "all", "t")  # the tag of the run's last line
+    assert [name for name, _, _ in lines[1:-2]] == numeric  # relstring is per query only
+    assert [value for _, _, value in lines[1:-2]] == trec_eval_all(QRELS, RUN, numeric)
+    assert lines[-2:] == [("num_q", "all", "4"), ("num_excluded", "all", "1")]
+    # trec_eval 9.0.8's all_trec prints 94 lines: runid, num_q and 92 measures
+    # (num_excluded is ragsnap's own)
+    assert len(lines) - 1 == 94
+
+
+def test_m_official_and_relstring_per_query(files: Path) -> None:
+    lines = rows(metrics(files, "-m", "official", "-m", "relstring", "-q"))
+    relstrings = [(query, value) for name, query, value in lines if name == "relstring"]
+    # q1 ranks c (0), a (3), x (unjudged), b (1); q5 ranks k (0), m (unjudged)
+    assert relstrings == [("q1", "'03-1'"), ("q10", "'-1'"), ("q3", "'0'"), ("q5", "'0-'")]
+    alls = [name for name, query, _ in lines if query == "all"]
+    assert alls == ["runid", *TREC_SETS["official"], "num_q", "num_excluded"]
+
+
+def test_run_lines_with_fields_after_the_tag_are_read_as_trec_eval_reads_them(
+    files: Path,
+) -> None:
+    """trec_eval reads six fields and skips the rest of the line (get_trec_results.c)."""
+    plain = rows(metrics(files, "-m", "all_trec", "-q"))
+    extended = RUN.replace("q1 Q0 a 2 3 t", "q1 Q0 a 2 3 t 0.93 extra\t#note")
+    extended = extended.replace("q10 Q0 a 2 1 t", "q10 Q0 a 2 1 t more")
+    (files / "run.txt").write_text(extended, encoding="utf-8")
+    assert rows(metrics(files, "-m", "all_trec", "-q")) == plain
+    (files / "run.txt").write_text(RUN.replace("q3 Q0 g 1 1 t", "q3 Q0 g 1 1"), encoding="utf-8")
+    run = metrics(files)
+    assert_clean_failure(run, "InputError")
+    assert "line 5 has 5 fields, expected at least 6" in run.err
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_l_sets_the_relevance_level_as_trec_eval_l(files: Path, level: int) -> None:
+    names = [n for n in TREC_SETS["all_trec"] if n != "relstring"]
+    lines = rows(metrics(files, "-m", "all_trec", "-l", str(level)))
+    assert [value for _, _, value in lines[1:-2]] == trec_eval_all(
+        QRELS, RUN, names, relevance_level=level
+    )
+    assert {n: v for n, _, v in lines}["num_rel"] == {2: "2", 3: "1"}[level]
+
+
+def test_m_cuts_each_ranking_as_trec_eval_m(files: Path) -> None:
+    names = [n for n in TREC_SETS["all_trec"] if n != "relstring"]
+    lines = rows(metrics(files, "-m", "all_trec", "-M", "1"))
+    first = "".join(  # each query's top result in trec_eval order: the first line here
+        line + "\n"
+        for i, line in enumerate(RUN.splitlines())
+        if i == 0 or line.split()[0] != RUN.splitlines()[i - 1].split()[0]
+    )
+    assert [value for _, _, value in lines[1:-2]] == trec_eval_all(QRELS, first, names)
+    assert {n: v for n, _, v in lines}["num_ret"] == "4"
+
+
+IPREC_QRELS = "q 0 a 1\nq 0 c 1\nq 0 e 1\nq 0 g 1\nq 0 b 0\nq 0 d 0\nq 0 f 0\n"
+IPREC_RUN = "".join(f"q Q0 {d} {i} {7 - i} t\n" for i, d in enumerate("abcdefg"))
+
+
+def test_trec_eval_10_rounds_the_recall_levels_of_iprec_and_11pt_avg(tmp_path: Path) -> None:
+    """R = 4, relevant at ranks 1, 3, 5, 7: at L = 0.3 trec_eval 9 needs floor(1.2 +
+    0.9) = 2 relevant results (iprec 2/3), trec_eval 10 lround(1.2) = 1 (iprec 1)."""
+    (tmp_path / "qrels.txt").write_text(IPREC_QRELS, encoding="utf-8")
+    (tmp_path / "run.txt").write_text(IPREC_RUN, encoding="utf-8")
+    asked = ["-m", "iprec_at_recall_0.30", "-m", "11pt_avg"]
+    default = rows(metrics(tmp_path, *asked))
+    # the best precision once 1, 2, 3 or 4 relevant results are in: 1, 2/3, 3/5, 4/7;
+    # 9 needs 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 4 of them at L = 0.0 ... 1.0
+    eleven = (3 * 1 + 3 * 2 / 3 + 2 * 3 / 5 + 3 * 4 / 7) / 11
+    assert default[:2] == [("iprec@0.30", "all", "0.6667"), ("11pt_avg", "all", f"{eleven:.4f}")]
+    assert rows(metrics(tmp_path, *asked, "--trec-eval", "9")) == default
+    assert [v for _, _, v in default[:2]] == trec_eval_all(
+        IPREC_QRELS, IPREC_RUN, ["iprec@0.30", "11pt_avg"]
+    )
+    ten = rows(metrics(tmp_path, *asked, "--trec-eval", "10"))
+    # 10 needs 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4 (lround of 0.0, 0.4, 0.8, 1.2 ... 4.0)
+    eleven = (4 * 1 + 3 * 2 / 3 + 2 * 3 / 5 + 2 * 4 / 7) / 11
+    assert ten[:2] == [("iprec@0.30", "all", "1.0000"), ("11pt_avg", "all", f"{eleven:.4f}")]
+
+
+def test_all_trec_of_trec_eval_10_names_what_ragsnap_leaves_out(files: Path) -> None:
+    run = metrics(files, "-m", "all_trec", "--trec-eval", "10")
+    assert run.code == 0, run.err
+    assert "rbp, rbp_resid, unj_5, unj_10, unj_20" in run.err
+    assert "rbp" not in run.out
+    assert metrics(files, "-m", "all_trec").err == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-M", "0"], "-M 0: give at least 1 result per query"),
+        (["-l", "two"], "invalid int value"),
+        (["--trec-eval", "8"], "invalid choice"),
+    ],
+)
+def test_trec_eval_option_errors_exit_2(files: Path, args: list[str], message: str) -> None:
+    run = metrics(files, *args)
+    assert run.code == 2, run.err
+    assert "Traceback" not in run.err
+    assert message in run.err

@@ -44,6 +44,7 @@ import in which a form equals another id of the import, or another form.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -234,10 +235,11 @@ def _clash(what: str, value: str, form: str, origin: str, first: str | None) -> 
     )
 
 
-def read_id_map(path: Path) -> dict[str, dict[str, str]]:
+def read_id_map(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
     """``ids.tsv`` as ``{kind: {ragsnap id: original id}}`` (kinds ``source``, ``doc_id``,
     ``case``): to show imported ids, and the ids of TREC runs and qrels, as the format
-    had them."""
+    had them. ``path`` is a ``str`` or any path-like object."""
+    path = Path(path)
     fix = "pass the ids.tsv that `ragsnap import` wrote"
     found: dict[str, dict[str, str]] = {SOURCE.name: {}, DOC_ID.name: {}, CASE.name: {}}
     try:

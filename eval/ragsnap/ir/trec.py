@@ -4,13 +4,15 @@ Formats (whitespace-separated, one record per line, blank lines ignored):
 
 * qrels: ``query iteration document grade`` (grade an integer, e.g. 0-3)
 * run:   ``query Q0 document rank score tag`` (the rank column is ignored;
-  trec_eval orders by score, ties by document id descending)
+  trec_eval orders by score, ties by document id descending). As in
+  trec_eval, fields after the tag are ignored: a run line has at least six.
 
 The reader never builds a Python object per line: a file is read in blocks
 of whole lines, tokenised with numpy on the raw bytes, and its columns become
 fixed-width byte-string and number arrays. A line with the wrong number of
-fields, a grade that is not an integer or a score that is not a number is an
-``InputError`` naming the file and the line.
+fields (a qrels line other than four, a run line fewer than six), a grade
+that is not an integer or a score that is not a number is an ``InputError``
+naming the file and the line.
 
 Two code paths give identical results (tests run both). With numba installed
 (optional: ``pip install 'ragsnap[fast]'``), inputs of at least
@@ -45,7 +47,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import InputError, OutputError
-from .metrics import Measure, Rankings, evaluate, query_set_rule
+from .metrics import DEFAULT_TREC_EVAL, Measure, Rankings, evaluate, query_set_rule
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,6 +64,7 @@ __all__ = [
     "rankings_from_trec",
     "read_qrels",
     "read_run",
+    "read_run_tag",
     "write_qrels",
     "write_run",
 ]
@@ -147,9 +150,10 @@ def _line_number(path: Path, offset: int) -> int:
 
 
 def _tokenise(
-    block: memoryview, fields: int, path: Path, offset: int
+    block: memoryview, fields: int, path: Path, offset: int, extra: bool = False
 ) -> tuple[npt.NDArray[np.uint8], list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]]:
-    """Token (start, end) offsets of each column of a block of whole lines."""
+    """Token (start, end) offsets of each of the first ``fields`` columns of a
+    block of whole lines; with ``extra``, a line may have more (ignored)."""
     import numpy as np
 
     buf = np.frombuffer(block, dtype=np.uint8)
@@ -158,22 +162,26 @@ def _tokenise(
     starts, ends = edges[0::2], edges[1::2]
     newlines = np.flatnonzero(buf == 10)
     counts = np.diff(np.concatenate(([0], np.searchsorted(starts, newlines))))
-    bad = np.flatnonzero((counts != 0) & (counts != fields))
+    bad = np.flatnonzero((counts != 0) & ((counts < fields) if extra else (counts != fields)))
     if bad.size:
         first = int(bad[0])
         text = bytes(block[(newlines[first - 1] + 1 if first else 0) : newlines[first]])
-        raise _fields_error(path, offset, first, int(counts[first]), fields, text)
-    return buf, [(starts[c::fields], ends[c::fields]) for c in range(fields)]
+        raise _fields_error(path, offset, first, int(counts[first]), fields, text, extra)
+    if not extra or bool(np.all((counts == 0) | (counts == fields))):
+        return buf, [(starts[c::fields], ends[c::fields]) for c in range(fields)]
+    heads = (np.cumsum(counts) - counts)[counts > 0]  # each line's first token
+    return buf, [(starts[heads + c], ends[heads + c]) for c in range(fields)]
 
 
 def _fields_error(
-    path: Path, offset: int, line: int, count: int, fields: int, text: bytes
+    path: Path, offset: int, line: int, count: int, fields: int, text: bytes, extra: bool = False
 ) -> InputError:
     """The error for line ``line`` (0-based, in the block at ``offset``) of ``count`` fields."""
+    expected = f"at least {fields}" if extra else str(fields)
     return InputError(
         path,
         f"line {_line_number(path, offset) + line} has {count} fields, "
-        f"expected {fields}: {text.decode('utf-8', 'replace')[:80]!r}",
+        f"expected {expected}: {text.decode('utf-8', 'replace')[:80]!r}",
         "fix or remove that line",
     )
 
@@ -236,7 +244,11 @@ def _numbers(
 
 
 def _read(
-    path: Path, fields: int, columns: Sequence[int], numeric: tuple[int, type, str]
+    path: Path,
+    fields: int,
+    columns: Sequence[int],
+    numeric: tuple[int, type, str],
+    extra: bool = False,
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
     import numpy as np
 
@@ -247,11 +259,11 @@ def _read(
         size = 0
     kernels = _kernels(size)
     if kernels is not None and size > 0:
-        return _read_compiled(kernels, path, fields, columns, numeric)
+        return _read_compiled(kernels, path, fields, columns, numeric, extra)
 
     def columns_of(item: tuple[memoryview, int]) -> _Columns:
         block, offset = item
-        buf, spans = _tokenise(block, fields, path, offset)
+        buf, spans = _tokenise(block, fields, path, offset, extra)
         strings = [_strings(buf, spans[column]) for column in columns]
         raw = _strings(buf, spans[numeric[0]])
         return strings, _numbers(raw, numeric[1], path, offset, buf, spans[0][0], numeric[2])
@@ -272,6 +284,7 @@ def _read_compiled(
     fields: int,
     columns: Sequence[int],
     numeric: tuple[int, type, str],
+    extra: bool = False,
 ) -> _Columns:
     """``_read`` by the compiled kernels (same results): the file is mapped into
     memory, checked and sized in one pass, and its columns filled in another,
@@ -284,9 +297,9 @@ def _read_compiled(
     with _open(path) as handle:  # the map stays open until its last view is freed
         buf = np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
     wanted = np.array([*columns, column], dtype=np.int64)
-    records, widths, bad, count, start, end = kernels.measure(buf, fields, wanted)
+    records, widths, bad, count, start, end = kernels.measure(buf, fields, wanted, extra)
     if bad >= 0:
-        raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]))
+        raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]), extra)
     first = np.zeros((records, max(int(widths[0]), 1)), dtype=np.uint8)
     second = np.zeros((records, max(int(widths[1]), 1)), dtype=np.uint8)
     floats, ints, plain = kernels.fill(buf, fields, wanted, first, second, dtype is np.float64)
@@ -341,11 +354,35 @@ def read_qrels(path: Path) -> TrecQrels:
 
 
 def read_run(path: Path) -> TrecRun:
-    """Read a TREC run file (``query Q0 document rank score tag``)."""
+    """Read a TREC run file (``query Q0 document rank score tag``; fields after
+    the tag are ignored, as trec_eval ignores them)."""
     import numpy as np
 
-    (query, doc), score = _read(path, 6, (0, 2), (4, np.float64, "score"))
+    (query, doc), score = _read(path, 6, (0, 2), (4, np.float64, "score"), extra=True)
     return TrecRun(query, doc, score.astype(np.float64))
+
+
+def read_run_tag(path: Path) -> str:
+    """The tag (sixth field) of the run's last line with fields: trec_eval's
+    ``runid``; empty for a run without lines. Reads the file from its end."""
+    step = 1 << 16
+    with _open(path) as handle:
+        end = handle.seek(0, 2)
+        tail = b""
+        while True:
+            start = max(0, end - step)
+            handle.seek(start)
+            tail = handle.read(end - start) + tail
+            lines = tail.split(b"\n")
+            # the first piece may be a partial line unless the file starts there
+            for line in reversed(lines if start == 0 else lines[1:]):
+                fields = line.split()
+                if fields:
+                    return fields[5].decode("utf-8", "backslashreplace") if len(fields) > 5 else ""
+            if start == 0:
+                return ""
+            end = start
+            tail = lines[0]
 
 
 def _intern(values: npt.NDArray[np.bytes_]) -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.int64]]:
@@ -452,10 +489,13 @@ def _order_keys(doc: npt.NDArray[np.bytes_], words: int = 0) -> list[npt.NDArray
     return [padded[:, w].astype(np.uint64) for w in range(words)]
 
 
-def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap") -> Rankings:
+def rankings_from_trec(
+    qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap", relevance_level: int = 1
+) -> Rankings:
     """Rankings of the queries that ``query_set`` keeps (see ``metrics``): by
     default every judged query with a relevant document; ``"trec"`` for
-    trec_eval's judged queries in the run, ``"complete"`` for trec_eval -c."""
+    trec_eval's judged queries in the run, ``"complete"`` for trec_eval -c. A
+    grade of at least ``relevance_level`` is relevant (trec_eval ``-l``)."""
     import numpy as np
 
     rule = query_set_rule(query_set)
@@ -474,8 +514,10 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap
     pairs, first = _unique_pairs(judged_q, judged_hash, qrels.doc)
     grades = qrels.grade[first]
     key_q = judged_q[first]
-    num_rel = np.bincount(key_q, weights=grades >= 1, minlength=n_queries).astype(np.int64)
-    num_nonrel = np.bincount(key_q, weights=grades == 0, minlength=n_queries).astype(np.int64)
+    level = relevance_level
+    num_rel = np.bincount(key_q, weights=grades >= level, minlength=n_queries).astype(np.int64)
+    nonrel = (grades >= 0) & (grades < level)
+    num_nonrel = np.bincount(key_q, weights=nonrel, minlength=n_queries).astype(np.int64)
     in_qrels = np.zeros(n_queries, dtype=bool)
     in_qrels[key_q] = True
     in_run = np.zeros(n_queries, dtype=bool)
@@ -516,6 +558,7 @@ def rankings_from_trec(qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap
         num_nonrel=num_nonrel[evaluated],
         ideal=ideal,
         excluded=tuple(decode(names[excluded], "utf-8", "backslashreplace").tolist()),
+        relevance_level=level,
     )
 
 
@@ -711,11 +754,24 @@ def _first_occurrences(
 
 
 def evaluate_files(
-    qrels_path: Path, run_path: Path, measures: Sequence[Measure], query_set: str = "ragsnap"
+    qrels_path: Path,
+    run_path: Path,
+    measures: Sequence[Measure],
+    query_set: str = "ragsnap",
+    *,
+    relevance_level: int = 1,
+    max_retrieved: int | None = None,
+    trec_eval: str = DEFAULT_TREC_EVAL,
 ) -> tuple[Rankings, dict[Measure, npt.NDArray[np.float64]]]:
-    """Read both files and evaluate ``measures`` per query (rows by ``query_set``)."""
-    rankings = rankings_from_trec(read_qrels(qrels_path), read_run(run_path), query_set)
-    return rankings, evaluate(rankings, measures)
+    """Read both files and evaluate ``measures`` per query (rows by ``query_set``),
+    a grade of at least ``relevance_level`` relevant (trec_eval ``-l``), each
+    query's results cut to the first ``max_retrieved`` (``-M``), by the
+    recall-level rule of ``trec_eval`` 9 or 10."""
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    rankings = rankings_from_trec(qrels, run, query_set, relevance_level)
+    if max_retrieved is not None:
+        rankings = rankings.cut(max_retrieved)
+    return rankings, evaluate(rankings, measures, trec_eval)
 
 
 #: what a TREC id must not hold: white space (``str.isspace``, as ``\s`` matches in a

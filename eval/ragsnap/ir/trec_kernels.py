@@ -54,15 +54,18 @@ def _jit(function: F) -> F:
 
 
 @_jit
-def measure(buf: Bytes, fields: int, wanted: Ints) -> tuple[int, Ints, int, int, int, int]:
+def measure(
+    buf: Bytes, fields: int, wanted: Ints, extra: bool
+) -> tuple[int, Ints, int, int, int, int]:
     """Check the lines of ``buf`` and size the columns: one pass, nothing stored.
 
     Bytes <= 32 separate tokens; a newline (or the end of ``buf``) ends a
     line. Returns ``(records, widths, bad, count, start, end)``: the lines
     with tokens, the longest token of each ``wanted`` column, and ``bad`` -1,
     or the 0-based index (blank lines included) of the first line whose
-    number of tokens is neither 0 nor ``fields``, with that number and the
-    line's start and end offsets.
+    number of tokens is neither 0 nor ``fields`` (with ``extra``: neither 0
+    nor at least ``fields``; tokens past ``fields`` are ignored), with that
+    number and the line's start and end offsets.
     """
     widths = np.zeros(wanted.size, dtype=np.int64)
     slot = np.full(fields + 1, -1, dtype=np.int64)
@@ -77,9 +80,9 @@ def measure(buf: Bytes, fields: int, wanted: Ints) -> tuple[int, Ints, int, int,
     while i <= n:
         c = buf[i] if i < n else 10
         if c == 10:
-            if count != 0 and count != fields:
+            if count != 0 and (count < fields if extra else count != fields):
                 return records, widths, line, count, line_start, i
-            if count == fields:
+            if count != 0:
                 records += 1
             count = 0
             line += 1

@@ -296,3 +296,18 @@ def test_a_broken_map_file_is_an_input_error(tmp_path: Path, text: str, problem:
         read_id_map(path)
     with pytest.raises(InputError, match="cannot be read"):
         read_id_map(tmp_path / "missing.tsv")
+
+
+def test_read_id_map_takes_a_str_or_any_path_like(tmp_path: Path) -> None:
+    path = tmp_path / "ids.tsv"
+    path.write_text("kind\tragsnap id\toriginal id\ncase\ta_b--1\ta b\n", encoding="utf-8")
+    expected = {"source": {}, "doc_id": {}, "case": {"a_b--1": "a b"}}
+
+    class Named:  # a PathLike that is not a pathlib.Path
+        def __fspath__(self) -> str:
+            return str(path)
+
+    assert read_id_map(str(path)) == expected
+    assert read_id_map(Named()) == expected
+    with pytest.raises(InputError, match="cannot be read"):
+        read_id_map(str(tmp_path / "missing.tsv"))

@@ -12,12 +12,14 @@ from ragsnap.ir.metrics import (
     GM_FLOOR,
     MEASURES,
     QUERY_SETS,
+    TREC_SETS,
     Measure,
     aggregate,
     evaluate,
     parse_measure,
     parse_measures,
     rankings_from_dicts,
+    texts,
 )
 
 # q1 judges a=3, b=1, c=0, e=2: three relevant documents (a, b, e), e never
@@ -79,6 +81,31 @@ HAND_COMPUTED = {
     "num_ret": 4,
     "num_rel": 3,
     "num_rel_ret": 2,
+    # the rest of trec_eval's all_trec
+    "relative_precision@2": 1 / 2,  # over min(k, R)
+    "relative_precision@5": 2 / 3,
+    "rprec_mult@0.20": 0.0,  # P@floor(0.6 + 0.9) = P@1
+    "rprec_mult@1.00": 1 / 3,  # P@3
+    "rprec_mult@2.00": 2 / 6,  # P@6, past the 4 retrieved
+    "set_precision": 2 / 4,
+    "set_recall": 2 / 3,
+    "set_relative_precision": 2 / 3,  # over min(4 retrieved, R = 3)
+    "set_map": 2 * 2 / (4 * 3),
+    "set_f": 2 * (1 / 2) * (2 / 3) / (1 / 2 + 2 / 3),
+    "num_nonrel_judged_ret": 1,  # c
+    "utility": 2 - 2,  # relevant retrieved - others retrieved
+    # iprec is 1/2 at the eight levels needing 1 or 2 relevant results, 0 at 0.8-1.0
+    "11pt_avg": 8 * (1 / 2) / 11,
+    "bing": (1 / log2(2 + 1) + 1 / log2(2 + 2)) / 3,  # c above a; c and x above b
+    "gm_bpref": 0.0,  # per query it is bpref
+    # a: 1/2 + 1/2 * (1 judged above / 1) * eps / (1 + 2 eps); b: 1/4 + 3/4 * 2/3 * 1/2
+    "infap": (1 / 2 + 1 / 2 * 0.00001 / (1 + 2 * 0.00001) + 1 / 2) / 3,
+    # gains 0, 3, 0, 1; ideal costs 3, 5, 6, 7 summed; gains summed 0, 3, 3, 4
+    "g": (3 / log2(2 + 5 - 3) + 1 / log2(2 + 7 - 4)) / 6,
+    # nDCG at a and at b, and for e (never retrieved) the final nDCG
+    "ndcg_rel": ((3 / log2(3)) / (3 + 2 / log2(3)) + 2 * (3 / log2(3) + 1 / log2(5)) / IDCG) / 3,
+    # nDCG at ranks 1, 2 and 3, where the ideal gain drops from 3 to 2, 1 and 0
+    "rndcg": (0 + (3 / log2(3)) / (3 + 2 / log2(3)) + (3 / log2(3)) / IDCG) / 3,
 }
 
 
@@ -280,6 +307,26 @@ def test_nothing_to_evaluate_gives_empty_columns() -> None:
 @pytest.mark.parametrize(
     ("text", "name", "cutoff", "canonical"),
     [
+        # trec_eval's all_trec names
+        ("relative_P_5", "relative_precision", 5, "relative_precision@5"),
+        ("Rprec_mult_0.20", "rprec_mult", 20, "rprec_mult@0.20"),
+        ("Rprec_mult_2.00", "rprec_mult", 200, "rprec_mult@2.00"),
+        ("set_P", "set_precision", None, "set_precision"),
+        ("set_relative_P", "set_relative_precision", None, "set_relative_precision"),
+        ("set_recall", "set_recall", None, "set_recall"),
+        ("set_map", "set_map", None, "set_map"),
+        ("set_F", "set_f", None, "set_f"),
+        ("11pt_avg", "11pt_avg", None, "11pt_avg"),
+        ("binG", "bing", None, "bing"),
+        ("G", "g", None, "g"),
+        ("Rndcg", "rndcg", None, "rndcg"),
+        ("ndcg_rel", "ndcg_rel", None, "ndcg_rel"),
+        ("infAP", "infap", None, "infap"),
+        ("gm_bpref", "gm_bpref", None, "gm_bpref"),
+        ("utility", "utility", None, "utility"),
+        ("num_nonrel_judged_ret", "num_nonrel_judged_ret", None, "num_nonrel_judged_ret"),
+        ("relstring", "relstring", None, "relstring"),
+        ("relstring_20", "relstring", 20, "relstring@20"),
         ("ndcg@10", "ndcg", 10, "ndcg@10"),
         ("NDCG@10", "ndcg", 10, "ndcg@10"),
         ("  map ", "map", None, "map"),
@@ -364,6 +411,10 @@ def test_parse_measure_aliases_and_canonical_names(
         ("iprec@0.125", ["'iprec@0.125'", "steps of 0.01"]),
         ("iprec@10", ["'iprec@10'", "from 0 to 1"]),
         ("AP(rel=2)", ["unknown measure 'AP(rel=2)'"]),
+        ("rprec_mult", ["'rprec_mult' needs a multiple of R", "rprec_mult@0.20"]),
+        ("Rprec_mult_0", ["'Rprec_mult_0'", "multiple of R above 0"]),
+        ("relative_P", ["'relative_precision' needs a cutoff"]),
+        ("11pt_avg@5", ["'11pt_avg' takes no cutoff"]),
     ],
 )
 def test_parse_measure_errors_say_what_to_write(text: str, fragments: list[str]) -> None:
@@ -424,3 +475,84 @@ def test_evaluate_returns_one_column_per_measure_in_the_order_asked() -> None:
     result = evaluate(rankings, measures)
     assert list(result) == list(measures)
     assert all(v.shape == (2,) and v.dtype.kind == "f" for v in result.values())
+
+
+def test_relstring_prints_each_result_grade_as_trec_eval_does() -> None:
+    qrels = {"q1": {"a": 3, "b": 12, "c": 0, "p": -1}, "q2": {"f": 1}}
+    run = {"q1": ["c", "a", "x", "b", "p", "y"]}
+    rankings = rankings_from_dicts(qrels, run, "complete")
+    assert texts(rankings, parse_measure("relstring")) == ["'03->.-'", "''"]
+    assert texts(rankings, parse_measure("relstring_3")) == ["'03-'", "''"]
+    with pytest.raises(UsageError, match="no `all` value"):
+        aggregate(
+            parse_measure("relstring"),
+            evaluate(rankings, [parse_measure("relstring")])[parse_measure("relstring")],
+        )
+    with pytest.raises(UsageError, match="is a number, not text"):
+        texts(rankings, parse_measure("map"))
+
+
+def test_a_relevance_level_moves_the_line_between_relevant_and_not() -> None:
+    """trec_eval -l 2: b (grade 1) is judged non-relevant; gains stay the grades."""
+    rankings = rankings_from_dicts(QRELS, RUN, "trec", relevance_level=2)
+    measures = parse_measures(["num_rel", "num_rel_ret", "precision@4", "num_nonrel_judged_ret"])
+    got = {str(m): v.tolist() for m, v in evaluate(rankings, measures).items()}
+    assert got == {
+        "num_rel": [2.0, 0.0],  # a, e; q3 judged only grade 0
+        "num_rel_ret": [1.0, 0.0],
+        "precision@4": [1 / 4, 0.0],
+        "num_nonrel_judged_ret": [2.0, 1.0],  # c and b; g
+    }
+    ndcg = parse_measure("ndcg")
+    assert evaluate(rankings, [ndcg])[ndcg].tolist()[0] == pytest.approx(HAND_COMPUTED["ndcg"])
+
+
+def test_a_cut_keeps_the_first_results_of_each_query() -> None:
+    rankings = rankings_from_dicts(QRELS, RUN, "trec").cut(2)
+    measures = parse_measures(["num_ret", "num_rel_ret", "precision@4", "map"])
+    got = {str(m): v.tolist() for m, v in evaluate(rankings, measures).items()}
+    assert got == {
+        "num_ret": [2.0, 1.0],
+        "num_rel_ret": [1.0, 0.0],
+        "precision@4": [1 / 4, 0.0],
+        "map": [(1 / 2) / 3, 0.0],
+    }
+    with pytest.raises(UsageError, match="at least 1"):
+        rankings.cut(0)
+
+
+def test_an_unknown_trec_eval_rule_names_the_known_ones() -> None:
+    rankings = rankings_from_dicts(QRELS, RUN)
+    with pytest.raises(UsageError, match="use one of 9, 10"):
+        evaluate(rankings, [parse_measure("iprec@0.10")], trec_eval="11")
+
+
+def test_trec_evals_sets_parse_and_name_every_all_trec_measure() -> None:
+    all_trec = parse_measures(TREC_SETS["all_trec"])
+    assert len(all_trec) == len(TREC_SETS["all_trec"])  # no repeats
+    assert parse_measures(TREC_SETS["official"]) == all_trec[: len(TREC_SETS["official"])]
+    # trec_eval 9.0.8's all_trec, one family each (runid and num_q are printed apart)
+    families = {m.name for m in all_trec}
+    assert families == {
+        *("num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "rprec", "bpref", "mrr"),
+        *("iprec", "precision", "relstring", "recall", "infap", "gm_bpref", "rprec_mult"),
+        *("utility", "11pt_avg", "bing", "g", "ndcg", "ndcg_rel", "rndcg", "relative_precision"),
+        *("hit", "set_precision", "set_relative_precision", "set_recall", "set_map", "set_f"),
+        "num_nonrel_judged_ret",
+    }
+
+
+def test_the_all_value_adds_the_rows_one_after_another_as_trec_eval_does() -> None:
+    """trec_eval adds its queries' values in order, then divides: nine 0.1s make
+    0.09999999999999999, where numpy's pairwise mean gives 0.1. Printed to four
+    decimals, such a difference can move a digit (0.01925 over 200 queries)."""
+    import numpy as np
+
+    nine = np.full(9, 0.1)
+    assert aggregate(parse_measure("map"), nine) == 0.09999999999999999
+    assert float(nine.mean()) == 0.1
+    logs = np.log(np.full(9, 0.1))
+    sequential = 0.0
+    for value in logs.tolist():
+        sequential += value
+    assert aggregate(parse_measure("gm_map"), np.full(9, 0.1)) == float(np.exp(sequential / 9))

@@ -180,6 +180,8 @@ BUILDERS: dict[str, Callable[[Data, int, Path, str], Rankings]] = {
 
 # trec_eval's eleven recall levels, and others where floor(L * R + 0.9) is easy to get wrong
 LEVELS = [f"{i / 10:.2f}" for i in range(11)] + ["0.05", "0.15", "0.25", "0.33", "0.45", "0.67"]
+# trec_eval's multiples of R for Rprec_mult, and others
+MULTIPLES = [*range(20, 201, 20), 5, 33, 150, 250]
 
 # ragsnap measure -> trec_eval measure
 TREC_EQUIVALENTS: dict[str, str] = {
@@ -197,7 +199,25 @@ TREC_EQUIVALENTS: dict[str, str] = {
     **{f"hit@{k}": f"success_{k}" for k in CUTOFFS},
     **{f"ndcg@{k}": f"ndcg_cut_{k}" for k in CUTOFFS},
     **{f"map@{k}": f"map_cut_{k}" for k in CUTOFFS},
+    # the rest of trec_eval's all_trec
+    "infap": "infAP",
+    "utility": "utility",
+    "11pt_avg": "11pt_avg",
+    "bing": "binG",
+    "g": "G",
+    "ndcg_rel": "ndcg_rel",
+    "rndcg": "Rndcg",
+    "set_precision": "set_P",
+    "set_relative_precision": "set_relative_P",
+    "set_recall": "set_recall",
+    "set_map": "set_map",
+    "set_f": "set_F",
+    "num_nonrel_judged_ret": "num_nonrel_judged_ret",
+    **{f"relative_precision@{k}": f"relative_P_{k}" for k in CUTOFFS},
+    **{f"rprec_mult@{m / 100:.2f}": f"Rprec_mult_{m / 100:.2f}" for m in MULTIPLES},
 }
+#: measures whose per-query trec_eval value is the logarithm, averaged geometrically
+GEOMETRIC = {"gm_map": "gm_map", "gm_bpref": "gm_bpref"}
 
 
 # trec_eval -c evaluates a judged query missing from the run against this one
@@ -205,24 +225,28 @@ TREC_EQUIVALENTS: dict[str, str] = {
 PLACEHOLDER = "ceci_nest_pas_un_docno"
 
 
-def reference_values(data: Data, complete: bool = False) -> dict[str, dict[str, float]]:
+def reference_values(
+    data: Data, complete: bool = False, relevance_level: int = 1
+) -> dict[str, dict[str, float]]:
     """trec_eval's value of every ragsnap measure, per query it evaluates; with
     ``complete``, also for the judged queries missing from the run, as -c does.
-    ``gm_map`` is trec_eval's per-query log(max(AP, 0.00001))."""
+    ``gm_map`` and ``gm_bpref`` are trec_eval's per-query log(max(value, 0.00001))."""
     run = dict(data.run)
     if complete:
         run.update({q: {PLACEHOLDER: 1.0} for q in data.qrels if q not in data.run})
     evaluator = pytrec_eval.RelevanceEvaluator(
-        data.qrels, {*TREC_EQUIVALENTS.values(), "num_rel_ret", "num_rel", "gm_map"}
+        data.qrels,
+        {*TREC_EQUIVALENTS.values(), "num_rel_ret", "num_rel", *GEOMETRIC.values()},
+        relevance_level=relevance_level,
     )
     raw = evaluator.evaluate(run)
     out = {q: {m: raw[q][t] for m, t in TREC_EQUIVALENTS.items()} for q in raw}
     for q, row in raw.items():  # recall without a cutoff: relevant retrieved / relevant
         out[q]["recall"] = row["num_rel_ret"] / row["num_rel"] if row["num_rel"] else 0.0
-        out[q]["gm_map"] = row["gm_map"]
-        if q not in data.run:
-            out[q]["num_ret"] = 0.0
-    rr = pytrec_eval.RelevanceEvaluator(data.qrels, {"recip_rank"})
+        out[q].update({m: row[t] for m, t in GEOMETRIC.items()})
+        if q not in data.run:  # -c resets what its placeholder result changed
+            out[q]["num_ret"] = out[q]["utility"] = 0.0
+    rr = pytrec_eval.RelevanceEvaluator(data.qrels, {"recip_rank"}, relevance_level=relevance_level)
     for k in CUTOFFS:  # mrr@k: recip_rank on the run cut to its top k in trec_eval order
         cut = {q: {d: s[d] for d in trec_order(s)[:k]} for q, s in run.items()}
         for q, row in rr.evaluate(cut).items():
@@ -231,9 +255,10 @@ def reference_values(data: Data, complete: bool = False) -> dict[str, dict[str, 
 
 
 def ndcg_exp_reference(ranking: list[str], judgments: dict[str, int], k: int | None) -> float:
-    """nDCG with gain 2^g - 1 and discount log2(rank + 1), written out longhand."""
+    """nDCG with gain 2^g - 1 (0 for a negative grade) and discount log2(rank + 1),
+    written out longhand."""
     top = ranking if k is None else ranking[:k]
-    dcg = sum((2 ** judgments.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(top))
+    dcg = sum((2 ** max(judgments.get(d, 0), 0) - 1) / math.log2(i + 2) for i, d in enumerate(top))
     ideal = sorted((g for g in judgments.values() if g > 0), reverse=True)
     ideal = ideal if k is None else ideal[:k]
     idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
@@ -246,7 +271,7 @@ def coverage_reference(ranking: list[str], judgments: dict[str, int], k: int) ->
 
 
 def all_measures() -> list[Measure]:
-    names = [*TREC_EQUIVALENTS, "recall", "ndcg_exp", "gm_map"]
+    names = [*TREC_EQUIVALENTS, "recall", "ndcg_exp", *GEOMETRIC]
     names += [f"{m}@{k}" for m in ("mrr", "ndcg_exp", "coverage") for k in CUTOFFS]
     return [parse_measure(n) for n in names]
 
@@ -270,8 +295,8 @@ def compare(
                 want = coverage_reference(ranking, judgments, m.cutoff)
             elif m.name == "ndcg_exp":
                 want = ndcg_exp_reference(ranking, judgments, m.cutoff)
-            elif m.name == "gm_map":  # trec_eval's per-query value is the logarithm
-                got, want = math.log(max(got, GM_FLOOR)), reference[query]["gm_map"]
+            elif m.name in GEOMETRIC:  # trec_eval's per-query value is the logarithm
+                got, want = math.log(max(got, GM_FLOOR)), reference[query][m.name]
             else:
                 want = reference[query][str(m)]
             if not math.isclose(got, want, rel_tol=0.0, abs_tol=TOLERANCE):
@@ -340,9 +365,10 @@ def test_trec_eval_query_sets_match_trec_eval_per_query_and_in_the_mean(
     for m, name in [(parse_measure(m), t) for m, t in TREC_EQUIVALENTS.items()]:
         want = pytrec_eval.compute_aggregated_measure(name, [reference[q][str(m)] for q in rows])
         assert aggregate(m, values[m]) == pytest.approx(want, rel=1e-12, abs=1e-12), m
-    gm_map = parse_measure("gm_map")
-    want = pytrec_eval.compute_aggregated_measure("gm_map", [reference[q]["gm_map"] for q in rows])
-    assert aggregate(gm_map, values[gm_map]) == pytest.approx(want, rel=1e-12)
+    for name in GEOMETRIC:
+        measure = parse_measure(name)
+        want = pytrec_eval.compute_aggregated_measure(name, [reference[q][name] for q in rows])
+        assert aggregate(measure, values[measure]) == pytest.approx(want, rel=1e-12), name
 
 
 @pytest.mark.parametrize(("layout", "seed"), CASES)
@@ -360,3 +386,137 @@ def test_dicts_and_trec_files_build_the_same_rankings(
     assert [[g for g in row if g] for row in a.ideal.tolist()] == [
         [g for g in row if g] for row in b.ideal.tolist()
     ]
+
+
+def with_unjudged_pool(data: Data, seed: int) -> Data:
+    """The data with about a quarter of the judgments made -1: in the pool, not
+    judged (what infAP samples); trec_eval reads any negative grade so."""
+    rng = random.Random(f"pool-{seed}")
+    for judgments in data.qrels.values():
+        for doc in list(judgments):
+            if rng.random() < 0.25:
+                judgments[doc] = -1
+    return data
+
+
+@pytest.mark.parametrize("builder", sorted(BUILDERS))
+@pytest.mark.parametrize(("layout", "seed"), CASES)
+@pytest.mark.parametrize("level", [2, 3])
+@pytest.mark.parametrize("pool", [False, True], ids=["judged", "sampled-pool"])
+def test_a_relevance_level_matches_trec_eval_l(
+    pool: bool, level: int, layout: str, seed: int, builder: str, tmp_path: Path
+) -> None:
+    """trec_eval -l N: a grade of N or more is relevant; a judged grade below N
+    is non-relevant (bpref, infAP, num_nonrel_judged_ret); gains stay the grades."""
+    data = make_data(layout, seed)
+    if pool:
+        data = with_unjudged_pool(data, seed)
+    build = rankings_from_trec if builder == "trec" else None
+    if build is None:
+        rankings = rankings_from_dicts(data.qrels, data.run, "trec", relevance_level=level)
+    else:
+        qrels_path, run_path = write_trec_files(data, seed, tmp_path)
+        rankings = build(read_qrels(qrels_path), read_run(run_path), "trec", level)
+    assert rankings.relevance_level == level
+    assert rankings.query_ids == tuple(sorted(set(data.qrels) & set(data.run)))
+    measures = all_measures()
+    values = {m: v.tolist() for m, v in evaluate(rankings, measures).items()}
+    reference = reference_values(data, relevance_level=level)
+    mismatches = compare(rankings, measures, values, data, reference)
+    assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
+
+
+@pytest.mark.parametrize(("layout", "seed"), CASES)
+@pytest.mark.parametrize("depth", [1, 3, 8])
+def test_a_cut_matches_trec_eval_m(depth: int, layout: str, seed: int) -> None:
+    """trec_eval -M N orders each query's results, then keeps the first N: the
+    same as evaluating the run cut to its top N in trec_eval order."""
+    data = make_data(layout, seed)
+    rankings = rankings_from_dicts(data.qrels, data.run, "trec").cut(depth)
+    assert int(rankings.retrieved.max()) <= depth
+    cut = {q: {d: s[d] for d in trec_order(s)[:depth]} for q, s in data.run.items()}
+    measures = [m for m in all_measures() if m.name != "mrr" or m.cutoff is None]
+    values = {m: v.tolist() for m, v in evaluate(rankings, measures).items()}
+    reference = reference_values(Data(data.qrels, cut))
+    mismatches = compare(rankings, measures, values, Data(data.qrels, cut), reference)
+    assert not mismatches, f"{len(mismatches)} mismatches:\n" + "\n".join(mismatches[:40])
+
+
+def iprec_by_trec_eval_source(
+    ranking: list[str], judgments: dict[str, int], levels: list[float], rule: str
+) -> list[float]:
+    """te_calc_iprec_at_recall of m_iprec_at_recall.c, line by line: the cutoff
+    of each level is (long) (L * R + 0.9) in trec_eval 9 and lround(L * R) in
+    trec_eval 10 (10.0-rc2); the rest is the same in both. ``levels`` ascending,
+    as trec_eval keeps them."""
+    rels = [judgments.get(d, -1) for d in ranking]
+    num_rel = sum(g >= 1 for g in judgments.values())
+    num_rel_ret = sum(g >= 1 for g in rels)
+    num_ret = len(rels)
+    if rule == "9":
+        cutoffs = [int(level * num_rel + 0.9) for level in levels]
+    else:  # C's lround: half away from zero
+        cutoffs = [math.floor(level * num_rel + 0.5) for level in levels]
+    values = [0.0] * len(levels)
+    current = len(levels) - 1
+    while current >= 0 and cutoffs[current] > num_rel_ret:
+        current -= 1
+    int_precis = num_rel_ret / num_ret if num_ret else 0.0
+    rel_so_far = num_rel_ret
+    i = num_ret
+    while i > 0 and rel_so_far > 0:
+        int_precis = max(int_precis, rel_so_far / i)
+        if rels[i - 1] >= 1:
+            while current >= 0 and rel_so_far == cutoffs[current]:
+                values[current] = int_precis
+                current -= 1
+            rel_so_far -= 1
+        i -= 1
+    while current >= 0:
+        values[current] = int_precis
+        current -= 1
+    return values
+
+
+@pytest.mark.parametrize(("layout", "seed"), CASES)
+@pytest.mark.parametrize("rule", ["9", "10"])
+def test_iprec_and_11pt_avg_follow_each_trec_eval_releases_recall_rule(
+    rule: str, layout: str, seed: int
+) -> None:
+    """Rule 9 is pytrec_eval's (checked above); here both rules against a port
+    of trec_eval's own loop, which agrees with pytrec_eval under rule 9."""
+    data = make_data(layout, seed)
+    rankings = rankings_from_dicts(data.qrels, data.run, "trec")
+    levels = [round(float(level) * 100) for level in LEVELS]
+    measures = [Measure("iprec", level) for level in levels] + [parse_measure("11pt_avg")]
+    values = evaluate(rankings, measures, trec_eval=rule)
+    eleven = [level / 100 for level in range(0, 101, 10)]
+    pinned = reference_values(data) if rule == "9" else {}
+    for row, query in enumerate(rankings.query_ids):
+        ranking = trec_order(data.run[query])
+        want = [
+            iprec_by_trec_eval_source(ranking, data.qrels[query], [level / 100], rule)[0]
+            for level in levels
+        ]
+        got = [float(values[m][row]) for m in measures[:-1]]
+        assert got == pytest.approx(want, abs=TOLERANCE), query
+        points = iprec_by_trec_eval_source(ranking, data.qrels[query], eleven, rule)
+        assert float(values[measures[-1]][row]) == pytest.approx(sum(points) / 11, abs=TOLERANCE)
+        if pinned:  # the port is trec_eval 9: pytrec_eval agrees with it
+            assert want == pytest.approx(
+                [pinned[query][str(m)] for m in measures[:-1]], abs=TOLERANCE
+            )
+
+
+def test_the_two_recall_rules_differ_where_l_times_r_has_a_fraction_in_01_to_05() -> None:
+    """R = 4 and L = 0.3: trec_eval 9 needs floor(1.2 + 0.9) = 2 relevant results,
+    trec_eval 10 lround(1.2) = 1. Relevant at ranks 1, 3, 5 and 7: 2/3 against 1."""
+    qrels = {"q": {"a": 1, "c": 1, "e": 1, "g": 1, "b": 0, "d": 0, "f": 0}}
+    run = {"q": ["a", "b", "c", "d", "e", "f", "g"]}
+    rankings = rankings_from_dicts(qrels, run, "trec")
+    iprec = parse_measure("iprec_at_recall_0.30")
+    assert evaluate(rankings, [iprec])[iprec].tolist() == [pytest.approx(2 / 3)]
+    assert evaluate(rankings, [iprec], trec_eval="10")[iprec].tolist() == [pytest.approx(1.0)]
+    scores = {"q": {d: 7.0 - i for i, d in enumerate(run["q"])}}
+    want = pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall"}).evaluate(scores)
+    assert want["q"]["iprec_at_recall_0.30"] == pytest.approx(2 / 3)  # pytrec_eval is 9

@@ -21,6 +21,7 @@ from ragsnap.ir.trec import (
     rankings_from_trec,
     read_qrels,
     read_run,
+    read_run_tag,
     write_qrels,
     write_run,
 )
@@ -184,6 +185,40 @@ def test_small_blocks_read_the_same_as_one_block(
     assert again.judged.tolist() == whole.judged.tolist()
 
 
+@pytest.mark.parametrize("block", [trec._BLOCK, 64], ids=["one-block", "64-byte-blocks"])
+def test_run_fields_after_the_tag_are_ignored_as_trec_eval_ignores_them(
+    block: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trec_eval (get_trec_results.c) reads query, iteration, document, rank,
+    score and tag, and skips the rest of the line; only fewer fields are refused."""
+    monkeypatch.setattr(trec, "_BLOCK", block)
+    rng = random.Random(7)
+    plain, trailing = [], []
+    for i in range(40):
+        fields = [f"q{i % 3}", "Q0", f"d{i}", str(i), f"{rng.random():.4f}", "run-a"]
+        plain.append(" ".join(fields))
+        more = rng.choice(([], ["x"], ["extra", "1.5", "#note"], ["a-much-longer-trailing-field"]))
+        trailing.append(rng.choice((" ", "\t")).join(fields + more))
+    expected = read_run(write(tmp_path / "plain", numbered(plain)))
+    got = read_run(write(tmp_path / "trailing", numbered(trailing)))
+    assert run_rows(got) == run_rows(expected)
+    assert len(run_rows(got)) == 40
+    qrels = read_qrels(write(tmp_path / "qrels", "q0 0 d3 1\nq1 0 d4 2\nq2 0 d5 0\n"))
+    a, b = rankings_from_trec(qrels, expected, "trec"), rankings_from_trec(qrels, got, "trec")
+    assert (a.query_ids, a.grades.tolist()) == (b.query_ids, b.grades.tolist())
+
+
+def test_the_run_tag_is_the_sixth_field_of_the_last_line_with_fields(tmp_path: Path) -> None:
+    """trec_eval's runid: the tag of the last content line, whatever follows it."""
+    lines = [f"q{i} Q0 d{i} 1 1.0 early" for i in range(3000)] + ["q Q0 d 1 1.0 last x y"]
+    path = write(tmp_path / "run", numbered(lines) + "\n  \n\n")
+    assert read_run_tag(path) == "last"
+    assert read_run_tag(write(tmp_path / "empty", "")) == ""
+    assert read_run_tag(write(tmp_path / "blank", "\n \n")) == ""
+    long_last = "q Q0 d 1 1.0 " + "t" * 200_000  # a last line longer than a block read
+    assert read_run_tag(write(tmp_path / "long", "q Q0 d 1 1.0 a\n" + long_last)) == "t" * 200_000
+
+
 # ---------------------------------------------------------------- errors
 
 
@@ -199,8 +234,8 @@ def numbered(lines: list[str]) -> str:
         (read_qrels, "q1 0 d1 2 extra", "has 5 fields, expected 4"),
         (read_qrels, "q1 0 d1 1.5", "grade '1.5' is not an integer"),
         (read_qrels, "q1 0 d1 high", "grade 'high' is not an integer"),
-        (read_run, "q1 Q0 d1 1 0.5", "has 5 fields, expected 6"),
-        (read_run, "q1 Q0 d1 1 0.5 tag more", "has 7 fields, expected 6"),
+        (read_run, "q1 Q0 d1 1 0.5", "has 5 fields, expected at least 6"),
+        (read_run, "q1 Q0 d1", "has 3 fields, expected at least 6"),
         (read_run, "q1 Q0 d1 1 high tag", "score 'high' is not a number"),
         (read_run, "q1 Q0 d1 1 1.2.3 tag", "score '1.2.3' is not a number"),
     ],

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import require_numba
 from ragsnap.ir import trec
-from ragsnap.ir.metrics import Rankings, evaluate, parse_measures
+from ragsnap.ir.metrics import TREC_SETS, Rankings, evaluate, parse_measures
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +25,7 @@ def _numba() -> None:
 
 MEASURES = parse_measures(
     ["map", "ndcg@10", "recall@10", "precision@10", "mrr", "rprec", "bpref", "num_ret"]
+    + [m for m in TREC_SETS["all_trec"] if m != "relstring"]
 )
 
 
@@ -35,9 +36,10 @@ def messy_files(tmp_path: Path, seed: int, scores: str = "plain") -> tuple[Path,
     lines are split into several blocks apart in the file; duplicate
     documents (the first line wins); tie groups of 2, of a few and of
     hundreds (beyond the insertion sort's budget); lines in reverse score
-    order; blank lines, tabs and CRLF; duplicate judgments and judged
-    queries missing from the run. ``scores`` "mixed" adds spellings the fast
-    parser leaves to numpy (``1e-3``, ``+2``, 17 digits).
+    order; blank lines, tabs and CRLF; fields after the tag (trec_eval
+    ignores them); duplicate judgments, negative grades and judged queries
+    missing from the run. ``scores`` "mixed" adds spellings the fast parser
+    leaves to numpy (``1e-3``, ``+2``, 17 digits).
     """
     rng = random.Random(seed)
     docs = (
@@ -60,7 +62,7 @@ def messy_files(tmp_path: Path, seed: int, scores: str = "plain") -> tuple[Path,
         else:  # descending, rounded: some ties
             values = sorted((round(rng.uniform(0, 20), 1) for _ in chosen), reverse=True)
         lines = [
-            f"{query} Q0 {d} {i + 1} {v} tag"
+            f"{query} Q0 {d} {i + 1} {v} tag" + (" more fields-after-the-tag" if i % 9 == 4 else "")
             for i, (d, v) in enumerate(zip(chosen, values, strict=True))
         ]
         lines += [f"{query} Q0 {d} 99 {rng.choice(values)} tag" for d in rng.choices(chosen, k=3)]
@@ -72,7 +74,7 @@ def messy_files(tmp_path: Path, seed: int, scores: str = "plain") -> tuple[Path,
         run_lines.append("\n".join(lines[cut:]))
         judged = rng.sample(chosen, min(len(chosen), rng.randint(1, 30)))
         judged += rng.sample(docs, 5)  # some never retrieved, some judged twice
-        qrels_lines += [f"{query} 0 {d} {rng.choice((0, 0, 1, 2, 3))}" for d in judged]
+        qrels_lines += [f"{query} 0 {d} {rng.choice((0, 0, 1, 2, 3, -1))}" for d in judged]
     qrels_lines += [f"absent-{i} 0 d{i} 1" for i in range(5)]
     rng.shuffle(run_lines)  # a query's blocks end up apart
     rng.shuffle(qrels_lines)
@@ -106,8 +108,14 @@ def assert_same_arrays(left: Any, right: Any) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("scores", ["plain", "mixed"])
 @pytest.mark.parametrize("query_set", ["ragsnap", "trec", "complete"])
+@pytest.mark.parametrize("level", [1, 2])
 def test_compiled_and_numpy_paths_give_identical_results(
-    seed: int, scores: str, query_set: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    seed: int,
+    scores: str,
+    query_set: str,
+    level: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     qrels_path, run_path = messy_files(tmp_path, seed, scores)
     qrels = both(monkeypatch, lambda: trec.read_qrels(qrels_path))
@@ -115,13 +123,19 @@ def test_compiled_and_numpy_paths_give_identical_results(
     assert_same_arrays(*qrels)
     assert_same_arrays(*run)
     assert run[0].score.size > 1000
-    slow, fast = both(monkeypatch, lambda: trec.rankings_from_trec(qrels[0], run[0], query_set))
+    slow, fast = both(
+        monkeypatch, lambda: trec.rankings_from_trec(qrels[0], run[0], query_set, level)
+    )
     assert isinstance(fast, Rankings)
     assert_same_arrays(slow, fast)
     assert int(fast.judged.sum()) > 100
-    slow_values, fast_values = evaluate(slow, MEASURES), evaluate(fast, MEASURES)
+    for rule in ("9", "10"):
+        slow_values, fast_values = evaluate(slow, MEASURES, rule), evaluate(fast, MEASURES, rule)
+        for measure in MEASURES:
+            assert np.array_equal(slow_values[measure], fast_values[measure]), measure
+    cut_slow, cut_fast = evaluate(slow.cut(7), MEASURES), evaluate(fast.cut(7), MEASURES)
     for measure in MEASURES:
-        assert np.array_equal(slow_values[measure], fast_values[measure]), measure
+        assert np.array_equal(cut_slow[measure], cut_fast[measure]), measure
 
 
 def test_duplicates_can_shorten_every_ranking(
