@@ -69,7 +69,13 @@ from ..models import JUDGMENT_TARGETS, GoldenCase
 from ..settings import ALIAS_NOTE, Method
 from ..trial.gates import GateResult, evaluate_gates, gates_from_json
 from ..trial.measure import MethodMeasurement, measure_method, trial_measures
-from ..trial.plan import Plan, canonical_sha256, corpus_digest
+from ..trial.plan import (
+    Plan,
+    canonical_sha256,
+    check_plan_version,
+    corpus_digest,
+    judgments_digest,
+)
 from ..trial.privacy import private_trial, private_trial_diff
 from ..trial.report import build_trial_report, method_table, render_trial_markdown
 from ..trial.runner import (
@@ -109,6 +115,9 @@ class _Side:
     run: Callable[
         [Sequence[GoldenCase], int | None, int, int], tuple[list[PassResult], dict[str, Any]]
     ]
+    #: input digest name -> what it digests, as a refused plan names it ("the frozen
+    #: vectors file x.json")
+    about: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -197,8 +206,9 @@ def run(args: argparse.Namespace) -> int:
             if entry.looks_up == "whole"
             else _embedded_side(args, config, names, case_set.sha256)
         )
+        inputs, about = _common_inputs(args, case_set, gates_path)
         plan = Plan(
-            side.inputs,
+            {**side.inputs, **inputs},
             [side.definitions[n] for n in names],
             depth,
             split,
@@ -211,9 +221,10 @@ def run(args: argparse.Namespace) -> int:
             if differences:
                 raise InputError(
                     args.plan,
-                    "does not match this run: " + "; ".join(differences),
+                    "does not match this run: "
+                    + "; ".join(_explained(differences, {**side.about, **about})),
                     "run with the inputs the plan was written for, or write a new plan with "
-                    "--write-plan",
+                    "`ragsnap trial --write-plan FILE`",
                     "/plan",
                 )
         if args.write_plan is not None:
@@ -329,7 +340,7 @@ def _embedded_side(
     """The embedded trial: a temporary store per vector provider (or ``--kb``), seeded
     from the configured corpus when the passes run."""
     from ..kb.corpus import open_seed_docs
-    from ..kb.embedders import make_embedder
+    from ..kb.embedders import embedder_files, file_sha256, make_embedder, vectors_identity
     from ..kb.pipeline import describe_method
     from ..kb.seeding import index_hashes
 
@@ -371,14 +382,43 @@ def _embedded_side(
         }
         for name, spec in methods.items()
     }
+    identities = {key: vectors_identity(embedder) for key, embedder in embedders.items()}
     inputs = {
         "corpus": corpus_digest(hashes),
         "cases": cases_sha256,
-        "vectors": canonical_sha256(sorted({d["embedder"]["model"] for d in definitions.values()})),
+        # the providers' fingerprints and the content of the files they read (streamed)
+        "vectors": canonical_sha256(
+            sorted(json.dumps(identities[provider_of[n]], sort_keys=True) for n in names)
+        ),
         "providers": canonical_sha256(
             sorted(json.dumps(d["embedder"], sort_keys=True) for d in definitions.values())
         ),
     }
+    used = {provider_of[n] for n in names}
+    files = [f for key in used for f in embedder_files(embedders[key])]
+    about = {
+        "corpus": f"the corpus of {args.kb if args.kb is not None else config.kb.seed_docs}",
+        "providers": "the embedders' fingerprints ("
+        + ", ".join(sorted({str(embedders[key].fingerprint) for key in used}))
+        + ")",
+        "vectors": "the vectors ("
+        + "; ".join(
+            [f"file {f}" for f in sorted({str(f) for f in files})]
+            + [f"embedder {e}" for e in sorted({str(embedders[k].fingerprint) for k in used})]
+        )
+        + ")",
+    }
+    aliases = sorted(
+        {
+            str(f)
+            for key in used
+            if embedders[key].fingerprint.kind == "alias"
+            for f in embedder_files(embedders[key])
+        }
+    )
+    if aliases:
+        inputs["aliases"] = canonical_sha256([file_sha256(Path(f)) for f in aliases])
+        about["aliases"] = "the alias file " + ", ".join(aliases)
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
@@ -407,7 +447,7 @@ def _embedded_side(
                     store.close()
         return passes, {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
 
-    return _Side(definitions, inputs, None, None, run)
+    return _Side(definitions, inputs, None, None, run, about)
 
 
 def _whole_side(
@@ -584,9 +624,46 @@ def _check_whole_methods(
     )
 
 
+def _common_inputs(
+    args: argparse.Namespace, case_set: Any, gates_path: Path | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The input digests of every trial (the judgments; the gates when it has some) and
+    what each digests, for a refused plan's message."""
+    from ..kb.embedders import file_sha256
+
+    inputs = {"judgments": judgments_digest({c.id: c.judgments for c in case_set.cases})}
+    about = {
+        "cases": f"the cases file {args.cases}",
+        "judgments": f"the judgments in {args.cases}",
+    }
+    if gates_path is not None:
+        inputs["gates"] = file_sha256(gates_path)
+        about["gates"] = f"the gates file {gates_path}"
+    return inputs, about
+
+
+def _explained(differences: Sequence[str], about: dict[str, str]) -> list[str]:
+    """``Plan.differences`` with each differing input named (its file when it is one)
+    instead of its two digests."""
+    out = []
+    for difference in differences:
+        pointer, _, change = difference.partition(": ")
+        key = pointer.removeprefix("/inputs/")
+        if not pointer.startswith("/inputs/"):
+            out.append(difference)
+        elif change.startswith("None -> "):
+            out.append(f"{pointer}: the plan has no {key}, and this run has {about.get(key, key)}")
+        elif change.endswith(" -> None"):
+            out.append(f"{pointer}: the plan has {key}, and this run has none")
+        else:
+            out.append(f"{pointer}: {about.get(key, key)} changed since the plan was written")
+    return out
+
+
 def _load_plan(path: Path) -> Plan:
     raw = read_bytes(path, "pass --plan with a plan written by `ragsnap trial --write-plan`")
     data = parse_json(raw, path)
+    check_plan_version(data, path)
     validate(data, "trial-plan", path, "trial plan")
     return Plan.from_file_json(data, path)
 

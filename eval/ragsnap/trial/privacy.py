@@ -12,7 +12,10 @@ beyond ids and hashes:
   (corpus, cases with queries, judgments and splits, vector providers,
   methods with their settings, depth, split, repetitions, seed), the scoring
   version and the measures. ``plan.inputs`` keeps its digests (``corpus``,
-  ``cases``, ``vectors``, ``providers``: the hash of the provider definitions).
+  ``cases``, ``judgments``, ``vectors``: the providers' fingerprints and
+  their files' content, ``providers``: the hash of the provider definitions,
+  ``aliases``, ``gates``: the files' content; ``ragsnap.trial.plan``): hashes
+  of content, which name no file, model or path.
 
 A trial over a service keeps ``service`` without its ``baseUrl`` (an
 endpoint); the backend and the corpus revision stay.
