@@ -136,6 +136,12 @@ _SHARED: dict[str, dict[str, Any]] = {
         "help": f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
     },
     "--config": {**_FILE, "help": f"settings file {_SETTINGS}"},
+    "--embedder": {
+        "metavar": "NAME",
+        "help": "embed with this embedder instead of kb.embedder in ragsnap.yaml: hashing "
+        "(character n-grams, no dependency) or minilm (all-MiniLM-L6-v2, extra `embed`); "
+        "methods with vectors of their own keep them (default: kb.embedder, else hashing)",
+    },
     "--kb": {
         **_FILE,
         "help": "the SQLite knowledge base (default: kb.path in ragsnap.yaml, else "
@@ -348,9 +354,11 @@ def _backend_help(names: tuple[str, ...]) -> str:
 
 
 def _add_store(parser: argparse.ArgumentParser, backends: tuple[str, ...] = ()) -> None:
-    """``--kb`` and ``--config``, and with ``backends`` the ``--backend`` of a local store."""
+    """``--kb``, ``--config`` and ``--embedder``, and with ``backends`` the ``--backend`` of
+    a local store."""
     _add(parser, "--kb")
     _add(parser, "--config")
+    _add(parser, "--embedder")
     if backends:
         _add(
             parser,
@@ -620,6 +628,13 @@ def _score(score: argparse.ArgumentParser) -> None:
     _add_review(score, "failing or regressed")
     _add(
         score,
+        "--embedder",
+        help="the embedder the fixtures were captured with (`snapshot --embedder NAME`), "
+        "for the fixtures' staleness check: hashing or minilm (default: kb.embedder in "
+        "ragsnap.yaml, else hashing)",
+    )
+    _add(
+        score,
         "--history",
         "--history-out",
         **_DIR,
@@ -686,6 +701,13 @@ def _check(check: argparse.ArgumentParser) -> None:
         "--config",
         help="settings file for kb.seedDocs and kb.chunking (default: ragsnap.yaml when it "
         "exists, else built-in defaults)",
+    )
+    _add(
+        check,
+        "--embedder",
+        help="the embedder the fixtures were captured with (`snapshot --embedder NAME`), "
+        "for the provenance check: hashing or minilm (default: kb.embedder in ragsnap.yaml, "
+        "else hashing)",
     )
     _add(check, "--json-report", **_FILE, help="also write the findings as JSON (default: none)")
     _add(check, "--allow-outside")
@@ -1225,6 +1247,7 @@ def _trial(trial: argparse.ArgumentParser) -> None:
         "(default: a temporary one, deleted after)",
     )
     _add(trial, "--config")
+    _add(trial, "--embedder")
     _add(trial, "--allow-outside")
     _add_privacy(trial, "trial.shareable in ragsnap.yaml, else off")
 

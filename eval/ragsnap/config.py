@@ -452,21 +452,32 @@ def _skip_expectations(data: dict[str, Any], path: Path) -> tuple[str, ...]:
     return names
 
 
-def load_config(path: Path | None) -> Config:
-    """Read ``path`` (or ``ragsnap.yaml`` when it exists) into a ``Config``."""
-    if path is None:
-        if not DEFAULT_CONFIG.exists():
-            return Config()
-        path = DEFAULT_CONFIG  # found by default: a folder of that name is an error too
-        fix = "rename or remove it (ragsnap reads ragsnap.yaml in the project root)"
+def load_config(path: Path | None, *, embedder: str | None = None) -> Config:
+    """Read ``path`` (or ``ragsnap.yaml`` when it exists) into a ``Config``; ``embedder``
+    (``--embedder NAME``, ``settings.NAMED_EMBEDDERS``) replaces ``kb.embedder`` before
+    the settings are read, so what follows from the embedder (the fusion profile of the
+    built-in hybrid methods) follows the one chosen."""
+    data: Any = None
+    if path is None and not DEFAULT_CONFIG.exists():
+        path = DEFAULT_CONFIG  # no file: the built-in defaults
     else:
-        fix = "pass --config with an existing file, or leave it out"
-    raw = read_bytes(path, fix, kind="config")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
-    data: Any = parse_yaml(text, path, "fix the YAML syntax")
+        if path is None:
+            path = DEFAULT_CONFIG  # found by default: a folder of that name is an error too
+            fix = "rename or remove it (ragsnap reads ragsnap.yaml in the project root)"
+        else:
+            fix = "pass --config with an existing file, or leave it out"
+        raw = read_bytes(path, fix, kind="config")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
+        data = parse_yaml(text, path, "fix the YAML syntax")
+    if embedder is not None and (data is None or isinstance(data, dict)):
+        from .settings import named_embedder
+
+        given: dict[str, Any] = data if isinstance(data, dict) else {}
+        kb: dict[str, Any] = given["kb"] if isinstance(given.get("kb"), dict) else {}
+        data = {**given, "kb": {**kb, "embedder": named_embedder(embedder)}}
     if data is None:
         return Config()
     validate(data, "config", path, "configuration")

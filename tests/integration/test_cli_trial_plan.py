@@ -170,3 +170,28 @@ def test_a_version_1_plan_is_refused_with_the_fix(tiny: Path) -> None:
     run = refused(tiny)
     assert "version 1 plan" in run.err and "/schemaVersion" in run.err, run.err
     assert "Traceback" not in run.err
+
+
+# -- --embedder NAME ---------------------------------------------------------------------
+
+
+def test_a_plan_written_with_embedder_runs_with_it_and_refuses_the_flag(tmp_path: Path) -> None:
+    root = write_tiny_project(tmp_path / "tiny")
+    wrote = run_cli(
+        "trial", "--methods", "vector", "--embedder", "hashing", "--write-plan", "p.json", cwd=root
+    )
+    assert wrote.code == 0, wrote.err
+    plan = json.loads((root / "p.json").read_text(encoding="utf-8"))["plan"]
+    assert plan["embedder"] == "hashing"
+    assert plan["methods"][0]["embedder"]["kind"] == "hashing"  # not ragsnap.yaml's frozen
+    again = run_cli("trial", "--plan", "p.json", "--embedder", "hashing", cwd=root)
+    assert again.code == 2 and "--embedder would change the pinned plan" in again.err
+    ran = run_cli("trial", "--plan", "p.json", cwd=root)  # the plan's embedder, no flag
+    assert ran.code == 0, ran.out + ran.err
+    report = json.loads((root / "reports" / "trial.json").read_text(encoding="utf-8"))
+    assert report["plan"]["embedder"] == "hashing"
+    assert report["methods"]["vector"]["definition"]["embedder"]["kind"] == "hashing"
+    private = run_cli("trial", "--plan", "p.json", "--privacy", cwd=root)
+    assert private.code == 0, private.err
+    shared = json.loads((root / "reports" / "trial.json").read_text(encoding="utf-8"))
+    assert "embedder" not in shared["plan"] and shared["planSha256"] == report["planSha256"]

@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     from ..kb.embedders import Embedder
 
 #: the flags a plan fixes: giving one with --plan is a usage error
-PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
+PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed", "embedder")
 DEFAULT_SEED = 20260920
 #: the flags of the backends a trial can run over
 BACKEND_FLAGS = ("--base-url", "--token-file", "--token-env")
@@ -123,7 +123,6 @@ class _Side:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     cpu_started = time.process_time()
-    config = _with_aliases(load_config(args.config), args.aliases)
     if args.plan is not None:
         given = [f"--{f}" for f in PLAN_FLAGS if getattr(args, f) is not None]
         if given:
@@ -136,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
                 "--plan runs a plan and --write-plan writes one; pass only one of them"
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
+    embedder = _pick(getattr(args, "embedder", None), pinned, "embedder", None)
+    config = _with_aliases(load_config(args.config, embedder=embedder), args.aliases)
     from ..kb.backends.registry import DEFAULT_BACKEND, get_backend
 
     # --backend's choices (cli): the embedded store and the backends that answer whole
@@ -215,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
             repetitions,
             seed,
             side.backend,
+            embedder,
         )
         if pinned is not None:
             differences = pinned.differences(plan)
@@ -320,11 +322,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
     """The flags of one backend are refused with another (``Backend.check_options``);
-    ``--kb`` and ``--aliases`` belong to the embedded trial."""
+    ``--kb``, ``--aliases`` and ``--embedder`` belong to the embedded trial."""
     from ._kb import options_of
 
     if entry.looks_up == "whole":
-        for flag, value in (("--kb", args.kb), ("--aliases", args.aliases)):
+        for flag, value in (
+            ("--kb", args.kb),
+            ("--aliases", args.aliases),
+            ("--embedder", getattr(args, "embedder", None)),
+        ):
             if value is not None:
                 raise UsageError(
                     f"{flag} is for the embedded trial; {entry.answered_by} runs its own "

@@ -37,9 +37,12 @@ pipeline settings: its plan holds ``backend: {name: http, corpusRevision}``
 none: the corpus is then not pinned), the cases' digests as its inputs, and
 per method the request fields ``http.methods`` sends (``request``). The
 service's base URL is not part of the plan (the same plan runs against
-another deployment of the same corpus). An embedded plan has no ``backend``
-(its hash is unchanged); a plan of one backend is refused by a trial of the
-other.
+another deployment of the same corpus). An embedded plan has no ``backend``;
+a plan of one backend is refused by a trial of the other.
+
+``embedder`` is there only when ``--embedder NAME`` chose one in place of
+``kb.embedder``: a run of the plan embeds with it, as it runs with the plan's
+depth and split (``--embedder`` with ``--plan`` is a usage error).
 """
 
 from __future__ import annotations
@@ -128,6 +131,8 @@ class Plan:
     seed: int
     #: a service's trial: ``{"name": "http", "corpusRevision": ...}``; None: embedded
     backend: Mapping[str, Any] | None = None
+    #: ``--embedder NAME`` in place of kb.embedder (a run of the plan uses it); None: none
+    embedder: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -140,6 +145,8 @@ class Plan:
         }
         if self.backend is not None:
             out["backend"] = dict(self.backend)
+        if self.embedder is not None:
+            out["embedder"] = self.embedder
         return out
 
     @property
@@ -175,6 +182,7 @@ class Plan:
             repetitions=plan["repetitions"],
             seed=plan["seed"],
             backend=plan.get("backend"),
+            embedder=plan.get("embedder"),
         )
         if made.sha256 != data["planSha256"]:
             raise InputError(
@@ -204,7 +212,7 @@ class Plan:
             for name, definition in mine_methods.items():
                 if dict(definition) != dict(their_methods[name]):
                     out.append(f"/methods/{name}: its settings changed")
-        for key in ("depth", "split", "repetitions", "seed"):
+        for key in ("depth", "split", "repetitions", "seed", "embedder"):
             if getattr(self, key) != getattr(other, key):
                 out.append(f"/{key}: {getattr(self, key)} -> {getattr(other, key)}")
         return out

@@ -7,7 +7,9 @@ beyond ids and hashes:
 
 * each method's definition (retrievers, embedder fingerprint with its model
   name, every retrieval setting, the note) becomes its name and the SHA-256
-  of the definition, in ``plan.methods`` and ``methods.*.definition``;
+  of the definition, in ``plan.methods`` and ``methods.*.definition``, and
+  ``plan.embedder`` (the name ``--embedder`` chose, e.g. ``minilm``) is left
+  out (the plan hash still covers it);
 * ``evaluationDefinitionSha256`` is added: the SHA-256 of the plan's hash
   (corpus, cases with queries, judgments and splits, vector providers,
   methods with their settings, depth, split, repetitions, seed), the scoring
@@ -56,7 +58,10 @@ def private_trial(report: Mapping[str, Any]) -> dict[str, Any]:
         **report,
         **hidden,
         "privacy": True,
-        "plan": {**plan, "methods": [_method(m) for m in plan["methods"]]},
+        "plan": {
+            **{k: v for k, v in plan.items() if k != "embedder"},  # a model's name
+            "methods": [_method(m) for m in plan["methods"]],
+        },
         "evaluationDefinitionSha256": sha256_json(
             {
                 "plan": report["planSha256"],
