@@ -1134,8 +1134,9 @@ def _live_check(live: argparse.ArgumentParser) -> None:
 
 @_command("trial", help="compare retrieval methods on one corpus: measured, pinned, gated")
 def _trial(trial: argparse.ArgumentParser) -> None:
-    """Seed a temporary embedded knowledge base from the configured corpus (one per vector
-    provider; --kb uses an existing one), run every method over the same golden cases
+    """Seed an embedded knowledge base from the configured corpus (one per vector
+    provider, kept in trial.storeCache and reused while the corpus, embedder and
+    segmenter stay the same; --kb uses an existing one), run every method over the same golden cases
     with the same k, and write one comparison report: hit levels, graded measures (over
     raw rankings with --depth), span context precision and recall, no-answer false
     positives, per split, language and category; latency from a warm-up and seeded,
@@ -1243,8 +1244,17 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     _add(
         trial,
         "--kb",
-        help="use this embedded knowledge base instead of seeding a temporary one "
-        "(default: a temporary one, deleted after)",
+        help="use this embedded knowledge base instead of seeding one "
+        "(default: the store cache's, else a temporary one, deleted after)",
+    )
+    _add(
+        trial,
+        "--no-store-cache",
+        dest="store_cache",
+        action="store_false",
+        help="seed a temporary store, deleted after, instead of reusing (or seeding and "
+        "keeping) the store of this corpus and embedder in trial.storeCache (default: "
+        ".ragsnap/trial-stores; clear it by deleting the folder)",
     )
     _add(trial, "--config")
     _add(trial, "--embedder")

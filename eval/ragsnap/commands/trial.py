@@ -3,9 +3,12 @@
 The flow: resolve the methods (``--methods``, the plan, ``trial.methods`` or
 every built-in the configuration can run), the cases of the split, and one
 vector provider per distinct embedder; digest the inputs into a plan
-(``--write-plan`` stops here, ``--plan`` must match it); seed one temporary
-embedded knowledge base per vector provider from the configured corpus
-(or use ``--kb``), asserting the same corpus in each; run the warm-up pass
+(``--write-plan`` stops here, ``--plan`` must match it); take one embedded
+knowledge base per vector provider from the store cache (``ragsnap.kb.store_cache``:
+reused while the corpus, the embedder with its files and the segmenter stay the
+same, else seeded from the configured corpus and kept; stderr says which),
+or seed a temporary one (``--no-store-cache``), or use ``--kb``, asserting
+the same corpus in each; run the warm-up pass
 and the measured passes; compare their determinism projections; score the
 first measured pass per method; apply the gates; write the report (and the
 TREC runs) atomically. Exit 1 when a gate fails or the passes differ.
@@ -44,6 +47,7 @@ import contextlib
 import dataclasses
 import json
 import resource
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -52,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
-from ..errors import BackendError, InputError, UsageError
+from ..errors import BackendError, InputError, RagsnapError, UsageError
 from ..io.inputs import load_cases
 from ..io.jsonio import (
     check_outputs,
@@ -432,7 +436,9 @@ def _embedded_side(
         from ..kb.pipeline import Pipeline
 
         with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
-            stores = _open_stores(args, config, embedders, tokenizer, docs, hashes, Path(work))
+            stores = _open_stores(
+                args, config, embedders, tokenizer, docs, hashes, Path(work), identities
+            )
             try:
                 lookups = {
                     name: pipeline_lookup(
@@ -699,14 +705,40 @@ def _open_stores(
     docs: Any,
     hashes: dict[str, str],
     work: Path,
+    identities: dict[str, dict[str, Any]],
 ) -> dict[str, SqliteKnowledgeBase]:
-    """One store per vector provider: ``--kb``, or seeded now into ``work``."""
+    """One store per vector provider: ``--kb``; else the store cache's (reused, or
+    seeded now and kept: ``ragsnap.kb.store_cache``); else (``--no-store-cache``,
+    ``trial.storeCache: false``) seeded now into ``work``."""
     from ..kb.backends.sqlite import SqliteKnowledgeBase
     from ..kb.seeding import check_compatible, seed
 
+    def seed_into(store: SqliteKnowledgeBase, embedder: Embedder) -> None:
+        progress = Progress(len(hashes), f"trial: seed ({embedder.fingerprint.kind})", "documents")
+        seed(
+            store,
+            docs,
+            embedder,
+            tokenizer,
+            config.kb.chunking,
+            hashes=hashes,
+            where=f"a trial store ({embedder.fingerprint.kind})",
+            on_upload=_advancer(progress),
+        )
+        progress.close()
+        stored = {s: d.index_hash for s, d in store.documents().items()}
+        if stored != hashes:
+            raise AssertionError("a trial store holds another corpus than the plan's")
+
+    cache = config.trial.store_cache if getattr(args, "store_cache", True) else None
     stores: dict[str, SqliteKnowledgeBase] = {}
     try:
         for number, (key, embedder) in enumerate(embedders.items()):
+            if args.kb is None and cache is not None:
+                stores[key] = _cached_store(
+                    cache, config, embedder, tokenizer, hashes, identities[key], seed_into
+                )
+                continue
             if args.kb is not None:
                 store = SqliteKnowledgeBase(args.kb, create=False, kernel="compiled")
                 stores[key] = store
@@ -720,23 +752,13 @@ def _open_stores(
                 continue
             store = SqliteKnowledgeBase(work / f"kb-{number}.sqlite", kernel="compiled")
             stores[key] = store
-            progress = Progress(
-                len(hashes), f"trial: seed ({embedder.fingerprint.kind})", "documents"
+            print(
+                f"trial: seeding a temporary store ({embedder.fingerprint}), deleted after "
+                "(the store cache is off; `ragsnap seed` then `trial --kb FILE` also avoids "
+                "seeding)",
+                file=sys.stderr,
             )
-            seed(
-                store,
-                docs,
-                embedder,
-                tokenizer,
-                config.kb.chunking,
-                hashes=hashes,
-                where=f"a temporary knowledge base ({embedder.fingerprint.kind})",
-                on_upload=_advancer(progress),
-            )
-            progress.close()
-            stored = {s: d.index_hash for s, d in store.documents().items()}
-            if stored != hashes:
-                raise AssertionError("a trial store holds another corpus than the plan's")
+            seed_into(store, embedder)
         counts = {store.count() for store in stores.values()}
         if len(counts) != 1:
             raise AssertionError(f"the trial's stores hold different chunk counts: {counts}")
@@ -745,6 +767,57 @@ def _open_stores(
             store.close()
         raise
     return stores
+
+
+def _cached_store(
+    cache: Path,
+    config: Config,
+    embedder: Embedder,
+    tokenizer: Any,
+    hashes: dict[str, str],
+    identity: dict[str, Any],
+    seed_into: Callable[[SqliteKnowledgeBase, Embedder], None],
+) -> SqliteKnowledgeBase:
+    """The store cache's store of this corpus, embedder and tokenizer (reused, or seeded
+    now), said on stderr."""
+    from .. import __version__
+    from ..kb.seeding import check_compatible
+    from ..kb.store_cache import open_cached_store, store_key
+
+    kb = config.kb
+    key = store_key(
+        corpus_digest(hashes),
+        identity,
+        {
+            "name": tokenizer.name,
+            "segmenter": kb.segmenter,
+            "stemmer": kb.stemmer,
+            "stopWords": kb.stop_words,
+        },
+        __version__,
+    )
+
+    def usable(store: SqliteKnowledgeBase) -> bool:
+        stored = {s: d.index_hash for s, d in store.documents().items()}
+        try:
+            check_compatible(store.read_meta(), embedder.fingerprint, tokenizer.name, "", fix="")
+        except RagsnapError:
+            return False
+        return stored == hashes
+
+    store, reused = open_cached_store(
+        cache, key, lambda s: seed_into(s, embedder), usable, kernel="compiled"
+    )
+    where = (cache / key).as_posix()
+    print(
+        f"trial: reused the store of {embedder.fingerprint} in {where} (same corpus and embedder)"
+        if reused
+        else f"trial: seeded the store of {embedder.fingerprint} into {where}; later trials "
+        "of this corpus and embedder reuse it (--no-store-cache: don't; delete the folder "
+        "to clear it)",
+        file=sys.stderr,
+    )
+    return store
 
 
 def _advancer(progress: Progress) -> Any:
