@@ -46,3 +46,16 @@ def test_an_unknown_name_is_a_usage_error_naming_the_choices(tmp_path: Path, com
     run = run_cli(command, *args, "--embedder", "minilim", cwd=root)
     assert run.code == 2, run.out + run.err
     assert "did you mean 'minilm'" in run.err and "hashing, minilm" in run.err, run.err
+
+
+@pytest.mark.slow
+def test_trial_embedder_minilm_needs_no_yaml(tmp_path: Path) -> None:
+    """MiniLM by name: the real model, its fusion weights, no ragsnap.yaml edit."""
+    root = write_tiny_project(tmp_path / "tiny")
+    run = run_cli("trial", "--methods", "vector,hybrid", "--embedder", "minilm", cwd=root)
+    assert run.code == 0, run.out + run.err
+    report = json.loads((root / "reports" / "trial.json").read_text(encoding="utf-8"))
+    definition = report["methods"]["hybrid"]["definition"]
+    assert definition["embedder"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert report["plan"]["embedder"] == "minilm"
+    assert "seeded the store of sentence-transformer" in run.err
