@@ -347,8 +347,9 @@ def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
 def _embedded_side(
     args: argparse.Namespace, config: Config, names: Sequence[str], cases_sha256: str
 ) -> _Side:
-    """The embedded trial: a temporary store per vector provider (or ``--kb``), seeded
-    from the configured corpus when the passes run."""
+    """The embedded trial: a store per vector provider (the store cache's, a temporary
+    one, or ``--kb``), seeded from the configured corpus when the passes run unless
+    reused; the plan's inputs with what each digests (``_Side.about``)."""
     from ..kb.corpus import open_seed_docs
     from ..kb.embedders import embedder_files, file_sha256, make_embedder, vectors_identity
     from ..kb.pipeline import describe_method
@@ -398,7 +399,7 @@ def _embedded_side(
         "cases": cases_sha256,
         # the providers' fingerprints and the content of the files they read (streamed)
         "vectors": canonical_sha256(
-            sorted(json.dumps(identities[provider_of[n]], sort_keys=True) for n in names)
+            sorted({json.dumps(identities[provider_of[n]], sort_keys=True) for n in names})
         ),
         "providers": canonical_sha256(
             sorted(json.dumps(d["embedder"], sort_keys=True) for d in definitions.values())
