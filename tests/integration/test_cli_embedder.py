@@ -58,4 +58,4 @@ def test_trial_embedder_minilm_needs_no_yaml(tmp_path: Path) -> None:
     definition = report["methods"]["hybrid"]["definition"]
     assert definition["embedder"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert report["plan"]["embedder"] == "minilm"
-    assert "seeded the store of sentence-transformer" in run.err
+    assert "seeding the store of sentence-transformer" in run.err

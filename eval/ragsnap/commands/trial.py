@@ -806,18 +806,24 @@ def _cached_store(
             return False
         return stored == hashes
 
-    store, reused = open_cached_store(
-        cache, key, lambda s: seed_into(s, embedder), usable, kernel="compiled"
-    )
     where = (cache / key).as_posix()
-    print(
-        f"trial: reused the store of {embedder.fingerprint} in {where} (same corpus and embedder)"
-        if reused
-        else f"trial: seeded the store of {embedder.fingerprint} into {where}; later trials "
-        "of this corpus and embedder reuse it (--no-store-cache: don't; delete the folder "
-        "to clear it)",
-        file=sys.stderr,
-    )
+
+    def seed_and_say(store: SqliteKnowledgeBase) -> None:
+        print(
+            f"trial: seeding the store of {embedder.fingerprint} into {where}; later trials "
+            "of this corpus and embedder reuse it (--no-store-cache: don't; delete the folder "
+            "to clear it)",
+            file=sys.stderr,
+        )
+        seed_into(store, embedder)
+
+    store, reused = open_cached_store(cache, key, seed_and_say, usable, kernel="compiled")
+    if reused:
+        print(
+            f"trial: reused the store of {embedder.fingerprint} in {where} (same corpus and "
+            "embedder)",
+            file=sys.stderr,
+        )
     return store
 
 
