@@ -137,6 +137,12 @@ _SHARED: dict[str, dict[str, Any]] = {
         "help": f"folder of {{caseId}}.json fixtures (default: {DEFAULT_FIXTURES})",
     },
     "--config": {**_FILE, "help": f"settings file {_SETTINGS}"},
+    "--embedder": {
+        "metavar": "NAME",
+        "help": "embed with this embedder instead of kb.embedder in ragsnap.yaml: hashing "
+        "(character n-grams, no dependency) or minilm (all-MiniLM-L6-v2, extra `embed`); "
+        "methods with vectors of their own keep them (default: kb.embedder, else hashing)",
+    },
     "--kb": {
         **_FILE,
         "help": "the SQLite knowledge base (default: kb.path in ragsnap.yaml, else "
@@ -361,9 +367,11 @@ def _backend_help(names: tuple[str, ...]) -> str:
 
 
 def _add_store(parser: argparse.ArgumentParser, backends: tuple[str, ...] = ()) -> None:
-    """``--kb`` and ``--config``, and with ``backends`` the ``--backend`` of a local store."""
+    """``--kb``, ``--config`` and ``--embedder``, and with ``backends`` the ``--backend`` of
+    a local store."""
     _add(parser, "--kb")
     _add(parser, "--config")
+    _add(parser, "--embedder")
     if backends:
         _add(
             parser,
@@ -633,6 +641,13 @@ def _score(score: argparse.ArgumentParser) -> None:
     _add_review(score, "failing or regressed")
     _add(
         score,
+        "--embedder",
+        help="the embedder the fixtures were captured with (`snapshot --embedder NAME`), "
+        "for the fixtures' staleness check: hashing or minilm (default: kb.embedder in "
+        "ragsnap.yaml, else hashing)",
+    )
+    _add(
+        score,
         "--history",
         "--history-out",
         **_DIR,
@@ -699,6 +714,13 @@ def _check(check: argparse.ArgumentParser) -> None:
         "--config",
         help="settings file for kb.seedDocs and kb.chunking (default: ragsnap.yaml when it "
         "exists, else built-in defaults)",
+    )
+    _add(
+        check,
+        "--embedder",
+        help="the embedder the fixtures were captured with (`snapshot --embedder NAME`), "
+        "for the provenance check: hashing or minilm (default: kb.embedder in ragsnap.yaml, "
+        "else hashing)",
     )
     _add(check, "--json-report", **_FILE, help="also write the findings as JSON (default: none)")
     _add(check, "--allow-outside")
@@ -1160,8 +1182,9 @@ def _live_check(live: argparse.ArgumentParser) -> None:
 
 @_command("trial", help="compare retrieval methods on one corpus: measured, pinned, gated")
 def _trial(trial: argparse.ArgumentParser) -> None:
-    """Seed a temporary embedded knowledge base from the configured corpus (one per vector
-    provider; --kb uses an existing one), run every method over the same golden cases
+    """Seed an embedded knowledge base from the configured corpus (one per vector
+    provider, kept in trial.storeCache and reused while the corpus, embedder and
+    segmenter stay the same; --kb uses an existing one), run every method over the same golden cases
     with the same k, and write one comparison report: hit levels, graded measures (over
     raw rankings with --depth), span context precision and recall, no-answer false
     positives, per split, language and category; latency from a warm-up and seeded,
@@ -1286,8 +1309,17 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     _add(
         trial,
         "--kb",
-        help="use this embedded knowledge base instead of seeding a temporary one "
-        "(default: a temporary one, deleted after)",
+        help="use this embedded knowledge base instead of seeding one "
+        "(default: the store cache's, else a temporary one, deleted after)",
+    )
+    _add(
+        trial,
+        "--no-store-cache",
+        dest="store_cache",
+        action="store_false",
+        help="seed a temporary store, deleted after, instead of reusing (or seeding and "
+        "keeping) the store of this corpus and embedder in trial.storeCache (default: "
+        ".ragsnap/trial-stores; clear it by deleting the folder)",
     )
     _add(
         trial,
@@ -1307,6 +1339,7 @@ def _trial(trial: argparse.ArgumentParser) -> None:
         "(default: 20)",
     )
     _add(trial, "--config")
+    _add(trial, "--embedder")
     _add(trial, "--allow-outside")
     _add_privacy(trial, "trial.shareable in ragsnap.yaml, else off")
 

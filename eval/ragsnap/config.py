@@ -106,6 +106,7 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       depth: 1000          # raw ranking depth (default: the evidence only)
       gates: gates.yaml
       shareable: false     # true: trial writes privacy reports unless --no-privacy
+      storeCache: .ragsnap/trial-stores  # seeded stores reused (false: seed every time)
 
 Paths inside the file are relative to the file's folder.
 """
@@ -149,6 +150,8 @@ DEFAULT_CASE_MEASURES = ("recall@5", "recall@10", "mrr@10", "ndcg@10", "map", "c
 
 
 DEFAULT_KB = Path(".ragsnap/kb.sqlite")
+#: where ``ragsnap trial`` keeps the stores it seeds (``ragsnap.kb.store_cache``)
+DEFAULT_TRIAL_STORES = Path(".ragsnap/trial-stores")
 #: ``history`` when left out: the committed folder of dated score reports
 DEFAULT_HISTORY = Path("reports/history")
 DEFAULT_MILVUS_URI = ".ragsnap/milvus.db"
@@ -210,6 +213,9 @@ class TrialConfig:
     gates: Path | None = None
     #: the reports are shared: ``trial`` writes privacy views unless ``--no-privacy``
     shareable: bool = False
+    #: ``storeCache``: the folder of seeded trial stores (``ragsnap.kb.store_cache``);
+    #: None (``storeCache: false``): every trial seeds a temporary store
+    store_cache: Path | None = DEFAULT_TRIAL_STORES
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +392,16 @@ def _trial_config(data: dict[str, Any], base: Path) -> TrialConfig:
         depth=data.get("depth"),
         gates=where("gates"),
         shareable=data.get("shareable", False),
+        store_cache=_store_cache(data.get("storeCache", True), base),
     )
+
+
+def _store_cache(value: str | bool, base: Path) -> Path | None:
+    """``trial.storeCache``: a folder (relative to the config's), true (the default
+    folder) or false (no cache)."""
+    if value is False:
+        return None
+    return base / (DEFAULT_TRIAL_STORES if value is True else value)
 
 
 def _lookup_settings(
@@ -452,21 +467,32 @@ def _skip_expectations(data: dict[str, Any], path: Path) -> tuple[str, ...]:
     return names
 
 
-def load_config(path: Path | None) -> Config:
-    """Read ``path`` (or ``ragsnap.yaml`` when it exists) into a ``Config``."""
-    if path is None:
-        if not DEFAULT_CONFIG.exists():
-            return Config()
-        path = DEFAULT_CONFIG  # found by default: a folder of that name is an error too
-        fix = "rename or remove it (ragsnap reads ragsnap.yaml in the project root)"
+def load_config(path: Path | None, *, embedder: str | None = None) -> Config:
+    """Read ``path`` (or ``ragsnap.yaml`` when it exists) into a ``Config``; ``embedder``
+    (``--embedder NAME``, ``settings.NAMED_EMBEDDERS``) replaces ``kb.embedder`` before
+    the settings are read, so what follows from the embedder (the fusion profile of the
+    built-in hybrid methods) follows the one chosen."""
+    data: Any = None
+    if path is None and not DEFAULT_CONFIG.exists():
+        path = DEFAULT_CONFIG  # no file: the built-in defaults
     else:
-        fix = "pass --config with an existing file, or leave it out"
-    raw = read_bytes(path, fix, kind="config")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
-    data: Any = parse_yaml(text, path, "fix the YAML syntax")
+        if path is None:
+            path = DEFAULT_CONFIG  # found by default: a folder of that name is an error too
+            fix = "rename or remove it (ragsnap reads ragsnap.yaml in the project root)"
+        else:
+            fix = "pass --config with an existing file, or leave it out"
+        raw = read_bytes(path, fix, kind="config")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
+        data = parse_yaml(text, path, "fix the YAML syntax")
+    if embedder is not None and (data is None or isinstance(data, dict)):
+        from .settings import named_embedder
+
+        given: dict[str, Any] = data if isinstance(data, dict) else {}
+        kb: dict[str, Any] = given["kb"] if isinstance(given.get("kb"), dict) else {}
+        data = {**given, "kb": {**kb, "embedder": named_embedder(embedder)}}
     if data is None:
         return Config()
     validate(data, "config", path, "configuration")

@@ -256,6 +256,7 @@ def snapshot_args(
         cases=cases,
         fixtures=fixtures,
         config=config,
+        embedder=None,
         case=only,
         backend=None,
         kb=None,

@@ -35,6 +35,7 @@ __all__ = [
     "FUSION_KIND_DEFAULTS",
     "FUSION_NAMES",
     "METHODS",
+    "NAMED_EMBEDDERS",
     "PIPELINE_VERSION",
     "RERANKERS",
     "RETRIEVERS",
@@ -46,6 +47,7 @@ __all__ = [
     "RerankWeights",
     "default_fusion",
     "method_settings",
+    "named_embedder",
 ]
 
 #: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values;
@@ -131,6 +133,29 @@ EMBEDDER_FUSION: dict[str, FusionProfile] = {
     "hashing": FusionProfile(lexical_weight=0.85, vector_weight=0.15),
     "sentence-transformer": FusionProfile(lexical_weight=0.4, vector_weight=0.6),
 }
+
+
+#: the embedders ``--embedder NAME`` chooses (every command that embeds, and ``score``
+#: and ``check``, which compare fixtures with the settings), as ``kb.embedder`` specs:
+#: the ones that need nothing more than their name. Frozen vectors, alias files and an
+#: OpenAI-compatible endpoint need a path or a URL: set those in ``kb.embedder``.
+NAMED_EMBEDDERS: dict[str, dict[str, Any]] = {
+    "hashing": {"kind": "hashing"},
+    "minilm": {"kind": "sentence-transformer"},
+}
+
+
+def named_embedder(name: str) -> dict[str, Any]:
+    """The ``kb.embedder`` spec ``--embedder NAME`` stands for."""
+    try:
+        return dict(NAMED_EMBEDDERS[name])
+    except KeyError:
+        meant = did_you_mean(name, list(NAMED_EMBEDDERS))
+        hint = f" (did you mean {meant!r}?)" if meant else ""
+        raise UsageError(
+            f"--embedder {name!r}{hint}: use one of {', '.join(NAMED_EMBEDDERS)}, or set "
+            "kb.embedder in ragsnap.yaml for frozen vectors or an endpoint"
+        ) from None
 
 
 def default_fusion(embedder_kind: str | None) -> FusionProfile:

@@ -73,7 +73,8 @@ def test_a_trial_compares_two_python_retrievers(tmp_path: Path) -> None:
     one = ragsnap("trial", "--backend", "python", "--methods", "titled", cwd=root)
     assert one.code in (0, 1), one.err  # the example's own gates may fail a retriever
     assert list(read(root / "reports" / "trial.json")["methods"]) == ["titled"]
-    wrote = ragsnap("trial", "--backend", "python", "--write-plan", "plan.json", cwd=root)
+    # the gates are an input of the plan: the same file when it is written and run
+    wrote = ragsnap("trial", "--backend", "python", "--write-plan", "plan.json", "--gates", "gates.yaml", cwd=root)  # fmt: skip
     assert wrote.code == 0, wrote.err
     assert "Run it with `ragsnap trial --backend python --plan plan.json`" in wrote.out
     again = ragsnap("trial", "--backend", "python", "--plan", "plan.json", "--gates", "gates.yaml", cwd=root)  # fmt: skip

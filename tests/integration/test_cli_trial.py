@@ -364,7 +364,8 @@ def test_two_trial_reports_diff_per_method(example: Path) -> None:
     diff = run_cli("diff", "base.json", "worse.json", "--max-listed", "200", cwd=example)
     assert diff.code == 1, diff.out + diff.err
     assert "Regressed against base.json" in diff.out
-    assert "inputs changed: providers, vectors" in diff.out  # alias brought its vectors
+    # alias brought its vectors and its alias file; strict.yaml has no gates
+    assert "inputs changed: aliases, gates, providers, vectors" in diff.out
     assert re.search(r"^  lexical: contextRecall 0\.\d+ -> 0\.\d+ \(Holm p", diff.out, re.M), (
         diff.out
     )

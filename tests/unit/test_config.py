@@ -280,3 +280,32 @@ def test_known_failures_and_history(tmp_path: Path) -> None:
     err = info.value
     assert err.exit_code == 2 and err.path == str(path) and err.pointer == "/knownFailures"
     assert err.fix == "use one of: 'expected', 'strict', 'fail'"
+
+
+def test_embedder_by_name_replaces_kb_embedder_before_the_settings_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--embedder NAME``: the named spec replaces kb.embedder, and the hybrid methods'
+    fusion follows it; methods with their own vectors keep them."""
+    from ragsnap.errors import UsageError
+    from ragsnap.settings import NAMED_EMBEDDERS
+
+    path = tmp_path / "ragsnap.yaml"
+    path.write_text(
+        "kb: {embedder: {kind: frozen, path: v.json}, segmenter: bigram}\n"
+        "methods:\n  own: {retrievers: [vector], embedder: {kind: hashing, dimension: 64}}\n",
+        encoding="utf-8",
+    )
+    assert load_config(path).kb.embedder == {"kind": "frozen", "path": "v.json"}
+    chosen = load_config(path, embedder="minilm")
+    assert chosen.kb.embedder == {"kind": "sentence-transformer"} == NAMED_EMBEDDERS["minilm"]
+    assert chosen.kb.segmenter == "bigram"  # the rest of kb stays
+    assert chosen.lookup.fusion == EMBEDDER_FUSION["sentence-transformer"]
+    assert chosen.lookup.method_spec("own").embedder == {"kind": "hashing", "dimension": 64}
+    assert load_config(path, embedder="hashing").kb.embedder == {"kind": "hashing"}
+    with pytest.raises(UsageError, match=r"did you mean 'minilm'.*hashing, minilm"):
+        load_config(path, embedder="minilim")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.chdir(tmp_path / "empty")  # no ragsnap.yaml: the defaults, with the embedder
+    assert load_config(None).kb.embedder == {"kind": "hashing"}
+    assert load_config(None, embedder="minilm").kb.embedder == {"kind": "sentence-transformer"}

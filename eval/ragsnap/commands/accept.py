@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             f"--baseline {baseline}: the Markdown baseline is written beside it as "
             f"{baseline.stem}.md; pass the JSON file, e.g. reports/baseline.json"
         )
-    config = load_config(args.config)
+    config = load_config(args.config, embedder=getattr(args, "embedder", None))
     history = config.history
     check_outputs(
         [

@@ -44,7 +44,7 @@ def _count(n: int, one: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, embedder=getattr(args, "embedder", None))
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
     case_set, document = load_cases_document(args.cases)
     settings = config.kb.chunking

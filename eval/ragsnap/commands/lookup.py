@@ -12,7 +12,7 @@ from ._kb import backend_of, open_pipeline
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, embedder=getattr(args, "embedder", None))
     settings = config.lookup
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)

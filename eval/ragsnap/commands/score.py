@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
             "--diff-json-report, --diff-markdown-report and --require-significance need "
             "--compare-to BASELINE; add it or drop them"
         )
-    config = load_config(args.config)
+    config = load_config(args.config, embedder=getattr(args, "embedder", None))
     case_set = load_cases(args.cases)
     fixture_set = load_fixtures(args.fixtures)
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")

@@ -28,7 +28,7 @@ from ._kb import (
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = load_config(args.config, embedder=getattr(args, "embedder", None))
     folder = args.seed_docs if args.seed_docs is not None else config.kb.seed_docs
     backend = backend_of(args, config)
     entry = get_backend(backend)

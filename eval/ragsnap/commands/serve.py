@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         from ..live import service  # noqa: F401
     except ImportError as exc:
         raise MissingDependency(f"ragsnap serve ({exc.name} is missing)", "serve") from None
-    config = load_config(args.config)
+    config = load_config(args.config, embedder=getattr(args, "embedder", None))
     token = read_token(args.token_file, args.token_env)
     if not is_loopback(args.host) and token is None:
         print(
@@ -309,7 +309,7 @@ def _worker(
     (None, or the error's message), then serve ``sock``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # until uvicorn installs its own handlers
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, embedder=getattr(args, "embedder", None))
         backend = backend_of(args, config)
         with open_pipeline(backend, args, config, create=False) as pipeline:
             ready.send(None)

@@ -178,7 +178,7 @@ def _old_manifest(folder: Path, check: bool) -> Manifest | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = with_options(args, load_config(args.config))
+    config = with_options(args, load_config(args.config, embedder=getattr(args, "embedder", None)))
     retrieved_at = _check_retrieved_at(args.retrieved_at)
     if args.check and args.prune:
         raise UsageError("--check writes nothing and --prune deletes files; pick one")
@@ -364,6 +364,7 @@ def score_args(
         diff_json_report=None,
         diff_markdown_report=None,
         config=args.config,
+        embedder=getattr(args, "embedder", None),
         max_listed=getattr(args, "max_listed", 20),
         allow_outside=args.allow_outside,
         extra_reports=[],

@@ -3,9 +3,12 @@
 The flow: resolve the methods (``--methods``, the plan, ``trial.methods`` or
 every built-in the configuration can run), the cases of the split, and one
 vector provider per distinct embedder; digest the inputs into a plan
-(``--write-plan`` stops here, ``--plan`` must match it); seed one temporary
-embedded knowledge base per vector provider from the configured corpus
-(or use ``--kb``), asserting the same corpus in each; run the warm-up pass
+(``--write-plan`` stops here, ``--plan`` must match it); take one embedded
+knowledge base per vector provider from the store cache (``ragsnap.kb.store_cache``:
+reused while the corpus, the embedder with its files and the segmenter stay the
+same, else seeded from the configured corpus and kept; stderr says which),
+or seed a temporary one (``--no-store-cache``), or use ``--kb``, asserting
+the same corpus in each; run the warm-up pass
 and the measured passes; compare their determinism projections; score the
 first measured pass per method; apply the gates; pair the methods case by case
 (``ragsnap.trial.significance``: against ``--reference`` or the first method, or
@@ -54,6 +57,7 @@ import dataclasses
 import json
 import re
 import resource
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -63,7 +67,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
-from ..errors import BackendError, InputError, UsageError
+from ..errors import BackendError, InputError, RagsnapError, UsageError
 from ..io.inputs import load_cases
 from ..io.jsonio import (
     check_outputs,
@@ -80,7 +84,13 @@ from ..models import JUDGMENT_TARGETS, GoldenCase
 from ..settings import ALIAS_NOTE, Method
 from ..trial.gates import GateResult, evaluate_gates, gates_from_json, gates_line
 from ..trial.measure import MethodMeasurement, measure_method, trial_measures
-from ..trial.plan import Plan, canonical_sha256, corpus_digest
+from ..trial.plan import (
+    Plan,
+    canonical_sha256,
+    check_plan_version,
+    corpus_digest,
+    judgments_digest,
+)
 from ..trial.privacy import private_trial, private_trial_diff
 from ..trial.report import (
     build_trial_report,
@@ -108,7 +118,7 @@ if TYPE_CHECKING:
     from ..kb.embedders import Embedder
 
 #: the flags a plan fixes: giving one with --plan is a usage error
-PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed")
+PLAN_FLAGS = ("methods", "depth", "split", "repetitions", "seed", "embedder")
 DEFAULT_SEED = 20260920
 #: previous runs' reports kept in trial-history/ (``--keep``)
 DEFAULT_KEEP = 20
@@ -134,12 +144,14 @@ class _Side:
         [Sequence[GoldenCase], int | None, int, int],
         tuple[list[PassResult], dict[str, Any], dict[str, Any]],
     ]
+    #: input digest name -> what it digests, as a refused plan names it ("the frozen
+    #: vectors file x.json")
+    about: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     cpu_started = time.process_time()
-    config = _with_aliases(load_config(args.config), args.aliases)
     if args.plan is not None:
         given = [f"--{f}" for f in PLAN_FLAGS if getattr(args, f) is not None]
         if given:
@@ -153,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
             )
     pinned = _load_plan(args.plan) if args.plan is not None else None
     _resource_cgroup(args)  # a --cgroup that is not one: exit 2 before anything runs
+    embedder = _pick(getattr(args, "embedder", None), pinned, "embedder", None)
+    config = _with_aliases(load_config(args.config, embedder=embedder), args.aliases)
     from ..kb.backends.registry import DEFAULT_BACKEND, get_backend
 
     # --backend's choices (cli): the embedded store and the backends that answer whole
@@ -231,14 +245,16 @@ def run(args: argparse.Namespace) -> int:
             if entry.looks_up == "whole"
             else _embedded_side(args, config, names, case_set.sha256)
         )
+        inputs, about = _common_inputs(args, case_set, gates_path)
         plan = Plan(
-            side.inputs,
+            {**side.inputs, **inputs},
             [side.definitions[n] for n in names],
             depth,
             split,
             repetitions,
             seed,
             side.backend,
+            embedder,
         )
         _within_budgets(side.backend, cases, depth)
         if pinned is not None:
@@ -246,9 +262,10 @@ def run(args: argparse.Namespace) -> int:
             if differences:
                 raise InputError(
                     args.plan,
-                    "does not match this run: " + "; ".join(differences),
+                    "does not match this run: "
+                    + "; ".join(_explained(differences, {**side.about, **about})),
                     "run with the inputs the plan was written for, or write a new plan with "
-                    "--write-plan",
+                    "`ragsnap trial --write-plan FILE`",
                     "/plan",
                 )
         if args.write_plan is not None:
@@ -393,11 +410,15 @@ def _keep_previous(args: argparse.Namespace, written: dict[Path, Any]) -> Path |
 
 def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
     """The flags of one backend are refused with another (``Backend.check_options``);
-    ``--kb`` and ``--aliases`` belong to the embedded trial."""
+    ``--kb``, ``--aliases`` and ``--embedder`` belong to the embedded trial."""
     from ._kb import options_of
 
     if entry.looks_up == "whole":
-        for flag, value in (("--kb", args.kb), ("--aliases", args.aliases)):
+        for flag, value in (
+            ("--kb", args.kb),
+            ("--aliases", args.aliases),
+            ("--embedder", getattr(args, "embedder", None)),
+        ):
             if value is not None:
                 raise UsageError(
                     f"{flag} is for the embedded trial; {entry.answered_by} runs its own "
@@ -410,10 +431,11 @@ def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
 def _embedded_side(
     args: argparse.Namespace, config: Config, names: Sequence[str], cases_sha256: str
 ) -> _Side:
-    """The embedded trial: a temporary store per vector provider (or ``--kb``), seeded
-    from the configured corpus when the passes run."""
+    """The embedded trial: a store per vector provider (the store cache's, a temporary
+    one, or ``--kb``), seeded from the configured corpus when the passes run unless
+    reused; the plan's inputs with what each digests (``_Side.about``)."""
     from ..kb.corpus import open_seed_docs
-    from ..kb.embedders import make_embedder
+    from ..kb.embedders import embedder_files, file_sha256, make_embedder, vectors_identity
     from ..kb.pipeline import describe_method
     from ..kb.seeding import index_hashes
 
@@ -462,14 +484,43 @@ def _embedded_side(
         }
         for name, spec in methods.items()
     }
+    identities = {key: vectors_identity(embedder) for key, embedder in embedders.items()}
     inputs = {
         "corpus": corpus_digest(hashes),
         "cases": cases_sha256,
-        "vectors": canonical_sha256(sorted({d["embedder"]["model"] for d in definitions.values()})),
+        # the providers' fingerprints and the content of the files they read (streamed)
+        "vectors": canonical_sha256(
+            sorted({json.dumps(identities[provider_of[n]], sort_keys=True) for n in names})
+        ),
         "providers": canonical_sha256(
             sorted(json.dumps(d["embedder"], sort_keys=True) for d in definitions.values())
         ),
     }
+    used = {provider_of[n] for n in names}
+    files = [f for key in used for f in embedder_files(embedders[key])]
+    about = {
+        "corpus": f"the corpus of {args.kb if args.kb is not None else config.kb.seed_docs}",
+        "providers": "the embedders' fingerprints ("
+        + ", ".join(sorted({str(embedders[key].fingerprint) for key in used}))
+        + ")",
+        "vectors": "the vectors ("
+        + "; ".join(
+            [f"file {f}" for f in sorted({str(f) for f in files})]
+            + [f"embedder {e}" for e in sorted({str(embedders[k].fingerprint) for k in used})]
+        )
+        + ")",
+    }
+    aliases = sorted(
+        {
+            str(f)
+            for key in used
+            if embedders[key].fingerprint.kind == "alias"
+            for f in embedder_files(embedders[key])
+        }
+    )
+    if aliases:
+        inputs["aliases"] = canonical_sha256([file_sha256(Path(f)) for f in aliases])
+        about["aliases"] = "the alias file " + ", ".join(aliases)
 
     def run(
         cases: Sequence[GoldenCase], depth: int | None, repetitions: int, seed: int
@@ -477,7 +528,9 @@ def _embedded_side(
         from ..kb.pipeline import Pipeline
 
         with tempfile.TemporaryDirectory(prefix="ragsnap-trial-") as work:
-            stores = _open_stores(args, config, embedders, tokenizer, docs, hashes, Path(work))
+            stores = _open_stores(
+                args, config, embedders, tokenizer, docs, hashes, Path(work), identities
+            )
             try:
                 lookups = {
                     name: pipeline_lookup(
@@ -501,7 +554,7 @@ def _embedded_side(
         corpus = {"documents": len(hashes), "chunks": chunks, "sha256": inputs["corpus"]}
         return passes, corpus, resources
 
-    return _Side(definitions, inputs, None, None, run)
+    return _Side(definitions, inputs, None, None, run, about)
 
 
 def _whole_side(
@@ -715,9 +768,46 @@ def _check_whole_methods(
     )
 
 
+def _common_inputs(
+    args: argparse.Namespace, case_set: Any, gates_path: Path | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The input digests of every trial (the judgments; the gates when it has some) and
+    what each digests, for a refused plan's message."""
+    from ..kb.embedders import file_sha256
+
+    inputs = {"judgments": judgments_digest({c.id: c.judgments for c in case_set.cases})}
+    about = {
+        "cases": f"the cases file {args.cases}",
+        "judgments": f"the judgments in {args.cases}",
+    }
+    if gates_path is not None:
+        inputs["gates"] = file_sha256(gates_path)
+        about["gates"] = f"the gates file {gates_path}"
+    return inputs, about
+
+
+def _explained(differences: Sequence[str], about: dict[str, str]) -> list[str]:
+    """``Plan.differences`` with each differing input named (its file when it is one)
+    instead of its two digests."""
+    out = []
+    for difference in differences:
+        pointer, _, change = difference.partition(": ")
+        key = pointer.removeprefix("/inputs/")
+        if not pointer.startswith("/inputs/"):
+            out.append(difference)
+        elif change.startswith("None -> "):
+            out.append(f"{pointer}: the plan has no {key}, and this run has {about.get(key, key)}")
+        elif change.endswith(" -> None"):
+            out.append(f"{pointer}: the plan has {key}, and this run has none")
+        else:
+            out.append(f"{pointer}: {about.get(key, key)} changed since the plan was written")
+    return out
+
+
 def _load_plan(path: Path) -> Plan:
     raw = read_bytes(path, "pass --plan with a plan written by `ragsnap trial --write-plan`")
     data = parse_json(raw, path)
+    check_plan_version(data, path)
     validate(data, "trial-plan", path, "trial plan")
     return Plan.from_file_json(data, path)
 
@@ -747,14 +837,40 @@ def _open_stores(
     docs: Any,
     hashes: dict[str, str],
     work: Path,
+    identities: dict[str, dict[str, Any]],
 ) -> dict[str, SqliteKnowledgeBase]:
-    """One store per vector provider: ``--kb``, or seeded now into ``work``."""
+    """One store per vector provider: ``--kb``; else the store cache's (reused, or
+    seeded now and kept: ``ragsnap.kb.store_cache``); else (``--no-store-cache``,
+    ``trial.storeCache: false``) seeded now into ``work``."""
     from ..kb.backends.sqlite import SqliteKnowledgeBase
     from ..kb.seeding import check_compatible, seed
 
+    def seed_into(store: SqliteKnowledgeBase, embedder: Embedder) -> None:
+        progress = Progress(len(hashes), f"trial: seed ({embedder.fingerprint.kind})", "documents")
+        seed(
+            store,
+            docs,
+            embedder,
+            tokenizer,
+            config.kb.chunking,
+            hashes=hashes,
+            where=f"a trial store ({embedder.fingerprint.kind})",
+            on_upload=_advancer(progress),
+        )
+        progress.close()
+        stored = {s: d.index_hash for s, d in store.documents().items()}
+        if stored != hashes:
+            raise AssertionError("a trial store holds another corpus than the plan's")
+
+    cache = config.trial.store_cache if getattr(args, "store_cache", True) else None
     stores: dict[str, SqliteKnowledgeBase] = {}
     try:
         for number, (key, embedder) in enumerate(embedders.items()):
+            if args.kb is None and cache is not None:
+                stores[key] = _cached_store(
+                    cache, config, embedder, tokenizer, hashes, identities[key], seed_into
+                )
+                continue
             if args.kb is not None:
                 store = SqliteKnowledgeBase(args.kb, create=False, kernel="compiled")
                 stores[key] = store
@@ -768,23 +884,13 @@ def _open_stores(
                 continue
             store = SqliteKnowledgeBase(work / f"kb-{number}.sqlite", kernel="compiled")
             stores[key] = store
-            progress = Progress(
-                len(hashes), f"trial: seed ({embedder.fingerprint.kind})", "documents"
+            print(
+                f"trial: seeding a temporary store ({embedder.fingerprint}), deleted after "
+                "(the store cache is off; `ragsnap seed` then `trial --kb FILE` also avoids "
+                "seeding)",
+                file=sys.stderr,
             )
-            seed(
-                store,
-                docs,
-                embedder,
-                tokenizer,
-                config.kb.chunking,
-                hashes=hashes,
-                where=f"a temporary knowledge base ({embedder.fingerprint.kind})",
-                on_upload=_advancer(progress),
-            )
-            progress.close()
-            stored = {s: d.index_hash for s, d in store.documents().items()}
-            if stored != hashes:
-                raise AssertionError("a trial store holds another corpus than the plan's")
+            seed_into(store, embedder)
         counts = {store.count() for store in stores.values()}
         if len(counts) != 1:
             raise AssertionError(f"the trial's stores hold different chunk counts: {counts}")
@@ -793,6 +899,63 @@ def _open_stores(
             store.close()
         raise
     return stores
+
+
+def _cached_store(
+    cache: Path,
+    config: Config,
+    embedder: Embedder,
+    tokenizer: Any,
+    hashes: dict[str, str],
+    identity: dict[str, Any],
+    seed_into: Callable[[SqliteKnowledgeBase, Embedder], None],
+) -> SqliteKnowledgeBase:
+    """The store cache's store of this corpus, embedder and tokenizer (reused, or seeded
+    now), said on stderr."""
+    from .. import __version__
+    from ..kb.seeding import check_compatible
+    from ..kb.store_cache import open_cached_store, store_key
+
+    kb = config.kb
+    key = store_key(
+        corpus_digest(hashes),
+        identity,
+        {
+            "name": tokenizer.name,
+            "segmenter": kb.segmenter,
+            "stemmer": kb.stemmer,
+            "stopWords": kb.stop_words,
+        },
+        __version__,
+    )
+
+    def usable(store: SqliteKnowledgeBase) -> bool:
+        stored = {s: d.index_hash for s, d in store.documents().items()}
+        try:
+            check_compatible(store.read_meta(), embedder.fingerprint, tokenizer.name, "", fix="")
+        except RagsnapError:
+            return False
+        return stored == hashes
+
+    where = (cache / key).as_posix()
+
+    def seed_and_say(store: SqliteKnowledgeBase) -> None:
+        print(
+            f"trial: seeding the store of {embedder.fingerprint} into {where}; later trials "
+            "of this corpus and embedder reuse it (--no-store-cache: don't; delete the folder "
+            "to clear it)",
+            file=sys.stderr,
+        )
+        seed_into(store, embedder)
+
+    store, reused = open_cached_store(cache, key, seed_and_say, usable, kernel="compiled")
+    if reused:
+        print(
+            f"trial: reused the store of {embedder.fingerprint} in {where} (same corpus and "
+            "embedder)",
+            file=sys.stderr,
+        )
+    return store
 
 
 def _advancer(progress: Progress) -> Any:

@@ -16,6 +16,13 @@ kind                      what                                            needs
 The fingerprint (kind, model, revision, dimension) is stored in the knowledge
 base and in every snapshot; a knowledge base built with one embedder refuses
 lookups and imports with another until it is rebuilt with ``--reindex``.
+
+What makes two embedders' vectors differ is the fingerprint plus the content
+of the files an embedder reads its vectors or terms from (``frozen``'s vectors
+file, ``alias``'s term groups: ``files``). ``vectors_identity`` is both, each
+file by the SHA-256 of its bytes (``file_sha256``: read in 1 MiB chunks, never
+whole): a trial plan digests it, so an edited vectors file changes the plan
+(``ragsnap.trial.plan``).
 """
 
 from __future__ import annotations
@@ -46,7 +53,10 @@ __all__ = [
     "HashingEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
+    "embedder_files",
+    "file_sha256",
     "make_embedder",
+    "vectors_identity",
 ]
 
 EMBEDDER_KINDS = ("hashing", "sentence-transformer", "frozen", "openai", "alias")
@@ -90,6 +100,40 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> NDArray[np.float32]:
         """One vector for a query."""
         ...
+
+
+#: how much of a file ``file_sha256`` reads at a time
+HASH_CHUNK_BYTES = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in ``HASH_CHUNK_BYTES`` chunks (a
+    vectors file of gigabytes is never held in memory)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as stream:
+            while chunk := stream.read(HASH_CHUNK_BYTES):
+                digest.update(chunk)
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})", "check the path") from None
+    return digest.hexdigest()
+
+
+def embedder_files(embedder: Embedder) -> tuple[Path, ...]:
+    """The files ``embedder`` reads its vectors or terms from (none for a model)."""
+    files: tuple[Path, ...] = getattr(embedder, "files", ())
+    return files
+
+
+def vectors_identity(embedder: Embedder) -> dict[str, Any]:
+    """What makes ``embedder``'s vectors what they are: its fingerprint and the SHA-256
+    of every file it reads them from (in order; no path, so a moved file is the same)."""
+    return {
+        "fingerprint": embedder.fingerprint.to_json(),
+        "files": [file_sha256(path) for path in embedder_files(embedder)],
+    }
 
 
 def _as_vector(value: Any, dimension: int | None) -> NDArray[np.float32] | None:
@@ -323,6 +367,11 @@ class AliasEmbedder:
     def fingerprint(self) -> Fingerprint:
         return Fingerprint("alias", self._model, self.VERSION, len(self._patterns))
 
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The alias file (``vectors_identity``)."""
+        return (self._path,)
+
     def _vector(self, text: str) -> NDArray[np.float32]:
         norm = _fold(text)
         row = np.array([1.0 if p.search(norm) else 0.0 for p in self._patterns], dtype=np.float64)
@@ -390,6 +439,11 @@ class FrozenEmbedder:
     @property
     def fingerprint(self) -> Fingerprint:
         return Fingerprint("frozen", self._model, self._revision, self._dimension)
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The vectors file (``vectors_identity``)."""
+        return (self._path,)
 
     def _get(self, table: dict[str, NDArray[np.float32]], key: str, what: str) -> Any:
         try:

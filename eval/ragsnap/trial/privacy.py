@@ -7,12 +7,17 @@ beyond ids and hashes:
 
 * each method's definition (retrievers, embedder fingerprint with its model
   name, every retrieval setting, the note) becomes its name and the SHA-256
-  of the definition, in ``plan.methods`` and ``methods.*.definition``;
+  of the definition, in ``plan.methods`` and ``methods.*.definition``, and
+  ``plan.embedder`` (the name ``--embedder`` chose, e.g. ``minilm``) is left
+  out (the plan hash still covers it);
 * ``evaluationDefinitionSha256`` is added: the SHA-256 of the plan's hash
   (corpus, cases with queries, judgments and splits, vector providers,
   methods with their settings, depth, split, repetitions, seed), the scoring
   version and the measures. ``plan.inputs`` keeps its digests (``corpus``,
-  ``cases``, ``vectors``, ``providers``: the hash of the provider definitions).
+  ``cases``, ``judgments``, ``vectors``: the providers' fingerprints and
+  their files' content, ``providers``: the hash of the provider definitions,
+  ``aliases``, ``gates``: the files' content; ``ragsnap.trial.plan``): hashes
+  of content, which name no file, model or path.
 
 A trial over a service keeps ``service`` without its ``baseUrl`` (an
 endpoint); the backend and the corpus revision stay.
@@ -54,7 +59,10 @@ def private_trial(report: Mapping[str, Any]) -> dict[str, Any]:
         **report,
         **hidden,
         "privacy": True,
-        "plan": {**plan, "methods": [_method(m) for m in plan["methods"]]},
+        "plan": {
+            **{k: v for k, v in plan.items() if k != "embedder"},  # a model's name
+            "methods": [_method(m) for m in plan["methods"]],
+        },
         "evaluationDefinitionSha256": sha256_json(
             {
                 "plan": report["planSha256"],

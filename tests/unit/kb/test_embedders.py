@@ -391,3 +391,49 @@ def test_bad_alias_files(tmp_path: Path, text: str, pointer: str) -> None:
 def test_alias_embedder_needs_a_path() -> None:
     with pytest.raises(UsageError, match="needs `path`"):
         make_embedder({"kind": "alias"})
+
+
+# --- what makes vectors differ: fingerprints and their files' content -------------------
+
+
+def test_file_sha256_reads_in_chunks_and_matches_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    from ragsnap.kb import embedders
+
+    path = tmp_path / "big.bin"
+    data = os.urandom(10_000)
+    path.write_bytes(data)
+    reads: list[int] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        stream = real_open(self, *args, **kwargs)
+        read = stream.read
+        stream.read = lambda n=-1: reads.append(n) or read(n)  # type: ignore[method-assign]
+        return stream
+
+    monkeypatch.setattr(embedders, "HASH_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(Path, "open", counting_open)
+    assert embedders.file_sha256(path) == hashlib.sha256(data).hexdigest()
+    assert reads == [4096, 4096, 4096, 4096]  # three chunks and the end, never the whole
+
+
+def test_vectors_identity_follows_the_files_content_not_their_path(tmp_path: Path) -> None:
+    from ragsnap.kb.embedders import embedder_files, vectors_identity
+
+    path = frozen_file(tmp_path)
+    frozen = FrozenEmbedder(path)
+    identity = vectors_identity(frozen)
+    assert embedder_files(frozen) == (path,)
+    assert identity["fingerprint"] == frozen.fingerprint.to_json()
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    assert vectors_identity(FrozenEmbedder(frozen_file(moved))) == identity
+    frozen_file(tmp_path, queries={"How big is the pool?": [0, 1, 1]})  # same model, revision
+    assert vectors_identity(FrozenEmbedder(path))["files"] != identity["files"]
+    hashing = HashingEmbedder(64)
+    assert embedder_files(hashing) == ()
+    assert vectors_identity(hashing) == {"fingerprint": hashing.fingerprint.to_json(), "files": []}

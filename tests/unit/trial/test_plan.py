@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from ragsnap.errors import InputError
-from ragsnap.trial.plan import Plan, canonical_sha256, corpus_digest
+from ragsnap.models import Judgment
+from ragsnap.trial.plan import (
+    PLAN_SCHEMA_VERSION,
+    Plan,
+    canonical_sha256,
+    check_plan_version,
+    corpus_digest,
+    judgments_digest,
+)
 
 
 def plan(**changes: object) -> Plan:
@@ -88,3 +96,41 @@ def test_differences_name_the_backend_first() -> None:
     ]
     embedded = plan(inputs={"cases": "b" * 64}, methods=SERVICE_METHODS)
     assert embedded.differences(service_plan(None)) == ["/backend/name: None -> http"]
+
+
+# -- versions and the judgments' digest ----------------------------------------------------
+
+
+def test_a_plan_of_an_older_version_is_refused_with_the_fix() -> None:
+    data = plan().file_json()
+    assert data["schemaVersion"] == PLAN_SCHEMA_VERSION == 2
+    check_plan_version(data, "plan.json")  # this version passes
+    with pytest.raises(InputError) as info:
+        check_plan_version({**data, "schemaVersion": 1}, "plan.json")
+    assert info.value.pointer == "/schemaVersion" and "older ragsnap" in str(info.value)
+    assert "--write-plan" in str(info.value)
+    with pytest.raises(InputError, match="reads version 2"):
+        check_plan_version({**data, "schemaVersion": 3}, "plan.json")
+    check_plan_version({"kind": "something else"}, "plan.json")  # left to the schema
+
+
+def test_the_judgments_digest_covers_targets_grades_and_spans() -> None:
+    base = {"q1": [Judgment("chunkId", "a#0", 3, ("span",))], "q2": []}
+    digest = judgments_digest(base)
+    assert digest == judgments_digest(dict(base))
+    for changed in (
+        {**base, "q1": [Judgment("chunkId", "a#1", 3, ("span",))]},
+        {**base, "q1": [Judgment("chunkId", "a#0", 2, ("span",))]},
+        {**base, "q1": [Judgment("chunkId", "a#0", 3, ("other",))]},
+        {**base, "q1": [Judgment("docId", "a#0", 3, ("span",))]},
+        {"q2": [], "q1": base["q1"]},  # the cases' order
+    ):
+        assert judgments_digest(changed) != digest
+
+
+def test_an_embedder_name_is_part_of_the_plan_only_when_chosen() -> None:
+    assert "embedder" not in plan().to_json()  # kb.embedder: the hash is as before
+    chosen = plan(embedder="minilm")
+    assert chosen.to_json()["embedder"] == "minilm" and chosen.sha256 != plan().sha256
+    assert Plan.from_file_json(chosen.file_json(), "plan.json") == chosen
+    assert plan().differences(chosen) == ["/embedder: None -> minilm"]

@@ -107,3 +107,17 @@ def test_private_trial_hashes_the_method_definitions() -> None:
 def test_private_trial_diff_names_no_path() -> None:
     diff = {"baseline": "secret/dir/trial.json", "methods": {}}
     assert private_trial_diff(diff) == {"baseline": "baseline", "methods": {}, "privacy": True}
+
+
+def test_the_plans_embedder_name_and_content_digests_in_the_privacy_view() -> None:
+    """``--embedder minilm`` names a model: the privacy view leaves it out of the plan
+    (the plan hash still covers it); the digests of every input's content stay."""
+    report = trial_report()
+    inputs = dict.fromkeys(("corpus", "cases", "judgments", "vectors", "providers", "gates"), SHA)
+    report["plan"] = {**report["plan"], "inputs": inputs, "embedder": "minilm"}
+    validate(report, "trial-report", "trial.json", "trial report")
+    private = private_trial(report)
+    validate(private, "private-trial-report", "trial.json", "trial report")
+    assert "embedder" not in private["plan"] and private["plan"]["inputs"] == inputs
+    assert "minilm" not in json.dumps(private)
+    assert private["planSha256"] == report["planSha256"]
