@@ -45,11 +45,13 @@ Errors:
   corpus passes (the corpus already holds it, and a span must be verbatim);
   a secret never does. The finding never repeats the matched text, only the
   rule and the character offset, so a report of it leaks nothing either.
-
-Warnings:
-
 * ``no-answer-coverage``: a language with answerable cases but no
-  ``noAnswer`` case, so no-answer false positives are never measured in it.
+  ``noAnswer`` case, so no-answer false positives are never measured in it
+  (GoodBuddy's rule: every language's no-answer false positives are
+  measured). A project that cannot have one (a set imported as it is) opts
+  out with ``scoring.noAnswerCoverage: warning`` in ragsnap.yaml, which makes
+  it a **warning** (the set is weaker than it should be; printed, never
+  failing).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ __all__ = [
     "CorpusIndex",
     "Finding",
     "PrivacyRule",
+    "Severity",
     "check_cases",
     "check_labels",
     "check_no_answer_coverage",
@@ -643,8 +646,12 @@ def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Find
 # ---------------------------------------------------------------- coverage
 
 
-def check_no_answer_coverage(cases: Sequence[GoldenCase]) -> list[Finding]:
-    """A warning per language with answerable cases and no no-answer case."""
+def check_no_answer_coverage(
+    cases: Sequence[GoldenCase], severity: Severity = "error"
+) -> list[Finding]:
+    """A finding (an error, or a warning when the project opts out:
+    ``scoring.noAnswerCoverage: warning``) per language with answerable cases and no
+    no-answer case."""
     answerable: Counter[str] = Counter()
     no_answer: set[str] = set()
     for case in cases:
@@ -654,25 +661,37 @@ def check_no_answer_coverage(cases: Sequence[GoldenCase]) -> list[Finding]:
             answerable[case.language] += 1
     return [
         Finding(
-            "warning",
+            severity,
             "no-answer-coverage",
             "/cases",
             f"language {language!r} has {count} answerable case(s) and no no-answer case, "
             "so no-answer false positives are not measured in it",
             f'add a case with "language": "{language}", "noAnswer": true and a question '
-            "the seed corpus does not answer",
+            "the seed corpus does not answer"
+            + (
+                " (or set `scoring.noAnswerCoverage: warning` in ragsnap.yaml when the set "
+                "cannot have one)"
+                if severity == "error"
+                else ""
+            ),
         )
         for language, count in sorted(answerable.items())
         if language not in no_answer
     ]
 
 
-def check_cases(document: Any, cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Finding]:
+def check_cases(
+    document: Any,
+    cases: Sequence[GoldenCase],
+    corpus: CorpusIndex,
+    no_answer_coverage: Severity = "error",
+) -> list[Finding]:
     """Every check of the module docstring: errors first, then warnings; each by case in
-    file order, then by pointer (``/cases/2/...`` before ``/cases/10/...``)."""
+    file order, then by pointer (``/cases/2/...`` before ``/cases/10/...``).
+    ``no_answer_coverage``: the severity of ``no-answer-coverage``."""
     found = [
         *check_labels(cases, corpus),
         *check_privacy(document, corpus),
-        *check_no_answer_coverage(cases),
+        *check_no_answer_coverage(cases, no_answer_coverage),
     ]
     return sorted(found, key=lambda f: (f.severity != "error", _pointer_key(f.pointer)))

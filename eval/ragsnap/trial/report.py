@@ -20,6 +20,7 @@ from tabulate import tabulate
 
 from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
 from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
+from ..scoring.report import label_check_line
 from .measure import TRIAL_MEASURES, MethodMeasurement, failure_codes
 
 __all__ = [
@@ -218,6 +219,7 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
             if report.get("privacy")
             else []
         ),
+        *(["", labels] if (labels := label_check_line(report.get("labelCheck"))) else []),
         "",
         "## Methods",
         "",
