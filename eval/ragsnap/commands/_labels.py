@@ -18,8 +18,9 @@ documents the cases judge is kept.
   ID): problem; fix``), never per case; the report counts them.
 * No seed corpus (``kb.seedDocs`` does not exist: a service's corpus, a
   hand-made fixture set): the checks that need none (secrets, paths,
-  endpoints, no-answer coverage) still run, and a note on stderr says the
-  targets and spans were not checked; the report says ``partial``.
+  endpoints, no-answer coverage) still run, a path or endpoint in a span or
+  keyword passes (its quote cannot be looked up), and a note on stderr says
+  the targets and spans were not checked; the report says ``partial``.
 * ``--no-label-check`` skips them all; the report says ``skipped`` (its JSON
   ``labelCheck`` and a line of its Markdown), so a reader knows the numbers
   rest on labels nobody checked.
@@ -144,7 +145,7 @@ def check_labels_before_scoring(
         status = "checked"
     else:
         findings = [
-            *check_privacy(document),
+            *check_privacy(document, trust_quotes=True),  # no corpus to find quotes in
             *check_no_answer_coverage(cases, config.no_answer_coverage),
         ]
         status = "partial"

@@ -588,7 +588,9 @@ def quote_candidates(document: Any) -> set[str]:
     }
 
 
-def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Finding]:
+def check_privacy(
+    document: Any, corpus: CorpusIndex | None = None, *, trust_quotes: bool = False
+) -> list[Finding]:
     """Secrets, absolute paths and endpoints in any string of ``document`` (a parsed
     cases file): one finding per value and rule, naming the rule and the character
     offset of the first match, never the matched text.
@@ -597,12 +599,16 @@ def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Find
     the matched text occurs verbatim in a document of ``corpus`` (found while it was
     built, ``quote_candidates``, or in a body it kept): the case then quotes what the
     corpus already holds (a runbook's ``--bootstrap-server kafka:9092``), and a span
-    must be verbatim. A secret is refused wherever it is.
+    must be verbatim. A secret is refused wherever it is. ``trust_quotes`` (no corpus
+    to look in: a score without a seed corpus) allows every path and endpoint in a span
+    or a keyword, since the quote cannot be looked up.
     """
 
     def quoted(pointer: str, text: str) -> bool:
-        if corpus is None or _QUOTES.search(pointer) is None:
+        if _QUOTES.search(pointer) is None:
             return False
+        if corpus is None:
+            return trust_quotes
         return text in corpus.quoted or any(text in body for body in corpus.bodies.values())
 
     found: list[Finding] = []
