@@ -262,6 +262,44 @@ def test_bad_input_is_a_usage_error_naming_the_file(
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
+def test_a_broken_label_stops_the_run_as_score_refuses_it(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    """The label checks of ``ragsnap check`` run at collection, as in ``ragsnap score``:
+    a target chunk that does not exist is a usage error naming file, pointer and case;
+    ``--ragsnap-no-label-check`` scores anyway."""
+    path = example / "cases" / "golden-cases.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cases"][0]["judgments"][0]["chunkId"] = "mysql-connection-pool#42"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    result = ragsnap(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*ragsnap (checking the golden cases' labels): InputError: cases/golden-cases.json "
+            f"at /cases/0/judgments/0/chunkId: chunk 'mysql-connection-pool#42' does not exist*"
+            f"(case '{ORDER}')*--no-label-check*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    skipped = ragsnap(pytester, "--ragsnap-no-label-check", "-k", "db-hikari")
+    assert skipped.ret == pytest.ExitCode.OK
+    skipped.stdout.fnmatch_lines(["*--no-label-check*not checked*"])
+
+
+def test_a_label_warning_is_in_the_summary_once(pytester: pytest.Pytester, example: Path) -> None:
+    path = example / "cases" / "golden-cases.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cases"] = [c for c in data["cases"] if not (c["language"] == "zh" and c.get("noAnswer"))]
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    config = example / "ragsnap.yaml"
+    config.write_text(config.read_text() + "scoring:\n  noAnswerCoverage: warning\n")
+    result = ragsnap(pytester, "-k", "db-hikari")
+    assert result.ret == pytest.ExitCode.OK
+    out = result.stdout.str()
+    assert out.count("language 'zh' has 3 answerable case(s) and no no-answer case") == 1
+
+
 def test_options_and_ini_name_other_files(pytester: pytest.Pytester, example: Path) -> None:
     (example / "cases").rename(example / "golden")
     (example / "fixtures").rename(example / "snapshots")
