@@ -11,9 +11,13 @@ from conftest import REPO, Project, block, copy_example, make_case, make_fixture
 
 
 def test_diff_two_reports(project: Project) -> None:
-    project.write_cases([make_case("a"), make_case("b")])
+    # with a no-answer case: a language without one is a label error
+    project.write_cases(
+        [make_case("a"), make_case("b"), make_case("none", noAnswer=True, expectedSources=None)]
+    )
     project.write_fixture(make_fixture("a", [block(1, "mysql-pool")]))
     project.write_fixture(make_fixture("b", [block(1, "mysql-pool")]))
+    project.write_fixture(make_fixture("none", []))
     assert (
         run_cli(
             "score", "--json-report", "base.json", "--markdown-report", "base.md", cwd=project.root
