@@ -139,7 +139,7 @@ def test_the_example_snapshots_and_scores_through_an_adapter_like_the_embedded_v
     root = project(tmp_path, f"kb:\n  backend: python\npython:\n  retriever: {spec}\n")
     run = ragsnap("snapshot", "--retrieved-at", PINNED, cwd=root)
     assert run.code in (0, 1), run.err
-    assert f"29 case(s) from python ({spec})" in run.out
+    assert f"30 case(s) from python ({spec})" in run.out
     fixture = json.loads(
         (root / "fixtures" / "db-err-4031-order-repository.json").read_text(encoding="utf-8")
     )
@@ -163,7 +163,7 @@ def test_the_example_snapshots_and_scores_through_an_adapter_like_the_embedded_v
     # hints off, floors at 0: the same ranking on every case, so the same hit levels and
     # measures; the scores differ only by the embedded store's int11 vectors
     plain, plain_report = fixtures(embedded["plain"]), cases(embedded["plain"])
-    assert len(plain) == len(mine) == 29
+    assert len(plain) == len(mine) == 30
     for case, blocks in plain.items():
         assert chunks(mine[case]) == chunks(blocks), case
         for theirs, ours in zip(blocks, mine[case], strict=True):
