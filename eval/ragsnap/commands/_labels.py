@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..config import Config
 from ..errors import InputError
@@ -65,20 +65,19 @@ NO_LABEL_CHECK_FIX = (
 class LabelCheck:
     """What the label check found and what its corpus pass read on the way."""
 
-    status: str  # "checked", "partial" or "skipped"
+    status: Literal["checked", "partial", "skipped"]
     warnings: tuple[str, ...] = ()
     #: the seed state of kb.seedDocs (None: not read, or no corpus)
     seed: SeedState | None = None
-    #: source -> index hash of every seed document (empty: not read)
-    index_hashes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``labelCheck``."""
         return {"status": self.status, "warnings": len(self.warnings)}
 
     @property
-    def read_corpus(self) -> bool:
-        return self.seed is not None
+    def index_hashes(self) -> dict[str, str]:
+        """Source -> index hash of every seed document (empty: the corpus was not read)."""
+        return {} if self.seed is None else self.seed.index_hashes
 
 
 def skipped_labels() -> LabelCheck:
@@ -123,16 +122,14 @@ def check_labels_before_scoring(
 
     folder = config.kb.seed_docs
     seed: SeedState | None = None
-    hashes: dict[str, str] = {}
+    status: Literal["checked", "partial"]
     if folder.exists():
-        seed = SeedState({}, {}, {})
+        state = seed = SeedState({}, {}, {})
         settings = config.kb.chunking
 
-        def tapped() -> Iterator[SeedDocument]:
-            assert seed is not None
+        def tapped() -> Iterator[SeedDocument]:  # the provenance check's pass, on the way
             for doc in open_seed_docs(folder):
-                add_seed_document(seed, doc, settings)
-                hashes[doc.source] = seed.index_hashes[doc.source]
+                add_seed_document(state, doc, settings)
                 yield doc
 
         corpus = CorpusIndex.build(
@@ -173,4 +170,4 @@ def check_labels_before_scoring(
             "not checked against a corpus (secrets, paths and no-answer coverage are)",
             file=sys.stderr,
         )
-    return LabelCheck(status, warnings, seed, hashes)
+    return LabelCheck(status, warnings, seed)
