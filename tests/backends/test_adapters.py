@@ -7,7 +7,7 @@ The comparison: the adapters rank by the exact cosine; the embedded backend by t
 cosine of its int11-encoded vectors, inside the L0 hint's category first, and cuts the
 evidence at its floors. With hints off and the floors at 0 the rankings agree on every
 case, and so do the hit levels and measures; with the built-in ``vector`` method they
-agree on 8 of 29 cases, and each other case differs by a floor's cut or by the
+agree on 8 of 30 cases, and each other case differs by a floor's cut or by the
 category filter of an L0 hint (asserted below).
 """
 
