@@ -184,6 +184,11 @@ _SHARED: dict[str, dict[str, Any]] = {
     "--compare-to": _FILE,
     "--max-listed": {"type": int, "default": 20, "metavar": "N"},
     "--prune": {**_FLAG, "help": "delete fixtures that no case refers to (default: keep them)"},
+    "--no-label-check": {
+        **_FLAG,
+        "help": "do not run `ragsnap check`'s label checks before scoring; the report "
+        "records it (default: they run, and a broken label exits 2)",
+    },
     "--allow-outside": {
         **_FLAG,
         "help": "allow outputs outside the working folder (absolute paths elsewhere, ..); "
@@ -656,6 +661,7 @@ def _score(score: argparse.ArgumentParser) -> None:
         "this way (default: none; `ragsnap accept` writes to `history` in ragsnap.yaml, "
         "else reports/history)",
     )
+    _add(score, "--no-label-check")
 
 
 @_command("accept", help="accept the current retrieval: regenerate the fixtures, then the baseline")
@@ -1342,6 +1348,7 @@ def _trial(trial: argparse.ArgumentParser) -> None:
     _add(trial, "--embedder")
     _add(trial, "--allow-outside")
     _add_privacy(trial, "trial.shareable in ragsnap.yaml, else off")
+    _add(trial, "--no-label-check")
 
 
 #: the file that marks a project's root (``config.DEFAULT_CONFIG``, named here so that

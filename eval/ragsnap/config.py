@@ -115,7 +115,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InputError, UsageError, did_you_mean
 from .io.jsonio import parse_yaml, read_bytes
@@ -237,6 +237,9 @@ class Config:
     source: str = str(DEFAULT_CONFIG)
     #: ``scoring.skip``: the case expectations ``ragsnap score`` does not check
     skip_expectations: tuple[str, ...] = ()
+    #: ``scoring.noAnswerCoverage``: the severity of a language with answerable cases
+    #: and no no-answer case (``ragsnap.scoring.hygiene``): error | warning
+    no_answer_coverage: Literal["error", "warning"] = "error"
     #: ``knownFailures``: expected | strict | fail (``ragsnap.scoring.hits``)
     known_failures: str = DEFAULT_KNOWN_FAILURES
     #: ``history``: the folder of dated score reports (accept, score --history, trend)
@@ -545,6 +548,7 @@ def load_config(path: Path | None, *, embedder: str | None = None) -> Config:
         ),
         source=str(path),
         skip_expectations=_skip_expectations(data.get("scoring", {}), path),
+        no_answer_coverage=data.get("scoring", {}).get("noAnswerCoverage", "error"),
         known_failures=data.get("knownFailures", DEFAULT_KNOWN_FAILURES),
         history=base / data["history"] if "history" in data else DEFAULT_HISTORY,
     )

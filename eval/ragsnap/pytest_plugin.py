@@ -9,6 +9,14 @@ loaded by every pytest run in an environment that has ragsnap; it stays inert
     pytest --ragsnap -k db-err-4031      # one case (or any -k / -m selection)
     pytest --ragsnap --ragsnap-update    # snapshot the selected cases first, then score
 
+**Labels first.** At collection, the label checks of ``ragsnap check`` run as
+``ragsnap score`` runs them (``ragsnap.commands._labels``, over the cases as read
+and one pass over the seed corpus that the provenance check reuses): a broken
+label (a target that does not exist, a span that occurs nowhere, a secret in a
+case, a language with no no-answer case ...) stops the run as a usage error
+(exit code 4) listing every error; warnings and notes are in the terminal
+summary, once. ``--ragsnap-no-label-check`` skips them.
+
 **What is collected.** One test item per golden case of ``ragsnap_cases``
 (default ``cases/golden-cases.json``), named by the case id under the cases
 file (``cases/golden-cases.json::db-err-4031-order-repository``). The items are
@@ -96,6 +104,7 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
     from .commands._forensics import BaselineFixtures
+    from .commands._labels import LabelCheck
     from .config import Config
     from .io.inputs import CaseSet, FixtureSet
     from .models import Fixture, GoldenCase
@@ -147,6 +156,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --ragsnap: first regenerate the selected cases' fixtures from the "
         "knowledge base as `ragsnap snapshot` does, and delete unused fixtures when every "
         "case is selected (default: off)",
+    )
+    group.addoption(
+        "--ragsnap-no-label-check",
+        action="store_true",
+        help="with --ragsnap: do not run `ragsnap check`'s label checks before scoring "
+        "(default: they run, and a broken label stops the run as a usage error)",
     )
     for name, what, default, metavar in (
         ("cases", "golden cases file", DEFAULT_CASES, "FILE"),
@@ -282,6 +297,9 @@ class RagsnapRun:
     def __init__(self, config: pytest.Config):
         self.root = config.rootpath
         self.update: bool = config.getoption("ragsnap_update")
+        self.no_label_check: bool = config.getoption("ragsnap_no_label_check")
+        self.labels: LabelCheck | None = None  # the label check's result, at collection
+        self.label_lines: list[str] = []  # its warnings and notes, for the summary
         self.cases = Path(_setting(config, "cases") or DEFAULT_CASES)
         self.fixtures = Path(_setting(config, "fixtures") or DEFAULT_FIXTURES)
         named = _setting(config, "config")
@@ -324,7 +342,7 @@ class RagsnapRun:
     def _read_inputs(self) -> None:
         """Read the configuration and the golden cases, or stop with a usage error."""
         from .config import load_config
-        from .io.inputs import load_cases, load_report
+        from .io.inputs import load_cases_document, load_report
 
         for path, option, what in (
             (self.cases, "cases", "golden cases file"),
@@ -343,11 +361,33 @@ class RagsnapRun:
             self.measures = settings.measures
             self.skip = frozenset(settings.skip_expectations)
             self.known_failures = settings.known_failures
-            self.case_set = load_cases(self.cases)
+            self.case_set, document = load_cases_document(self.cases)
+        self._check_labels(settings, document)
         if self.baseline_file is not None:
             with _usage_errors("reading the baseline, --ragsnap-baseline"), _inside(self.root):
                 self.baseline = load_report(self.baseline_file, "baseline")
             self.baseline_cases = {c["id"]: c for c in self.baseline["cases"]}
+
+    def _check_labels(self, settings: Config, document: Any) -> None:
+        """``ragsnap check``'s label checks, as ``ragsnap score`` runs them
+        (``ragsnap.commands._labels``): an error stops the run as a usage error with
+        every error line; warnings and notes go to the terminal summary, once."""
+        from .commands._labels import check_labels_before_scoring
+        from .errors import RagsnapError
+
+        assert self.case_set is not None
+        said = io.StringIO()
+        try:
+            with _inside(self.root), contextlib.redirect_stderr(said):
+                self.labels = check_labels_before_scoring(
+                    settings, self.cases, self.case_set.cases, document, skip=self.no_label_check
+                )
+        except RagsnapError as exc:
+            listed = "".join(f"{line}\n" for line in said.getvalue().splitlines())
+            raise pytest.UsageError(
+                f"{listed}ragsnap (checking the golden cases' labels): {exc.kind}: {exc}"
+            ) from None
+        self.label_lines = said.getvalue().splitlines()
 
     # -- before the first test --------------------------------------------------------
 
@@ -444,7 +484,13 @@ class RagsnapRun:
 
         assert self.settings is not None  # read at collection
         with _usage_errors("checking the fixtures' provenance"), _inside(self.root):
-            return check_fixtures(self.settings, fixture_set, self.fixtures, self._case_ids())
+            return check_fixtures(
+                self.settings,
+                fixture_set,
+                self.fixtures,
+                self._case_ids(),
+                None if self.labels is None else self.labels.seed,  # read once, at collection
+            )
 
     # -- one case ---------------------------------------------------------------------
 
@@ -517,6 +563,7 @@ class RagsnapRun:
         lines = [line for line in self.snapshot_report if not line.startswith("orphaned")]
         if self.deleted:
             lines.append(f"{_fixtures(len(self.deleted))} unused, deleted: {_names(self.deleted)}")
+        lines += self.label_lines
         if self.staleness is not None:
             lines += self.staleness.lines() + self.staleness.note_lines()
         lines += self.baseline_notes

@@ -7,7 +7,7 @@ The comparison: the adapters rank by the exact cosine; the embedded backend by t
 cosine of its int11-encoded vectors, inside the L0 hint's category first, and cuts the
 evidence at its floors. With hints off and the floors at 0 the rankings agree on every
 case, and so do the hit levels and measures; with the built-in ``vector`` method they
-agree on 8 of 29 cases, and each other case differs by a floor's cut or by the
+agree on 8 of 30 cases, and each other case differs by a floor's cut or by the
 category filter of an L0 hint (asserted below).
 """
 
@@ -139,7 +139,7 @@ def test_the_example_snapshots_and_scores_through_an_adapter_like_the_embedded_v
     root = project(tmp_path, f"kb:\n  backend: python\npython:\n  retriever: {spec}\n")
     run = ragsnap("snapshot", "--retrieved-at", PINNED, cwd=root)
     assert run.code in (0, 1), run.err
-    assert f"29 case(s) from python ({spec})" in run.out
+    assert f"30 case(s) from python ({spec})" in run.out
     fixture = json.loads(
         (root / "fixtures" / "db-err-4031-order-repository.json").read_text(encoding="utf-8")
     )
@@ -163,7 +163,7 @@ def test_the_example_snapshots_and_scores_through_an_adapter_like_the_embedded_v
     # hints off, floors at 0: the same ranking on every case, so the same hit levels and
     # measures; the scores differ only by the embedded store's int11 vectors
     plain, plain_report = fixtures(embedded["plain"]), cases(embedded["plain"])
-    assert len(plain) == len(mine) == 29
+    assert len(plain) == len(mine) == 30
     for case, blocks in plain.items():
         assert chunks(mine[case]) == chunks(blocks), case
         for theirs, ours in zip(blocks, mine[case], strict=True):

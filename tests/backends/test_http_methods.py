@@ -83,8 +83,12 @@ def service() -> Any:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A project: the mapping, and two cases whose expected chunk is pool#1."""
-    (tmp_path / "ragsnap.yaml").write_text(MAPPING, encoding="utf-8")
+    """A project: the mapping, and two cases whose expected chunk is pool#1 (no no-answer
+    case: a fake service's method fields are under test, so it opts out of the coverage
+    rule)."""
+    (tmp_path / "ragsnap.yaml").write_text(
+        "scoring:\n  noAnswerCoverage: warning\n" + MAPPING, encoding="utf-8"
+    )
     case = {
         "expectedSources": ["pool"],
         "expectedKeywords": ["maximumPoolSize"],

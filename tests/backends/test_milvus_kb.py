@@ -633,11 +633,11 @@ def test_cli_snapshot_writes_fixtures_that_score(default_stores: Store) -> None:
     base = ("--backend", "milvus", "--config", str(config), "--cases", str(CASES))
     run = run_cli("snapshot", *base, "--fixtures", str(out), "--retrieved-at", PINNED, cwd=root)
     assert run.code == 0, run.out + run.err  # every failing case is a knownFailure
-    assert "29 new" in run.out and "wrote 29 fixture(s)" in run.out
-    first = r"^29 cases: \d+ passed, \d+ expected failures \(knownFailure\), 0 failed"
+    assert "30 new" in run.out and "wrote 30 fixture(s)" in run.out
+    first = r"^30 cases: \d+ passed, \d+ expected failures \(knownFailure\), 0 failed"
     assert re.search(first, run.out, re.M), run.out
     report = json.loads((root / "reports" / "current.json").read_text(encoding="utf-8"))
-    assert report["summary"]["cases"] == 29
+    assert report["summary"]["cases"] == 30
     baseline = json.loads((REPO / "reports" / "baseline.json").read_text(encoding="utf-8"))
     assert report["summary"] == baseline["summary"]
     fixture = json.loads((out / "db-err-4031-order-repository.json").read_text(encoding="utf-8"))
@@ -647,14 +647,14 @@ def test_cli_snapshot_writes_fixtures_that_score(default_stores: Store) -> None:
     # lookups are deterministic: a second snapshot would change nothing
     check = run_cli("snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=root)
     assert check.code == 0, check.out + check.err
-    assert "0 would change, 0 new, 29 unchanged" in check.out
+    assert "0 would change, 0 new, 30 unchanged" in check.out
     assert fixture["generator"]["settings"]["milvusTokenizer"] == "standard"
     fixture["generator"]["settings"]["milvusTokenizer"] = "whitespace"
     path = out / "db-err-4031-order-repository.json"
     path.write_text(json.dumps(fixture), encoding="utf-8")
     check = run_cli("snapshot", *base, "--fixtures", str(out), "--check", "--skip-eval", cwd=root)
     assert check.code != 0, check.out + check.err
-    assert "1 would change, 0 new, 28 unchanged" in check.out, check.out
+    assert "1 would change, 0 new, 29 unchanged" in check.out, check.out
 
 
 # -- refusals --------------------------------------------------------------------------------

@@ -53,8 +53,8 @@ def test_the_example_snapshots_and_scores_through_a_python_retriever(tmp_path: P
     # cases fail on what a keyword retriever returns (no-answer cases get blocks); the
     # pipeline expectations are not applicable: a retriever records no trace
     assert run.code == 1, run.err
-    assert f"29 case(s) from python ({KEYWORD})" in run.out
-    assert "29 cases: 14 passed, 8 known failures now pass" in run.out
+    assert f"30 case(s) from python ({KEYWORD})" in run.out
+    assert "30 cases: 14 passed, 8 known failures now pass" in run.out
     assert (
         "the python backend records evidenceBlocks only; contextPack, retrievalTrace, "
         "rerankTrace are left out, so expectations on them are not applicable" in run.out
@@ -78,7 +78,7 @@ def test_the_example_snapshots_and_scores_through_a_python_retriever(tmp_path: P
     assert capture["settings"] == {"backend": "python", "python.retriever": KEYWORD}
     assert capture["corpus"]["revision"].startswith("bm25:")
     report = read(root / "reports" / "current.json")
-    assert (report["summary"]["cases"], report["summary"]["failed"]) == (29, 7)  # 3 known
+    assert (report["summary"]["cases"], report["summary"]["failed"]) == (30, 8)  # 3 known
     assert report["notApplicable"]["cases"] > 0
 
     again = ragsnap("snapshot", "--check", cwd=root)
@@ -267,8 +267,8 @@ def test_live_check_runs_the_retrievers_search(tmp_path: Path) -> None:
     root = python_project(tmp_path)
     run = ragsnap("live-check", cwd=root)  # kb.backend: python can search: it is used
     assert run.code == 1, run.err  # one case misses its expected source
-    assert f"29 case(s) against python:{KEYWORD}" in run.out
-    assert "22 passed, 3 failed (2 known), 4 skipped" in run.out
+    assert f"30 case(s) against python:{KEYWORD}" in run.out
+    assert "22 passed, 3 failed (2 known), 5 skipped" in run.out
     report = read(root / "reports" / "live-post-reindex.json")
     assert (report["baseUrl"], report["endpoint"]) == (f"python:{KEYWORD}", "search")
     (entry,) = [c for c in report["cases"] if c["caseId"] == "db-err-4031-order-repository"]

@@ -44,7 +44,7 @@ def test_a_trial_compares_two_python_retrievers(tmp_path: Path) -> None:
     assert run.code == 0, run.out + run.err
     report = read(root / "reports" / "trial.json")
     validate(report, "trial-report", "trial.json", "trial report")
-    assert "trial: 2 method(s) x 29 case(s) (split all, depth 10, 2 repetition(s))" in run.out
+    assert "trial: 2 method(s) x 30 case(s) (split all, depth 10, 2 repetition(s))" in run.out
     revision = report["service"]["corpusRevision"]
     assert revision.startswith("bm25:")  # the first retriever's fingerprint
     assert f"Service: python, corpus revision {revision}" in run.out
@@ -61,7 +61,7 @@ def test_a_trial_compares_two_python_retrievers(tmp_path: Path) -> None:
     recall = {n: m["summary"]["metrics"]["recall@10"]["mean"] for n, m in report["methods"].items()}
     assert recall["titled"] > recall["bm25"] > 0.5
     latency = report["timing"]["latency"]
-    assert latency["bm25"]["count"] == latency["titled"]["count"] == 2 * 29
+    assert latency["bm25"]["count"] == latency["titled"]["count"] == 2 * 30
     assert latency["titled"]["p95Ms"] is not None
     assert [(g["method"], g["passed"]) for g in report["gates"]] == [
         ("bm25", True),
@@ -88,7 +88,7 @@ def test_snapshot_method_uses_that_methods_retriever(tmp_path: Path) -> None:
     root = methods_project(tmp_path)
     run = ragsnap("snapshot", "--method", "titled", "--retrieved-at", PINNED, cwd=root)
     assert run.code in (0, 1), run.err  # cases may fail; the fixtures are written
-    assert f"29 case(s) from python ({TITLED})" in run.out
+    assert f"30 case(s) from python ({TITLED})" in run.out
     generator = read(root / "fixtures" / "db-err-4031-order-repository.json")["generator"]
     assert generator["method"] == "titled"
     assert generator["settings"]["retriever"] == TITLED

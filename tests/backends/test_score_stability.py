@@ -7,7 +7,7 @@ purpose, and check that nothing a fixture records moves: every raw score the
 store returns (BM25, cosine) and every fused score is perturbed by a few ulps
 or a small relative amount, in both directions; dot products are computed in
 other summation orders; BM25 terms are summed in another order. The example
-set's 29 lookups must then give the committed fixtures' exact bytes, and the
+set's 30 lookups must then give the committed fixtures' exact bytes, and the
 snapshot comparison (what ``snapshot --check`` runs) must see no change.
 
 Nothing here touches OpenBLAS or thread settings: stability comes from the

@@ -100,7 +100,8 @@ def test_accept_without_a_knowledge_base_changes_nothing(
 
 def test_accept_exits_0_with_failing_cases(accepted: Path) -> None:
     cases = accepted / "cases/golden-cases.json"
-    cases.write_text(cases.read_text().replace('["log-retention"]', '["log-archive"]'))
+    # a valid label (an existing document, so the label check passes) that retrieval misses
+    cases.write_text(cases.read_text().replace('["log-retention"]', '["connection-pool"]'))
     run = run_cli("accept", *PINNED, cwd=accepted)
     assert run.code == 0, run.err
     assert "Failed cases:\n  obs-log-retention: hit level" in run.out
@@ -149,7 +150,8 @@ def test_accept_keeps_the_history_that_trend_draws(accepted: Path) -> None:
     assert one.code == 0, one.err
     assert one.out.splitlines()[1].startswith("1 score report (")
     cases = accepted / "cases/golden-cases.json"
-    cases.write_text(cases.read_text().replace('["log-retention"]', '["log-archive"]'))
+    # a valid label (an existing document, so the label check passes) that retrieval misses
+    cases.write_text(cases.read_text().replace('["log-retention"]', '["connection-pool"]'))
     run = run_cli("accept", *PINNED, cwd=accepted)
     assert run.code == 0, run.err
     entries = sorted(history.iterdir())

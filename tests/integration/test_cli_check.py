@@ -30,18 +30,13 @@ def edit_cases(root: Path, change: Any) -> None:
     write_json(path, data)
 
 
-def test_the_committed_example_passes_with_one_warning(example: Path) -> None:
+def test_the_committed_example_passes_clean(example: Path) -> None:
+    """Its zh no-answer case (db-noanswer-mongodb-arbiter-zh) covers the last language."""
     run = run_cli("check", cwd=example)
     assert run.code == 0, run.out + run.err
-    lines = run.out.splitlines()
-    assert lines[0] == (
-        "check: 29 cases against seed-docs (18 documents, 88 chunks): 0 errors, 1 warning; "
+    assert run.out.splitlines() == [
+        "check: 30 cases against seed-docs (18 documents, 88 chunks): 0 errors, 0 warnings; "
         "labels OK"
-    )
-    assert lines[1:] == [
-        f"warning: {CASES} at /cases: language 'zh' has 3 answerable case(s) and no no-answer "
-        "case, so no-answer false positives are not measured in it; add a case with "
-        '"language": "zh", "noAnswer": true and a question the seed corpus does not answer'
     ]
 
 
@@ -67,8 +62,8 @@ def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path
     run = run_cli("check", "--json-report", "reports/check.json", cwd=example)
     assert run.code == 2, run.out + run.err
     lines = run.out.splitlines()
-    assert lines[0].startswith("check: 29 cases against seed-docs") and lines[0].endswith(
-        ": 9 errors, 1 warning; fix the errors below"
+    assert lines[0].startswith("check: 30 cases against seed-docs") and lines[0].endswith(
+        ": 9 errors, 0 warnings; fix the errors below"
     )
     prefix = f"error: {CASES} at "
     expected = [
@@ -97,11 +92,11 @@ def test_each_kind_of_defect_is_named_with_its_pointer_and_exits_2(example: Path
     report = json.loads((example / "reports/check.json").read_text(encoding="utf-8"))
     jsonschema.validate(report, load_schema("check-report"))
     assert report["summary"] == {
-        "cases": 29,
+        "cases": 30,
         "documents": 18,
         "chunks": 88,
         "errors": 9,
-        "warnings": 1,
+        "warnings": 0,
     }
     assert [f["pointer"] for f in report["findings"]][:2] == [
         "/cases/0/judgments/0/chunkId",
@@ -118,25 +113,35 @@ def test_the_report_is_byte_identical_across_runs(example: Path) -> None:
     assert (example / "reports/a.json").read_bytes() == (example / "reports/b.json").read_bytes()
 
 
-def test_warnings_alone_exit_0_and_a_no_answer_case_silences_them(example: Path) -> None:
-    def add_zh_no_answer(cases: list[dict[str, Any]]) -> None:
-        cases.append(
-            {
-                "id": "zh-noanswer",
-                "query": "如何配置 RabbitMQ 仲裁队列？",
-                "language": "zh",
-                "category": "messaging",
-                "split": "test",
-                "noAnswer": True,
-            }
-        )
+def test_a_language_without_a_no_answer_case_is_an_error_unless_the_project_opts_out(
+    example: Path,
+) -> None:
+    def drop_zh_no_answer(cases: list[dict[str, Any]]) -> None:
+        cases[:] = [c for c in cases if not (c["language"] == "zh" and c.get("noAnswer"))]
 
-    edit_cases(example, add_zh_no_answer)
+    edit_cases(example, drop_zh_no_answer)
+    finding = (
+        f"{CASES} at /cases: language 'zh' has 3 answerable case(s) and no no-answer case, so "
+        "no-answer false positives are not measured in it; add a case with "
+        '"language": "zh", "noAnswer": true and a question the seed corpus does not answer'
+    )
+    run = run_cli("check", cwd=example)
+    assert run.code == 2, run.out + run.err
+    assert run.out.splitlines() == [
+        "check: 29 cases against seed-docs (18 documents, 88 chunks): 1 error, 0 warnings; "
+        "fix the errors below",
+        f"error: {finding} (or set `scoring.noAnswerCoverage: warning` in ragsnap.yaml when "
+        "the set cannot have one)",
+    ]
+
+    config = example / "ragsnap.yaml"  # the opt-out: a warning, which alone exits 0
+    config.write_text(config.read_text() + "scoring:\n  noAnswerCoverage: warning\n")
     run = run_cli("check", cwd=example)
     assert run.code == 0, run.out + run.err
     assert run.out.splitlines() == [
-        "check: 30 cases against seed-docs (18 documents, 88 chunks): 0 errors, 0 warnings; "
-        "labels OK"
+        "check: 29 cases against seed-docs (18 documents, 88 chunks): 0 errors, 1 warning; "
+        "labels OK",
+        f"warning: {finding}",
     ]
 
 
@@ -147,7 +152,7 @@ def test_chunk_ids_follow_the_configured_chunking(example: Path) -> None:
     run = run_cli("check", cwd=example)
     assert run.code == 2, run.out
     lines = run.out.splitlines()
-    assert lines[0].startswith("check: 29 cases against seed-docs (18 documents, 145 chunks): ")
+    assert lines[0].startswith("check: 30 cases against seed-docs (18 documents, 145 chunks): ")
     assert lines[1] == (
         f"error: {CASES} at /cases/0/judgments/0/spans/0: span 'When a thread waits longer "
         "than `connection-timeout`, Hik...' is in 'mysql-connection-pool' but not in the "
@@ -164,12 +169,12 @@ def test_seed_docs_option_and_config_default(example: Path) -> None:
         shutil.copy(example / "seed-docs" / name, other / name)
     run = run_cli("check", "--seed-docs", "other-docs", cwd=example)
     assert run.code == 2
-    assert run.out.startswith("check: 29 cases against other-docs (2 documents, ")
+    assert run.out.startswith("check: 30 cases against other-docs (2 documents, ")
     assert "source 'kafka-consumer-lag' is not in the seed corpus" in run.out
 
     config = example / "ragsnap.yaml"
     config.write_text(config.read_text() + "kb:\n  seedDocs: other-docs\n")
-    assert run_cli("check", cwd=example).out.startswith("check: 29 cases against other-docs")
+    assert run_cli("check", cwd=example).out.startswith("check: 30 cases against other-docs")
 
 
 def test_bad_input_exits_2_before_anything_is_written(example: Path) -> None:

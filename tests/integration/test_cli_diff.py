@@ -7,13 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, Project, block, make_case, make_fixture, run_cli
+from conftest import REPO, Project, block, copy_example, make_case, make_fixture, run_cli
 
 
 def test_diff_two_reports(project: Project) -> None:
-    project.write_cases([make_case("a"), make_case("b")])
+    # with a no-answer case: a language without one is a label error
+    project.write_cases(
+        [make_case("a"), make_case("b"), make_case("none", noAnswer=True, expectedSources=None)]
+    )
     project.write_fixture(make_fixture("a", [block(1, "mysql-pool")]))
     project.write_fixture(make_fixture("b", [block(1, "mysql-pool")]))
+    project.write_fixture(make_fixture("none", []))
     assert (
         run_cli(
             "score", "--json-report", "base.json", "--markdown-report", "base.md", cwd=project.root
@@ -50,6 +54,39 @@ def test_diff_two_reports(project: Project) -> None:
         cwd=project.root,
     )
     assert clobber.code == 2 and "base.json: base.json is the baseline report" in clobber.err
+
+
+def test_a_cases_file_or_a_fixture_is_named_with_the_command_that_makes_the_report(
+    tmp_path: Path,
+) -> None:
+    """Not "regenerate with `ragsnap score --json-report cases/golden-cases.json`", which
+    would write a report over the cases."""
+    copy_example(tmp_path, "cases", "fixtures", "reports")
+    cases = "cases/golden-cases.json"
+    for args, role in (
+        ((cases, "reports/baseline.json"), "baseline"),
+        (("reports/baseline.json", cases), "current report"),
+    ):
+        run = run_cli("diff", *args, cwd=tmp_path)
+        assert run.code == 2, run.out + run.err
+        assert run.err == (
+            f"InputError: {cases}: is a golden cases file, not a report: the {role} "
+            f"must be a JSON report `ragsnap score` wrote; run `ragsnap score --cases {cases}` first (it writes "
+            "reports/current.json), then diff two reports (`ragsnap diff reports/baseline.json "
+            f"reports/current.json`), or both at once: `ragsnap score --cases {cases} "
+            "--compare-to reports/baseline.json`\n"
+        )
+        assert "--json-report" not in run.err
+
+    fixture = "fixtures/db-err-4031-order-repository.json"
+    run = run_cli("diff", "reports/baseline.json", fixture, cwd=tmp_path)
+    assert run.code == 2
+    assert run.err.startswith(f"InputError: {fixture}: is a fixture, not a report")
+    assert "`ragsnap score --fixtures fixtures`" in run.err
+
+    trial = run_cli("trial", "--compare-to", cases, "--methods", "lexical", cwd=tmp_path)
+    assert trial.code == 2
+    assert f"run `ragsnap trial --cases {cases}` first (it writes reports/trial.json)" in trial.err
 
 
 def test_help_does_not_import_heavy_modules() -> None:

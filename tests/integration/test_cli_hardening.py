@@ -294,15 +294,54 @@ def test_a_second_seed_fails_naming_the_writer_that_holds_the_lock(tmp_path: Pat
     lock = tmp_path / ".kb.sqlite.lock"
     assert lock.stat().st_mode & 0o777 == 0o600
     fd = os.open(lock, os.O_RDWR)
+    me = os.getpid()  # the holder: this process, alive
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.pwrite(fd, b"pid 4242 (ragsnap seed, since 2026-12-01T10:00:00Z)\n", 0)
+        os.pwrite(fd, f"pid {me} (ragsnap seed, since 2026-12-01T10:00:00Z)\n".encode(), 0)
         run = run_cli(
             "seed", "--kb", "kb.sqlite", "--seed-docs", str(SEED_DOCS), "--reindex", cwd=tmp_path
         )
     finally:
         os.close(fd)
-    refused(run, "KnowledgeBaseBusy: kb.sqlite is being written by pid 4242 (ragsnap seed")
+    refused(run, f"KnowledgeBaseBusy: kb.sqlite is being written by pid {me} (ragsnap seed")
+
+
+def test_a_lock_whose_record_names_an_exited_process_says_so_and_names_the_holder(
+    tmp_path: Path,
+) -> None:
+    """The record names a process that has exited (a real one, started and reaped here)
+    while this process holds the lock: the message says the named one has exited, names
+    the live holder and how to list holders, and never says to delete the file."""
+    import fcntl
+
+    assert (
+        run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(SEED_DOCS), cwd=tmp_path).code == 0
+    )
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # exited and reaped: its pid names no process
+    lock = tmp_path / ".kb.sqlite.lock"
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        record = f"pid {gone.pid} (ragsnap seed, since 2026-12-01T10:00:00Z)\n"
+        os.pwrite(fd, record.encode(), 0)
+        os.ftruncate(fd, len(record))
+        run = run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(SEED_DOCS), cwd=tmp_path)
+    finally:
+        os.close(fd)
+    refused(
+        run,
+        f"KnowledgeBaseBusy: kb.sqlite is locked for writing, but the process its lock file "
+        f"names (pid {gone.pid} (ragsnap seed",
+        f"has exited; it is held by pid {os.getpid()} (",
+        "fuser -v",
+        "do not delete",
+    )
+    # released: the next seed takes it and records itself
+    assert (
+        run_cli("seed", "--kb", "kb.sqlite", "--seed-docs", str(SEED_DOCS), cwd=tmp_path).code == 0
+    )
+    assert f"pid {gone.pid} " not in lock.read_text()
 
 
 def corpus(folder: Path, tag: str, n: int) -> Path:

@@ -16,8 +16,14 @@ from conftest import REPO, Project, block, make_case, make_fixture, run_cli
 
 
 def _project(project: Project, *, config: bool = True) -> Path:
-    project.write_cases([make_case("pool", expectedKeywords=["pool size"])])
+    project.write_cases(
+        [
+            make_case("pool", expectedKeywords=["pool size"]),
+            make_case("none", noAnswer=True, expectedSources=None),  # en's no-answer case
+        ]
+    )
     project.write_fixture(make_fixture("pool", [block(1, "mysql-pool", text="The pool size.")]))
+    project.write_fixture(make_fixture("none", []))
     if config:
         (project.root / "ragsnap.yaml").write_text("diff:\n  tolerances: {passRate: 0.0}\n")
     (project.root / "reports").mkdir()

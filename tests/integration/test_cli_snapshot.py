@@ -59,7 +59,7 @@ def test_committed_fixtures_are_what_the_embedded_kb_returns(tmp_path: Path) -> 
     kb = seed_kb(tmp_path)
     run = snapshot(tmp_path, "--kb", str(kb), "--fixtures", str(REPO / "fixtures"), "--check")
     assert run.code == 0, run.out + run.err
-    assert "0 would change, 0 new, 29 unchanged" in run.out
+    assert "0 would change, 0 new, 30 unchanged" in run.out
     assert "fixtures are up to date" in run.out
     for path in fixture_paths(REPO / "fixtures"):
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -73,20 +73,20 @@ def test_snapshot_writes_fixtures_then_scores_and_reruns_write_nothing(tmp_path:
     out = tmp_path / "fx"
     run = snapshot(tmp_path, "--kb", str(kb), "--fixtures", str(out), "--retrieved-at", PINNED)
     assert run.code == 0, run.out + run.err  # the repo's failures are all knownFailure
-    assert "29 new" in run.out and "wrote 29 fixture(s)" in run.out
+    assert "30 new" in run.out and "wrote 30 fixture(s)" in run.out
     assert (
-        "29 cases: 18 passed, 11 expected failures (knownFailure), 0 failed" in run.out
+        "30 cases: 19 passed, 11 expected failures (knownFailure), 0 failed" in run.out
     )  # the scorer ran
     assert (tmp_path / "reports" / "current.json").is_file()
     first = files(out)
-    assert len(first) == 29
+    assert len(first) == 30
     assert json.loads(first["db-err-4031-order-repository.json"])["retrievedAt"] == PINNED
     assert first == files(REPO / "fixtures")  # same KB, same pinned time: the committed bytes
 
     mtimes = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
     again = snapshot(tmp_path, "--kb", str(kb), "--fixtures", str(out), "--skip-eval")
     assert again.code == 0
-    assert "0 changed, 0 new, 29 unchanged" in again.out
+    assert "0 changed, 0 new, 30 unchanged" in again.out
     assert "wrote 0 fixture(s)" in again.out
     assert files(out) == first  # unchanged fixtures keep their retrievedAt: no diff
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == mtimes
@@ -196,10 +196,10 @@ def test_http_fixtures_are_the_same_bytes_at_any_concurrency_and_worker_count(
             str(out), "--retrieved-at", PINNED, "--concurrency", concurrency, "--skip-eval",
         )  # fmt: skip
         assert run.code == 0, run.out + run.err
-        assert "29 new" in run.out
+        assert "30 new" in run.out
         written[out.name] = files(out)
     first, *others = written.values()
-    assert len(first) == 29
+    assert len(first) == 30
     assert all(other == first for other in others)
 
 
@@ -229,13 +229,13 @@ def test_http_snapshot_equals_the_embedded_one(
         str(over_http), "--retrieved-at", PINNED, "--concurrency", "4", "--skip-eval",
     )  # fmt: skip
     assert run.code == 0, run.out + run.err
-    assert "29 new" in run.out
+    assert "30 new" in run.out
     first = files(over_http)
     again = snapshot(
         tmp_path, "--backend", "http", "--base-url", server.base_url, "--fixtures",
         str(over_http), "--retrieved-at", PINNED, "--skip-eval",
     )  # fmt: skip
-    assert "0 changed, 0 new, 29 unchanged" in again.out
+    assert "0 changed, 0 new, 30 unchanged" in again.out
     assert "wrote 0 fixture(s)" in again.out  # the service's latencies are not recorded
     assert files(over_http) == first
     generator = json.loads((over_http / "obs-log-retention-days.json").read_text())["generator"]
@@ -517,7 +517,7 @@ def test_a_token_guarded_service_is_seeded_and_snapshotted_and_the_token_is_nowh
     assert without_generator(tmp_path / "fx") == without_generator(REPO / "fixtures")
     out, err = server.stop()
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".md")]
-    assert len(written) >= 31  # 29 fixtures and the two score reports
+    assert len(written) >= 31  # 30 fixtures and the two score reports
     for text in (seeded.out, seeded.err, snap.out, snap.err, out, err):
         assert token not in text
     for path in written:

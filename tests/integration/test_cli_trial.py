@@ -48,7 +48,7 @@ def test_the_example_set_compares_five_methods_and_writes_runs(example: Path) ->
     header = run.out.splitlines()[1]
     assert "method" in header and "ndcg@10" in header and "no-answer FP" in header
     for method in METHODS:
-        assert re.search(rf"^{re.escape(method)}\s+29\s", run.out, re.M), run.out
+        assert re.search(rf"^{re.escape(method)}\s+30\s", run.out, re.M), run.out
     assert "Determinism: 2 passes identical" in run.out
     assert [m["name"] for m in report["plan"]["methods"]] == METHODS
     assert sorted(report["methods"]) == sorted(METHODS)

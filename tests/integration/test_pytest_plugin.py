@@ -103,7 +103,7 @@ def test_cases_run_as_tests_with_the_outcomes_of_ragsnap_score(
         "xfailed": sum(not c["passed"] and bool(c.get("knownFailure")) for c in cases),
         "xpassed": sum(c["passed"] and bool(c.get("knownFailure")) for c in cases),
     }
-    assert expected == {"passed": 17, "failed": 1, "xfailed": 11, "xpassed": 0}
+    assert expected == {"passed": 18, "failed": 1, "xfailed": 11, "xpassed": 0}
 
     result = ragsnap(pytester, "-rxf", "--junitxml=junit.xml")
     expected["passed"] += 1  # tests/test_other.py
@@ -156,7 +156,7 @@ def test_a_no_answer_case_fails_without_a_hit_level() -> None:
 
 def test_k_selects_one_case_by_id(pytester: pytest.Pytester, example: Path) -> None:
     result = ragsnap(pytester, "-k", ORDER, "-v")
-    result.assert_outcomes(passed=1, deselected=29)
+    result.assert_outcomes(passed=1, deselected=30)
     result.stdout.fnmatch_lines([f"cases/golden-cases.json::{ORDER} PASSED*"])
 
 
@@ -166,7 +166,7 @@ def test_a_missing_fixture_fails_saying_how_to_create_it(
     (example / "fixtures" / f"{ORDER}.json").unlink()
     (example / "fixtures" / f"{KNOWN}.json").unlink()  # missing fails a known failure too
     result = ragsnap(pytester, "-k", f"{ORDER} or {KNOWN}")
-    result.assert_outcomes(failed=2, deselected=28)
+    result.assert_outcomes(failed=2, deselected=29)
     result.stdout.fnmatch_lines(
         [
             f"fixtures/{ORDER}.json: missing; run `pytest --ragsnap --ragsnap-update -k {ORDER}`"
@@ -185,7 +185,7 @@ def test_update_rewrites_a_tampered_fixture_and_deletes_unused_ones(
     orphan = add_orphan(example)
 
     plain = ragsnap(pytester)
-    plain.assert_outcomes(passed=18, failed=1, xfailed=11)
+    plain.assert_outcomes(passed=19, failed=1, xfailed=11)
     plain.stdout.fnmatch_lines(
         [
             "*- ragsnap -*",
@@ -195,7 +195,7 @@ def test_update_rewrites_a_tampered_fixture_and_deletes_unused_ones(
 
     # a selection updates only what it selects, and leaves unused fixtures alone
     some = ragsnap(pytester, "--ragsnap-update", "-k", FAILING)
-    some.assert_outcomes(passed=1, deselected=29)
+    some.assert_outcomes(passed=1, deselected=30)
     some.stdout.fnmatch_lines(
         [
             "snapshot: 1 case(s) from embedded (.ragsnap/kb.sqlite)*: 1 changed, 0 new, 0 unchanged",
@@ -209,10 +209,10 @@ def test_update_rewrites_a_tampered_fixture_and_deletes_unused_ones(
     assert orphan.exists()
 
     every = ragsnap(pytester, "--ragsnap-update")
-    every.assert_outcomes(passed=19, xfailed=11)
+    every.assert_outcomes(passed=20, xfailed=11)
     every.stdout.fnmatch_lines(
         [
-            "snapshot: 29 case(s) from embedded*: 0 changed, 0 new, 29 unchanged",
+            "snapshot: 30 case(s) from embedded*: 0 changed, 0 new, 30 unchanged",
             "1 ragsnap fixture unused, deleted: retired-case.json",
         ]
     )
@@ -262,6 +262,44 @@ def test_bad_input_is_a_usage_error_naming_the_file(
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
+def test_a_broken_label_stops_the_run_as_score_refuses_it(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    """The label checks of ``ragsnap check`` run at collection, as in ``ragsnap score``:
+    a target chunk that does not exist is a usage error naming file, pointer and case;
+    ``--ragsnap-no-label-check`` scores anyway."""
+    path = example / "cases" / "golden-cases.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cases"][0]["judgments"][0]["chunkId"] = "mysql-connection-pool#42"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    result = ragsnap(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*ragsnap (checking the golden cases' labels): InputError: cases/golden-cases.json "
+            f"at /cases/0/judgments/0/chunkId: chunk 'mysql-connection-pool#42' does not exist*"
+            f"(case '{ORDER}')*--no-label-check*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    skipped = ragsnap(pytester, "--ragsnap-no-label-check", "-k", "db-hikari")
+    assert skipped.ret == pytest.ExitCode.OK
+    skipped.stdout.fnmatch_lines(["*--no-label-check*not checked*"])
+
+
+def test_a_label_warning_is_in_the_summary_once(pytester: pytest.Pytester, example: Path) -> None:
+    path = example / "cases" / "golden-cases.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cases"] = [c for c in data["cases"] if not (c["language"] == "zh" and c.get("noAnswer"))]
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    config = example / "ragsnap.yaml"
+    config.write_text(config.read_text() + "scoring:\n  noAnswerCoverage: warning\n")
+    result = ragsnap(pytester, "-k", "db-hikari")
+    assert result.ret == pytest.ExitCode.OK
+    out = result.stdout.str()
+    assert out.count("language 'zh' has 3 answerable case(s) and no no-answer case") == 1
+
+
 def test_options_and_ini_name_other_files(pytester: pytest.Pytester, example: Path) -> None:
     (example / "cases").rename(example / "golden")
     (example / "fixtures").rename(example / "snapshots")
@@ -278,9 +316,9 @@ def test_options_and_ini_name_other_files(pytester: pytest.Pytester, example: Pa
         "[pytest]\ntestpaths = tests\nragsnap_cases = golden/golden-cases.json\n"
         "ragsnap_fixtures = snapshots\n"
     )
-    ragsnap(pytester, "-k", ORDER).assert_outcomes(passed=1, deselected=29)
+    ragsnap(pytester, "-k", ORDER).assert_outcomes(passed=1, deselected=30)
     by_option = ragsnap(pytester, "-k", ORDER, "--ragsnap-fixtures", "nowhere")
-    by_option.assert_outcomes(failed=1, deselected=29)
+    by_option.assert_outcomes(failed=1, deselected=30)
     by_option.stdout.fnmatch_lines([f"nowhere/{ORDER}.json: missing; *"])
 
 
@@ -352,13 +390,13 @@ def test_known_failures_are_xfail_strict_as_configured(
     one fails as XPASS(strict); fail -> no mark, every failing case fails."""
     _mark_known(example, ORDER)
     result = ragsnap(pytester, "-rX")
-    result.assert_outcomes(passed=17 + 1, xfailed=11, xpassed=1)  # + tests/test_other.py
+    result.assert_outcomes(passed=18 + 1, xfailed=11, xpassed=1)  # + tests/test_other.py
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"XPASS cases/golden-cases.json::{ORDER}*"])
 
     _known_failures(example, "strict")
     result = ragsnap(pytester, "-rf")
-    result.assert_outcomes(passed=17 + 1, xfailed=11, failed=1)
+    result.assert_outcomes(passed=18 + 1, xfailed=11, failed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"FAILED cases/golden-cases.json::{ORDER}*XPASS(strict)*"])
 
@@ -367,7 +405,7 @@ def test_known_failures_are_xfail_strict_as_configured(
         encoding="utf-8",
     )
     result = ragsnap(pytester)
-    result.assert_outcomes(passed=18 + 1, failed=11)  # ORDER passes, marked or not
+    result.assert_outcomes(passed=19 + 1, failed=11)  # ORDER passes, marked or not
     assert result.ret == 1
 
 
@@ -379,7 +417,7 @@ def test_an_edited_seed_document_fails_every_case_captured_before_it(
     doc = example / "seed-docs" / "mysql-slow-query-log.md"
     doc.write_text(doc.read_text().replace("kept for 14 days", "kept for 15 days"))
     result = ragsnap(pytester, "-k", f"{ORDER} or {KNOWN}", "-rf")
-    result.assert_outcomes(failed=2, deselected=28)
+    result.assert_outcomes(failed=2, deselected=29)
     cause = (
         "seed-docs/mysql-slow-query-log.md changed after fixtures/db-noanswer-druid-other-"
         "team.json, fixtures/obs-log-retention-days.json (citing it) were captured"
@@ -389,7 +427,7 @@ def test_an_edited_seed_document_fails_every_case_captured_before_it(
     )
     doc.write_text(doc.read_text().replace("kept for 15 days", "kept for 14 days"))
     fresh = ragsnap(pytester, "-k", ORDER)
-    fresh.assert_outcomes(passed=1, deselected=29)
+    fresh.assert_outcomes(passed=1, deselected=30)
 
 
 RETENTION = "obs-log-retention"  # a case of `ragsnap init`'s example project

@@ -18,14 +18,24 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..errors import RagsnapError
 from ..io.inputs import FixtureSet, read_manifest
 from ..snapshot.provenance import Capture, Manifest, Staleness, check_provenance
 
-__all__ = ["captured_documents", "check_fixtures", "folder_name", "seed_state", "settings_of"]
+if TYPE_CHECKING:
+    from ..kb.corpus import ChunkSettings, SeedDocument
+
+__all__ = [
+    "add_seed_document",
+    "captured_documents",
+    "check_fixtures",
+    "folder_name",
+    "seed_state",
+    "settings_of",
+]
 
 
 def settings_of(config: Config, backend: str, method: str | None = None) -> dict[str, Any]:
@@ -83,19 +93,26 @@ class SeedState:
     paths: dict[str, str]
 
 
+def add_seed_document(state: SeedState, doc: SeedDocument, settings: ChunkSettings) -> None:
+    """Record ``doc`` in ``state`` (one step of ``seed_state``'s pass, for a caller that
+    reads the corpus for something else too: ``_labels``)."""
+    from ..kb.seeding import document_digest, index_hash
+
+    state.digests[doc.source] = document_digest(doc, settings)
+    state.index_hashes[doc.source] = index_hash(doc, settings)
+    state.paths[doc.source] = _shown(doc.path)
+
+
 def seed_state(config: Config) -> SeedState | None:
     """The seed corpus of ``kb.seedDocs``, or None when there is none to compare with."""
     from ..kb.corpus import open_seed_docs
-    from ..kb.seeding import document_digest, index_hash
 
     folder = config.kb.seed_docs
     if not folder.exists():
         return None
     state = SeedState({}, {}, {})
     for doc in open_seed_docs(folder):
-        state.digests[doc.source] = document_digest(doc, config.kb.chunking)
-        state.index_hashes[doc.source] = index_hash(doc, config.kb.chunking)
-        state.paths[doc.source] = _shown(doc.path)
+        add_seed_document(state, doc, config.kb.chunking)
     return state
 
 
@@ -151,11 +168,17 @@ def folder_name(folder: Path) -> str:
 
 
 def check_fixtures(
-    config: Config, fixture_set: FixtureSet, folder: Path, case_ids: Collection[str]
+    config: Config,
+    fixture_set: FixtureSet,
+    folder: Path,
+    case_ids: Collection[str],
+    seed: SeedState | None = None,
 ) -> Staleness:
     """Whether the fixtures of ``folder`` (as loaded in ``fixture_set``) of the cases
     ``case_ids`` still describe the corpus of ``kb.seedDocs`` and the settings of
-    ragsnap.yaml (a fixture no case names is not scored, so not checked)."""
+    ragsnap.yaml (a fixture no case names is not scored, so not checked). ``seed``: the
+    seed state when the caller has read it already (the label check's pass), so the
+    corpus is not read again."""
     digests = {c: d for c, d in fixture_set.digests.items() if c in case_ids}
     if not digests:
         return Staleness()
@@ -163,7 +186,7 @@ def check_fixtures(
     if raw is None:  # nothing to compare with: no need to read the corpus
         return check_provenance(None, digests, Capture({}), folder=folder_name(folder))
     manifest = Manifest.from_json(raw)
-    state = seed_state(config)
+    state = seed if seed is not None else seed_state(config)
     current = Capture(
         settings_of(config, config.kb.backend), documents=None if state is None else state.digests
     )
@@ -186,9 +209,9 @@ def check_fixtures(
         ),
     )
     if state is None:
-        seed = config.kb.seed_docs.as_posix()
+        missing = config.kb.seed_docs.as_posix()
         return Staleness(
             result.problems,
-            (*result.notes, f"{seed} not found: the fixtures' corpus is not checked"),
+            (*result.notes, f"{missing} not found: the fixtures' corpus is not checked"),
         )
     return result

@@ -5,8 +5,10 @@ cuts the documents into chunks with ``kb.chunking`` as ``ragsnap seed`` would, a
 runs ``scoring.hygiene.check_cases``: judgment targets and expected sources, doc
 ids and chunk ids exist, answer spans are verbatim in their target, expected
 breadcrumbs prefix a document's breadcrumb, no secret, personal path or endpoint
-is in a case (errors); every language with answerable cases has a no-answer
-case (a warning). Needs no knowledge base and no network.
+is in a case, every language with answerable cases has a no-answer case (errors;
+the last a warning with ``scoring.noAnswerCoverage: warning``). Needs no knowledge
+base and no network. ``score``, ``trial`` and ``pytest --ragsnap`` run the same
+checks before they score (``commands._labels``).
 
 Then, when the fixtures folder (``--fixtures``) exists, every fixture is read as
 ``score`` reads it and its provenance checked (``ragsnap.snapshot.provenance``):
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         keep=needed_documents(case_set.cases),
         quotes=quote_candidates(document),
     )
-    findings = check_cases(document, case_set.cases, corpus)
+    findings = check_cases(document, case_set.cases, corpus, config.no_answer_coverage)
     staleness = Staleness()
     if args.fixtures.is_dir():
         seeded = dataclasses.replace(config, kb=dataclasses.replace(config.kb, seed_docs=folder))

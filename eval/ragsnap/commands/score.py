@@ -6,6 +6,11 @@ a bad fixture leaves every existing report untouched.
 ``scoring.skip`` in ragsnap.yaml names case expectations that are not checked
 (``score_case``'s ``skip``); the report and the summary say which were skipped.
 
+Before scoring, the label checks of ``ragsnap check`` run (``commands._labels``):
+an error is bad input (exit 2, nothing written), a warning is printed once on
+stderr; ``--no-label-check`` skips them, and the report's ``labelCheck`` says so.
+Their one pass over the seed corpus is the provenance check's too.
+
 Before scoring, the fixtures' provenance is checked (``ragsnap.snapshot.provenance``):
 a fixture captured before a seed document or a lookup setting changed makes the
 run fail (exit 1) with one line per cause, after the reports are written (the
@@ -33,7 +38,7 @@ from typing import Any
 
 from ..config import load_config
 from ..errors import UsageError
-from ..io.inputs import load_cases, load_fixtures, load_report
+from ..io.inputs import load_cases_document, load_fixtures, load_report
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.reads import labelled, reads_of
 from ..ir.metrics import parse_measures
@@ -45,6 +50,7 @@ from ..scoring.review import render_diff_markdown
 from ..scoring.summary import diff_lines, score_lines
 from ..scoring.trend import history_name
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
+from ._labels import check_labels_before_scoring
 from ._provenance import check_fixtures
 from ._review import diff_with_config, extra_outputs
 
@@ -64,12 +70,15 @@ def _run(args: argparse.Namespace) -> int:
             "--compare-to BASELINE; add it or drop them"
         )
     config = load_config(args.config, embedder=getattr(args, "embedder", None))
-    case_set = load_cases(args.cases)
+    case_set, document = load_cases_document(args.cases)
     fixture_set = load_fixtures(args.fixtures)
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
 
+    labels = check_labels_before_scoring(
+        config, args.cases, case_set.cases, document, skip=getattr(args, "no_label_check", False)
+    )
     staleness = check_fixtures(
-        config, fixture_set, args.fixtures, {case.id for case in case_set.cases}
+        config, fixture_set, args.fixtures, {case.id for case in case_set.cases}, labels.seed
     )
     fixtures = fixture_set.fixtures
     graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
@@ -91,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         },
         config.known_failures,
     )
+    report["labelCheck"] = labels.to_json()
     if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
         report["provenance"] = staleness.to_json()
     diff = None

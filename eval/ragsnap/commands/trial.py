@@ -43,6 +43,11 @@ service reports inside its traces (``latencyMs``) are left out, so the
 determinism check compares retrieval, not timing; the passes, latency
 figures, gates, repetitions and seeds are the embedded trial's.
 
+Before anything runs, the label checks of ``ragsnap check`` do
+(``commands._labels``): an error exits 2, warnings are printed once, and
+``--no-label-check`` skips them (the report's ``labelCheck`` says so); their
+pass over the corpus gives the plan its corpus digest.
+
 ``--privacy`` (the default when ``trial.shareable: true``; ``--no-privacy``
 turns it off) writes the report's privacy view (``ragsnap.trial.privacy``);
 a diff is computed on the full report, then made private. The TREC runs hold
@@ -68,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import Config, load_config
 from ..errors import BackendError, InputError, RagsnapError, UsageError
-from ..io.inputs import load_cases
+from ..io.inputs import load_cases_document
 from ..io.jsonio import (
     check_outputs,
     parse_json,
@@ -111,6 +116,7 @@ from ..trial.runner import (
 from ..trial.significance import significance_lines
 from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
 from ._kb import open_tokenizer
+from ._labels import check_labels_before_scoring
 
 if TYPE_CHECKING:
     from ..kb.backends.registry import Backend
@@ -196,7 +202,11 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= repetitions <= 1000:
         raise UsageError(f"--repetitions {repetitions}: use 1 to 1000")
 
-    case_set = load_cases(args.cases)
+    case_set, cases_document = load_cases_document(args.cases)
+    # ragsnap check's label checks (commands._labels); their corpus pass is the seeding's
+    labels = check_labels_before_scoring(
+        config, args.cases, case_set.cases, cases_document, skip=args.no_label_check
+    )
     cases = [c for c in case_set.cases if split == "all" or c.split == split]
     if not cases:
         raise UsageError(
@@ -243,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         side = (
             _whole_side(args, config, entry, names, case_set.sha256, stack)
             if entry.looks_up == "whole"
-            else _embedded_side(args, config, names, case_set.sha256)
+            else _embedded_side(args, config, names, case_set.sha256, labels.index_hashes)
         )
         inputs, about = _common_inputs(args, case_set, gates_path)
         plan = Plan(
@@ -326,6 +336,7 @@ def run(args: argparse.Namespace) -> int:
         reference=reference,
         all_pairs=getattr(args, "all_pairs", False),
     )
+    report["labelCheck"] = labels.to_json()
     full = report
     if privacy:
         report = private_trial(full)
@@ -429,11 +440,17 @@ def _check_backend_flags(args: argparse.Namespace, entry: Backend) -> None:
 
 
 def _embedded_side(
-    args: argparse.Namespace, config: Config, names: Sequence[str], cases_sha256: str
+    args: argparse.Namespace,
+    config: Config,
+    names: Sequence[str],
+    cases_sha256: str,
+    known_hashes: dict[str, str] | None = None,
 ) -> _Side:
     """The embedded trial: a store per vector provider (the store cache's, a temporary
     one, or ``--kb``), seeded from the configured corpus when the passes run unless
-    reused; the plan's inputs with what each digests (``_Side.about``)."""
+    reused; the plan's inputs with what each digests (``_Side.about``).
+    ``known_hashes``: the corpus's index hashes when the label check's pass computed
+    them (not computed again)."""
     from ..kb.corpus import open_seed_docs
     from ..kb.embedders import embedder_files, file_sha256, make_embedder, vectors_identity
     from ..kb.pipeline import describe_method
@@ -473,7 +490,7 @@ def _embedded_side(
             hashes = {s: d.index_hash for s, d in sorted(kb.documents().items())}
     else:
         docs = open_seed_docs(config.kb.seed_docs)
-        hashes = index_hashes(docs, config.kb.chunking)
+        hashes = known_hashes or index_hashes(docs, config.kb.chunking)
     definitions: dict[str, dict[str, Any]] = {
         name: {
             "name": name,

@@ -244,6 +244,9 @@ def load_report(path: Path, role: str) -> dict[str, Any]:
     data: Any = read_json(path, f"pass an existing {role} report, or {regenerate}")
     if not isinstance(data, dict):
         raise InputError(path, "is not a ragsnap score report (not a JSON object)", regenerate)
+    other = _not_a_report(path, data, role, "score")
+    if other is not None:
+        raise other
     kind = data.get("kind")
     if kind != REPORT_KIND:
         raise InputError(
@@ -277,6 +280,39 @@ def load_report(path: Path, role: str) -> dict[str, Any]:
     return result
 
 
+def _not_a_report(path: Path, data: Any, role: str, command: str) -> InputError | None:
+    """The error of an input file passed where a ``command`` report (``score`` or
+    ``trial``) is read: a golden cases file or a fixture says what it is and which
+    command writes the report from it (rather than suggesting to write a report over
+    it); None for anything else."""
+    if not isinstance(data, dict) or "kind" in data:
+        return None
+    written = "reports/current.json" if command == "score" else "reports/trial.json"
+    if isinstance(data.get("cases"), list) and "schemaVersion" in data:
+        return InputError(
+            path,
+            f"is a golden cases file, not a report: the {role} must be a JSON report "
+            f"`ragsnap {command}` wrote",
+            f"run `ragsnap {command} --cases {path}` first (it writes {written}), "
+            f"then diff two reports (`ragsnap diff reports/baseline.json {written}`)"
+            + (
+                f", or both at once: `ragsnap score --cases {path} --compare-to "
+                "reports/baseline.json`"
+                if command == "score"
+                else ""
+            ),
+        )
+    if "caseId" in data and "lookupResult" in data:
+        return InputError(
+            path,
+            f"is a fixture, not a report: the {role} must be a JSON report `ragsnap {command}` "
+            "wrote",
+            f"score the fixtures folder it is in (`ragsnap score --fixtures {path.parent}` "
+            "writes reports/current.json), then diff two reports",
+        )
+    return None
+
+
 def report_kind(path: Path) -> str | None:
     """The ``kind`` of a JSON report file (a score report, a trial report ...), or None."""
     data: Any = read_json(path, "pass an existing JSON report")
@@ -287,6 +323,9 @@ def load_trial_report(path: Path, role: str) -> dict[str, Any]:
     """Read a JSON trial report written by ``ragsnap trial`` (e.g. a baseline)."""
     regenerate = f"regenerate the {role} with `ragsnap trial --json-report {path}`"
     data: Any = read_json(path, f"pass an existing {role} report, or {regenerate}")
+    other = _not_a_report(path, data, role, "trial")
+    if other is not None:
+        raise other
     kind = data.get("kind") if isinstance(data, dict) else None
     if kind != TRIAL_REPORT_KIND:
         raise InputError(

@@ -11,12 +11,22 @@ regular file there (a FIFO, a device) is refused, exit 2, without blocking. The 
 system releases the lock when the holder exits or crashes; the file stays (a
 new lock on a re-created file would not exclude a holder of the old one).
 Readers never take it: a lookup reads one consistent state on its own.
+
+A lock is never stale: the system drops it with its last holder, so a lock that
+is busy is held by a live process. Its record can still name one that has
+exited (a new holder that has not written its record yet, or a child that
+inherited the descriptor of a holder that exited). Then the record is read again
+briefly, and when it still names a dead process the message says so, names the
+live processes that hold the file open (found in ``/proc/*/fd``; Linux), and
+says how to list them (``fuser -v``); it never suggests deleting the file, and
+never takes the lock over, since the holder may be writing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import sys
 import time
@@ -62,10 +72,7 @@ def writer_lock(store: Path, what: str | None = None) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise KnowledgeBaseBusy(
-                f"{store} is being written by {_holder(fd)}; wait for it to finish (or stop it), "
-                "then run this again"
-            ) from None
+            raise _busy(store, path, fd) from None
         command = what or " ".join(["ragsnap", *sys.argv[1:2]])
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         record = f"pid {os.getpid()} ({command}, since {stamp})\n".encode()
@@ -84,6 +91,83 @@ def writer_lock(store: Path, what: str | None = None) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+_PID = re.compile(r"^pid (\d+)\b")
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: it exists
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc: kill's answer stands
+    return state != b"Z"
+
+
+def _openers(path: Path) -> list[str]:
+    """``pid N (command)`` of every other live process that holds ``path`` open, from
+    ``/proc/*/fd`` (Linux; empty elsewhere or when nothing can be read)."""
+    try:
+        target = path.stat()
+        processes = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    except OSError:
+        return []
+    found: list[str] = []
+    for process in processes:
+        if int(process.name) == os.getpid():
+            continue
+        try:
+            fds = list((process / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                held = fd.stat()
+            except OSError:
+                continue
+            if (held.st_dev, held.st_ino) == (target.st_dev, target.st_ino):
+                try:
+                    raw = (process / "cmdline").read_bytes()
+                    command = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+                except OSError:
+                    command = ""
+                found.append(f"pid {process.name}" + (f" ({command[:80]})" if command else ""))
+                break
+    return found
+
+
+def _busy(store: Path, path: Path, fd: int) -> KnowledgeBaseBusy:
+    """The error of a busy lock: its holder as its record names it, unless that process
+    has exited (module docstring)."""
+    record = _holder(fd)
+    for _ in range(50):  # a new holder writes its record within moments
+        match = _PID.match(record)
+        if match is None or _alive(int(match.group(1))):
+            return KnowledgeBaseBusy(
+                f"{store} is being written by {record}; wait for it to finish (or stop it), "
+                "then run this again"
+            )
+        time.sleep(0.01)
+        record = _holder(fd)
+    holders = _openers(path)
+    held_by = (
+        f"it is held by {', '.join(holders)}"
+        if holders
+        else "it is held by a live process that inherited the lock (a child of that one?)"
+    )
+    return KnowledgeBaseBusy(
+        f"{store} is locked for writing, but the process its lock file names ({record}) has "
+        f"exited; {held_by}. A lock is released when its last holder exits, so this one is "
+        f"not stale: stop that process (`fuser -v {path}` lists the holders), then run this "
+        f"again; do not delete {path} (a new file would not exclude the holder)"
+    )
 
 
 def _holder(fd: int) -> str:

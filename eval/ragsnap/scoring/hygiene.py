@@ -45,11 +45,13 @@ Errors:
   corpus passes (the corpus already holds it, and a span must be verbatim);
   a secret never does. The finding never repeats the matched text, only the
   rule and the character offset, so a report of it leaks nothing either.
-
-Warnings:
-
 * ``no-answer-coverage``: a language with answerable cases but no
-  ``noAnswer`` case, so no-answer false positives are never measured in it.
+  ``noAnswer`` case, so no-answer false positives are never measured in it
+  (GoodBuddy's rule: every language's no-answer false positives are
+  measured). A project that cannot have one (a set imported as it is) opts
+  out with ``scoring.noAnswerCoverage: warning`` in ragsnap.yaml, which makes
+  it a **warning** (the set is weaker than it should be; printed, never
+  failing).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ __all__ = [
     "CorpusIndex",
     "Finding",
     "PrivacyRule",
+    "Severity",
     "check_cases",
     "check_labels",
     "check_no_answer_coverage",
@@ -422,6 +425,13 @@ class PrivacyRule:
     name: str
     pattern: re.Pattern[str]
     fix: str
+    #: lower-case literals one of which every match holds: a text without any of them
+    #: is not searched (empty: always searched)
+    needs: tuple[str, ...] = ()
+
+    def could_match(self, folded: str) -> bool:
+        """Whether a text whose lower-case form is ``folded`` can hold a match."""
+        return not self.needs or any(literal in folded for literal in self.needs)
 
 
 _SECRET_FIX = (
@@ -441,42 +451,49 @@ PRIVACY_RULES: tuple[PrivacyRule, ...] = (
         "a private key block",
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
         _SECRET_FIX,
+        ("-----begin",),
     ),
     PrivacyRule(
         "secret",
         "an API key (sk-...)",
         re.compile(r"(?<![A-Za-z0-9])sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{16,}"),
         _SECRET_FIX,
+        ("sk-",),
     ),
     PrivacyRule(
         "secret",
         "an AWS access key id (AKIA...)",
         re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"),
         _SECRET_FIX,
+        ("akia", "asia"),
     ),
     PrivacyRule(
         "secret",
         "a GitHub token (ghp_...)",
         re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
         _SECRET_FIX,
+        ("gh",),
     ),
     PrivacyRule(
         "secret",
         "a Slack token (xox...)",
         re.compile(r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"),
         _SECRET_FIX,
+        ("xox",),
     ),
     PrivacyRule(
         "secret",
         "a JSON Web Token",
         re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\."),
         _SECRET_FIX,
+        ("eyj",),
     ),
     PrivacyRule(
         "secret",
         "a bearer token (Bearer ...)",
         re.compile(r"\bBearer\s+(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}", re.IGNORECASE),
         _SECRET_FIX,
+        ("bearer",),
     ),
     PrivacyRule(
         "secret",
@@ -487,36 +504,42 @@ PRIVACY_RULES: tuple[PrivacyRule, ...] = (
             re.IGNORECASE,
         ),
         _SECRET_FIX,
+        ("=", ":"),
     ),
     PrivacyRule(
         "secret",
         "credentials in a URL (user:password@)",
         re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
         _SECRET_FIX,
+        ("://",),
     ),
     PrivacyRule(
         "absolute-path",
         "an absolute path (/home/..., /Users/...)",
         re.compile(r"(?<![\w.~/:-])/(?:home|Users|root|Volumes)/"),
         _PATH_FIX,
+        ("/home/", "/users/", "/root/", "/volumes/"),
     ),
     PrivacyRule(
         "absolute-path",
         "a Windows path (C:\\...)",
         re.compile(r"(?<![A-Za-z0-9])[A-Za-z]:\\|(?<![A-Za-z0-9:/])[A-Za-z]:/(?!/)|\\\\[\w.-]+\\"),
         _PATH_FIX,
+        (":\\", ":/", "\\\\"),
     ),
     PrivacyRule(
         "absolute-path",
         "a home-relative path (~/...)",
         re.compile(r"(?<![\w/])~[A-Za-z0-9_.-]*/"),
         _PATH_FIX,
+        ("~",),
     ),
     PrivacyRule(
         "endpoint",
         "a URL (scheme://...)",
         re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://"),
         _ENDPOINT_FIX,
+        ("://",),
     ),
     PrivacyRule(
         "endpoint",
@@ -529,8 +552,19 @@ PRIVACY_RULES: tuple[PrivacyRule, ...] = (
             r"(?![\w:.]|-\w)"
         ),
         _ENDPOINT_FIX,
+        (":",),
     ),
 )
+
+#: one of the literals some rule needs (``PrivacyRule.needs``): a text without any is
+#: searched by no rule (None when a rule needs none: every text is searched)
+_ANY_LITERAL = (
+    None
+    if any(not rule.needs for rule in PRIVACY_RULES)
+    else re.compile("|".join(re.escape(n) for rule in PRIVACY_RULES for n in rule.needs))
+)
+
+_DIGIT = re.compile(r"\d")
 
 #: a run of token characters long enough to be a random key
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
@@ -545,11 +579,8 @@ def looks_random(token: str) -> bool:
     ``db-err-4031-order-repository`` no capital, and hex digests at most 4 bits)."""
     if len(token) < 24:
         return False
-    if not (
-        any(c.isupper() for c in token)
-        and any(c.islower() for c in token)
-        and any(c.isdigit() for c in token)
-    ):
+    # upper case, lower case and a digit (token characters are ASCII: str methods in C)
+    if token == token.lower() or token == token.upper() or _DIGIT.search(token) is None:
         return False
     counts = Counter(token)
     entropy = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
@@ -566,6 +597,20 @@ def _strings(value: Any, pointer: str) -> Iterator[tuple[str, str]]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _strings(item, f"{pointer}/{index}")
+
+
+def _texts(value: Any, into: set[str]) -> set[str]:
+    """Every distinct string value of a parsed JSON document (no pointers built)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            into.add(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return into
 
 
 #: values that quote the corpus: an answer span, an expected keyword
@@ -585,7 +630,9 @@ def quote_candidates(document: Any) -> set[str]:
     }
 
 
-def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Finding]:
+def check_privacy(
+    document: Any, corpus: CorpusIndex | None = None, *, trust_quotes: bool = False
+) -> list[Finding]:
     """Secrets, absolute paths and endpoints in any string of ``document`` (a parsed
     cases file): one finding per value and rule, naming the rule and the character
     offset of the first match, never the matched text.
@@ -594,27 +641,35 @@ def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Find
     the matched text occurs verbatim in a document of ``corpus`` (found while it was
     built, ``quote_candidates``, or in a body it kept): the case then quotes what the
     corpus already holds (a runbook's ``--bootstrap-server kafka:9092``), and a span
-    must be verbatim. A secret is refused wherever it is.
+    must be verbatim. A secret is refused wherever it is. ``trust_quotes`` (no corpus
+    to look in: a score without a seed corpus) allows every path and endpoint in a span
+    or a keyword, since the quote cannot be looked up.
     """
 
     def quoted(pointer: str, text: str) -> bool:
-        if corpus is None or _QUOTES.search(pointer) is None:
+        if _QUOTES.search(pointer) is None:
             return False
+        if corpus is None:
+            return trust_quotes
         return text in corpus.quoted or any(text in body for body in corpus.bodies.values())
 
     found: list[Finding] = []
+    # each distinct text is searched once (ids, tags, categories repeat); the pointers
+    # are walked only when some text holds something
+    scanned = {text: _scan(text) for text in _texts(document, set())}
+    if not any(rule_hits or random_at is not None for rule_hits, random_at in scanned.values()):
+        return found
     for pointer, text in _strings(document, ""):
-        for rule in PRIVACY_RULES:
+        rule_hits, random_at = scanned[text]
+        secret = False
+        for rule, matches in rule_hits:
             match = next(
-                (
-                    m
-                    for m in rule.pattern.finditer(text)
-                    if rule.code == "secret" or not quoted(pointer, m.group())
-                ),
+                (m for m in matches if rule.code == "secret" or not quoted(pointer, m.group())),
                 None,
             )
             if match is None:
                 continue
+            secret = secret or rule.code == "secret"
             found.append(
                 Finding(
                     "error",
@@ -624,27 +679,51 @@ def check_privacy(document: Any, corpus: CorpusIndex | None = None) -> list[Find
                     rule.fix,
                 )
             )
-        if not any(f.code == "secret" and f.pointer == pointer for f in found):
-            token = next((m for m in _TOKEN.finditer(text) if looks_random(m.group())), None)
-            if token is not None:
-                found.append(
-                    Finding(
-                        "error",
-                        "secret",
-                        pointer,
-                        f"holds a long random-looking token at character {token.start()} "
-                        "(an API key or token?)",
-                        _RANDOM_FIX,
-                    )
+        if not secret and random_at is not None:
+            found.append(
+                Finding(
+                    "error",
+                    "secret",
+                    pointer,
+                    f"holds a long random-looking token at character {random_at} "
+                    "(an API key or token?)",
+                    _RANDOM_FIX,
                 )
+            )
     return found
+
+
+def _scan(text: str) -> tuple[list[tuple[PrivacyRule, list[re.Match[str]]]], int | None]:
+    """Every rule's matches in ``text`` (the rules that match), and where its first
+    random-looking token starts (None: none). A rule is searched only when ``text``
+    holds one of its literals (``PrivacyRule.needs``)."""
+    folded = text.lower()
+    hits = (
+        [
+            (rule, matches)
+            for rule in PRIVACY_RULES
+            if rule.could_match(folded) and (matches := list(rule.pattern.finditer(text)))
+        ]
+        if _ANY_LITERAL is None or _ANY_LITERAL.search(folded)
+        else []
+    )
+    token = (
+        next((m for m in _TOKEN.finditer(text) if looks_random(m.group())), None)
+        if len(text) >= 24
+        else None
+    )
+    return hits, None if token is None else token.start()
 
 
 # ---------------------------------------------------------------- coverage
 
 
-def check_no_answer_coverage(cases: Sequence[GoldenCase]) -> list[Finding]:
-    """A warning per language with answerable cases and no no-answer case."""
+def check_no_answer_coverage(
+    cases: Sequence[GoldenCase], severity: Severity = "error"
+) -> list[Finding]:
+    """A finding (an error, or a warning when the project opts out:
+    ``scoring.noAnswerCoverage: warning``) per language with answerable cases and no
+    no-answer case."""
     answerable: Counter[str] = Counter()
     no_answer: set[str] = set()
     for case in cases:
@@ -654,25 +733,37 @@ def check_no_answer_coverage(cases: Sequence[GoldenCase]) -> list[Finding]:
             answerable[case.language] += 1
     return [
         Finding(
-            "warning",
+            severity,
             "no-answer-coverage",
             "/cases",
             f"language {language!r} has {count} answerable case(s) and no no-answer case, "
             "so no-answer false positives are not measured in it",
             f'add a case with "language": "{language}", "noAnswer": true and a question '
-            "the seed corpus does not answer",
+            "the seed corpus does not answer"
+            + (
+                " (or set `scoring.noAnswerCoverage: warning` in ragsnap.yaml when the set "
+                "cannot have one)"
+                if severity == "error"
+                else ""
+            ),
         )
         for language, count in sorted(answerable.items())
         if language not in no_answer
     ]
 
 
-def check_cases(document: Any, cases: Sequence[GoldenCase], corpus: CorpusIndex) -> list[Finding]:
+def check_cases(
+    document: Any,
+    cases: Sequence[GoldenCase],
+    corpus: CorpusIndex,
+    no_answer_coverage: Severity = "error",
+) -> list[Finding]:
     """Every check of the module docstring: errors first, then warnings; each by case in
-    file order, then by pointer (``/cases/2/...`` before ``/cases/10/...``)."""
+    file order, then by pointer (``/cases/2/...`` before ``/cases/10/...``).
+    ``no_answer_coverage``: the severity of ``no-answer-coverage``."""
     found = [
         *check_labels(cases, corpus),
         *check_privacy(document, corpus),
-        *check_no_answer_coverage(cases),
+        *check_no_answer_coverage(cases, no_answer_coverage),
     ]
     return sorted(found, key=lambda f: (f.severity != "error", _pointer_key(f.pointer)))

@@ -29,8 +29,8 @@ A private score report (``private-report.schema.json``) is marked
   keeps its ranks and whether each target was covered, each target and chunk id
   (sources, doc ids, keywords, breadcrumbs, spans: corpus text) replaced by
   ``private_id`` of it, a stable hash, so two private reports still diff;
-* ``outcome`` (counts and the knownFailures mode) and ``notApplicable`` (counts)
-  are kept as they are.
+* ``outcome`` (counts and the knownFailures mode), ``notApplicable`` (counts) and
+  ``labelCheck`` (a status and a count) are kept as they are.
 
 A private diff (``private-diff-report.schema.json``) names its baseline
 ``"baseline"`` (not its path), keeps only the hashes of both reports' inputs,
@@ -229,6 +229,7 @@ def private_report(
         # counts and the knownFailures mode only; absent from reports that predate it
         **({"outcome": dict(report["outcome"])} if "outcome" in report else {}),
         **({"notApplicable": report["notApplicable"]} if "notApplicable" in report else {}),
+        **({"labelCheck": dict(report["labelCheck"])} if "labelCheck" in report else {}),
     }
     provenance = report.get("provenance")
     if provenance is not None:  # its lines name seed files and settings: counts only

@@ -57,6 +57,7 @@ __all__ = [
     "build_report",
     "case_entry",
     "coverage_entry",
+    "label_check_line",
     "not_applicable_summary",
     "outcome",
     "outcome_text",
@@ -369,6 +370,25 @@ def provenance_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
     return lines
 
 
+def label_check_line(label_check: Any) -> str | None:
+    """The Markdown line of a report's ``labelCheck`` (score and trial reports) when
+    its labels were not all checked; None when they were, or the report predates it."""
+    if not isinstance(label_check, Mapping):
+        return None
+    status = label_check.get("status")
+    if status == "skipped":
+        return (
+            "**Labels not checked** (`--no-label-check`): the label checks of "
+            "`ragsnap check` did not run before scoring."
+        )
+    if status == "partial":
+        return (
+            "**Labels checked in part**: no seed corpus, so targets and spans were not "
+            "checked (secrets, paths and no-answer coverage were)."
+        )
+    return None
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """Render a score report dict as Markdown."""
     summary = report["summary"]
@@ -390,6 +410,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{summary['noAnswerFalsePositives']} returned evidence.",
         "",
         *([*stale, ""] if stale else []),
+        *([labels, ""] if (labels := label_check_line(report.get("labelCheck"))) else []),
         "## Aggregates",
         "",
         markdown_table(_AGG_HEADERS, [_aggregate_row("all cases", summary)]),

@@ -22,10 +22,14 @@ beyond ids and hashes:
 A trial over a service keeps ``service`` without its ``baseUrl`` (an
 endpoint); the backend and the corpus revision stay.
 
+The TREC runs (``--runs-dir``) keep their file names only (``<method>.trec``,
+``qrels.txt``: method ids), never the folder they were written to, which can
+name a user or a machine (``/home/alice/runs``).
+
 Measurements, gates (method and measure ids, the case fields a gate selects on
 as its file states them, thresholds, values, why a gate did not run), the
-determinism check, case results (ids, hit levels, failure codes), the TREC
-run file names and timing stay as they are. The plan hash stays, so a private
+determinism check, case results (ids, hit levels, failure codes) and timing
+stay as they are. The plan hash stays, so a private
 report still names the plan it ran; a plan file (``--write-plan``) is an input
 and is written in full.
 """
@@ -33,6 +37,7 @@ and is written in full.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..scoring.privacy import is_private, sha256_json
@@ -54,7 +59,14 @@ def private_trial(report: Mapping[str, Any]) -> dict[str, Any]:
         {name for entry in report["methods"].values() for name in entry["summary"]["metrics"]}
     )
     service = report.get("service")
-    hidden = {} if service is None else {"service": _without_url(service)}
+    hidden: dict[str, Any] = {} if service is None else {"service": _without_url(service)}
+    runs = report.get("runs")
+    if runs is not None:  # file names (method ids), not the folder
+        hidden["runs"] = {
+            **runs,
+            "files": [PurePosixPath(f).name for f in runs["files"]],
+            "qrels": PurePosixPath(runs["qrels"]).name,
+        }
     return {
         **report,
         **hidden,

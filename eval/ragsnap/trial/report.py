@@ -26,6 +26,7 @@ from tabulate import tabulate
 from ..io.jsonio import round_floats
 from ..models import TRIAL_REPORT_KIND, TRIAL_REPORT_SCHEMA_VERSION
 from ..scoring.casemetrics import CONTEXT_PRECISION, CONTEXT_RECALL
+from ..scoring.report import label_check_line
 from ..scoring.significance import SignificanceSettings
 from .gates import gates_line, method_status, status_reason
 from .measure import EVIDENCE, RANKING, TRIAL_MEASURES, MethodMeasurement, failure_codes
@@ -306,6 +307,7 @@ def render_trial_markdown(report: Mapping[str, Any]) -> str:
             if report.get("privacy")
             else []
         ),
+        *(["", labels] if (labels := label_check_line(report.get("labelCheck"))) else []),
         "",
         "## Methods",
         "",

@@ -321,7 +321,7 @@ def test_every_string_of_the_file_is_scanned() -> None:
     assert codes(check_privacy(document)) == [("absolute-path", "/description")]
 
 
-def test_a_language_without_a_no_answer_case_is_a_warning() -> None:
+def test_a_language_without_a_no_answer_case_is_an_error_unless_the_project_opts_out() -> None:
     cases = [
         case(0),
         case(1, language="zh"),
@@ -331,12 +331,16 @@ def test_a_language_without_a_no_answer_case_is_a_warning() -> None:
     ]
     (found,) = check_no_answer_coverage(cases)
     assert (found.severity, found.code, found.pointer) == (
-        "warning",
+        "error",
         "no-answer-coverage",
         "/cases",
     )
     assert found.problem.startswith("language 'zh' has 2 answerable case(s) and no no-answer case")
     assert '"language": "zh", "noAnswer": true' in found.fix
+    assert "scoring.noAnswerCoverage: warning" in found.fix  # how to opt out
+    (opted,) = check_no_answer_coverage(cases, "warning")
+    assert (opted.severity, opted.problem) == ("warning", found.problem)
+    assert "noAnswerCoverage" not in opted.fix
     assert (
         check_no_answer_coverage(
             [*cases, case(5, language="zh", noAnswer=True, expectedSources=None)]
@@ -350,7 +354,7 @@ def test_check_cases_lists_errors_first_then_warnings_in_file_order() -> None:
     cases[10] = case(10, expectedSources=["gone"])
     cases[2] = case(2, expectedSources=["gone"], language="zh")
     document = {"cases": [{"query": "q"} for _ in range(10)] + [{"notes": "see ~/x"}]}
-    found = check_cases(document, cases, corpus())
+    found = check_cases(document, cases, corpus(), "warning")
     assert [(f.severity, f.pointer) for f in found] == [
         ("error", "/cases/2/expectedSources/0"),
         ("error", "/cases/10/expectedSources/0"),

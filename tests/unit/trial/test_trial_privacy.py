@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from ragsnap.errors import InputError
 from ragsnap.io.schema import validate
 from ragsnap.trial.privacy import private_trial, private_trial_diff
 from ragsnap.trial.report import render_trial_markdown
@@ -102,6 +105,26 @@ def test_private_trial_hashes_the_method_definitions() -> None:
         private_trial(other)["evaluationDefinitionSha256"] != private["evaluationDefinitionSha256"]
     )
     assert private_trial(private) == private
+
+
+def test_private_trial_keeps_the_run_file_names_without_their_folder() -> None:
+    full = trial_report()
+    full["runs"] = {
+        "files": ["/home/alice/acme-eval/runs/lexical.trec"],
+        "qrels": "/home/alice/acme-eval/runs/qrels.txt",
+        "source": "ranking",
+    }
+    validate(full, "trial-report", "t.json", "trial report")
+    private = private_trial(full)
+    validate(private, "private-trial-report", "t.json", "trial report")
+    assert private["runs"] == {"files": ["lexical.trec"], "qrels": "qrels.txt", "source": "ranking"}
+    text = json.dumps(private) + render_trial_markdown(private)
+    assert "alice" not in text and "acme-eval" not in text
+    assert "TREC runs: lexical.trec (qrels: qrels.txt)." in render_trial_markdown(private)
+    assert private_trial(private) == private
+    leaky = {**private, "runs": full["runs"]}  # the schema refuses a folder in the view
+    with pytest.raises(InputError):
+        validate(leaky, "private-trial-report", "t.json", "trial report")
 
 
 def test_private_trial_diff_names_no_path() -> None:
