@@ -118,7 +118,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InputError, UsageError, did_you_mean
-from .io.jsonio import parse_yaml, read_bytes
+from .io.jsonio import read_yaml
 from .io.schema import validate
 from .ir.metrics import MEASURES, parse_measures
 from .kb.backends.python import PythonConfig
@@ -484,12 +484,7 @@ def load_config(path: Path | None, *, embedder: str | None = None) -> Config:
             fix = "rename or remove it (ragsnap reads ragsnap.yaml in the project root)"
         else:
             fix = "pass --config with an existing file, or leave it out"
-        raw = read_bytes(path, fix, kind="config")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
-        data = parse_yaml(text, path, "fix the YAML syntax")
+        data = read_yaml(path, fix)
     if embedder is not None and (data is None or isinstance(data, dict)):
         from .settings import named_embedder
 

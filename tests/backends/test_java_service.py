@@ -280,6 +280,7 @@ def test_seed_snapshot_score_and_live_check(java: JavaService, tmp_path: Path) -
     assert gone.out.startswith(f"seed: 0 added, 0 updated, {total - 1} unchanged, 1 removed; ")
     assert "  removed: k8s-rolling-update" in gone.out
     seed(java, tmp_path, docs=SEED_DOCS)  # back to the whole corpus
+    shutil.copy(SEED_DOCS / "k8s-rolling-update.md", docs)  # the label check reads it
 
     cases = cases_file(tmp_path)
     snap = cli(

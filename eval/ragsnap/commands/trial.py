@@ -77,8 +77,8 @@ from ..io.inputs import load_cases_document
 from ..io.jsonio import (
     check_outputs,
     parse_json,
-    parse_yaml,
     read_bytes,
+    read_yaml,
     round_floats,
     write_outputs,
 )
@@ -830,12 +830,7 @@ def _load_plan(path: Path) -> Plan:
 
 
 def _load_gates(path: Path) -> list[Any]:
-    raw = read_bytes(path, "pass --gates with an existing gates file", kind="config")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
-    data = parse_yaml(text, path, "fix the YAML syntax")
+    data = read_yaml(path, "pass --gates with an existing gates file")
     validate(data, "gates", path, "gates file")
     return gates_from_json(data, path)
 

@@ -38,6 +38,7 @@ __all__ = [
     "parse_yaml",
     "read_bytes",
     "read_json",
+    "read_yaml",
     "round_floats",
     "write_json",
     "write_outputs",
@@ -135,6 +136,17 @@ def parse_json(raw: bytes, path: Path | str) -> Any:
             f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
             "fix the JSON syntax (a JSON linter shows the exact spot)",
         ) from None
+
+
+def read_yaml(path: Path, fix: str, *, kind: str = "config") -> Any:
+    """Read and parse a YAML input file (``read_bytes``, then UTF-8, then ``parse_yaml``);
+    ``fix`` says what to do when it is missing."""
+    raw = read_bytes(path, fix, kind=kind)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
+    return parse_yaml(text, path, "fix the YAML syntax")
 
 
 def parse_yaml(text: str, path: Path, fix: str, *, subject: str = "", first_line: int = 1) -> Any:

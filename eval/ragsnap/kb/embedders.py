@@ -319,15 +319,10 @@ class AliasEmbedder:
         import hashlib
         import re
 
-        from ..io.jsonio import parse_yaml, read_bytes
+        from ..io.jsonio import read_yaml
 
         fix = "pass an alias file: `groups:` mapping each group name to a list of terms"
-        raw = read_bytes(path, fix, kind="config")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError(path, "is not UTF-8", "re-save the file with UTF-8 encoding") from None
-        data = parse_yaml(text, path, "fix the YAML syntax")
+        data = read_yaml(path, fix)
         groups = data.get("groups") if isinstance(data, dict) else None
         if not isinstance(groups, dict) or not groups:
             raise InputError(path, "has no `groups` mapping", fix, "/groups")
