@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -283,12 +284,14 @@ def run_cli(
 
 
 def run_score(
-    cases: Path, fixtures: Path, reports: Path, *, cwd: Path
+    cases: Path, fixtures: Path, reports: Path, *, cwd: Path, config: Path | None = None
 ) -> tuple[Run, dict[str, Any]]:
-    """``ragsnap score`` of ``cases`` against ``fixtures``, writing ``report.json`` and
-    ``report.md`` into ``reports``: the run (exit code 0 or 1) and the JSON report."""
+    """``ragsnap score`` of ``cases`` against ``fixtures`` (with ``config``, e.g. an
+    import's ragsnap.yaml), writing ``report.json`` and ``report.md`` into ``reports``:
+    the run (exit code 0 or 1) and the JSON report."""
     run = run_cli(
         "score",
+        *(["--config", str(config)] if config is not None else []),
         "--cases",
         str(cases),
         "--fixtures",
@@ -410,3 +413,12 @@ def mutate_json(data: Any, rng: random.Random, odd_values: Sequence[Any]) -> Any
     else:
         parent[key] = [parent[key]]
     return data
+
+
+def import_skipped(run: Run) -> list[str]:
+    """The lines an ``ragsnap import`` run lists under ``skipped (...)``: the indented
+    block that follows it."""
+    lines = run.out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("skipped ("))
+    block = itertools.takewhile(lambda line: line.startswith("  "), lines[start + 1 :])
+    return [line.strip() for line in block]

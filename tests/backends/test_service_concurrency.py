@@ -131,7 +131,10 @@ def test_an_upload_while_a_seed_holds_the_lock_is_409_naming_it(
     fd = os.open(tmp_path / ".kb.sqlite.lock", os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.pwrite(fd, b"pid 4242 (ragsnap seed, since 2026-12-01T10:00:00Z)\n", 0)
+        # the record names this (live) process: a record naming an exited one is said
+        # to be so (tests/unit/io/test_locks.py)
+        record = f"pid {os.getpid()} (ragsnap seed, since 2026-12-01T10:00:00Z)\n"
+        os.pwrite(fd, record.encode(), 0)
         busy = requests.post(
             server.base_url + "/api/documents", json={"name": "a.md", "content": doc}, timeout=60
         )
@@ -142,7 +145,7 @@ def test_an_upload_while_a_seed_holds_the_lock_is_409_naming_it(
         os.close(fd)
     assert busy.status_code == gone.status_code == 409  # held beyond --write-wait
     assert busy.headers["Retry-After"] == gone.headers["Retry-After"] == "1"
-    assert "is being written by pid 4242 (ragsnap seed" in busy.json()["error"]
+    assert f"is being written by pid {os.getpid()} (ragsnap seed" in busy.json()["error"]
     done = requests.post(
         server.base_url + "/api/documents", json={"name": "a.md", "content": doc}, timeout=60
     )

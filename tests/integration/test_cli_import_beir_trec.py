@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Run, run_cli, run_score
+from conftest import Run, import_skipped, run_cli, run_score
 from ragsnap.io.inputs import load_cases
 from ragsnap.io.jsonio import write_json
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
@@ -195,12 +195,6 @@ def summary(run: Run) -> str:
     return match.group(1)
 
 
-def skipped(run: Run) -> list[str]:
-    lines = run.out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("skipped ("))
-    return [line.strip() for line in lines[start + 1 :] if line.startswith("  ")]
-
-
 def outputs(out: Path) -> dict[str, bytes]:
     return {name: (out / name).read_bytes() for name in OUTPUTS}
 
@@ -229,7 +223,13 @@ def full_loop(tmp_path: Path, out: Path) -> dict[str, Any]:
         for case in case_set.cases:
             fixture = snapshot_case(pipeline, case, retrieved_at="2026-01-01T00:00:00Z")
             write_json(out / "fixtures" / f"{case.id}.json", fixture)
-    run, report = run_score(out / "golden-cases.json", out / "fixtures", tmp_path, cwd=tmp_path)
+    run, report = run_score(
+        out / "golden-cases.json",
+        out / "fixtures",
+        tmp_path,
+        cwd=tmp_path,
+        config=out / "ragsnap.yaml",
+    )
     judged = len(case_set.cases)
     assert f"Graded ({judged} judged case(s)): " in run.out
     for name in ("ndcg@10", "mrr@10", "recall@10", "map"):
@@ -252,7 +252,7 @@ def test_beir_import_writes_seed_corpus_cases_and_config(tmp_path: Path) -> None
     run = import_cli(tmp_path, "beir", str(src), "--out", "out")
     assert run.code == 0, run.err
     assert summary(run) == ("6 documents (6 chunks), 3 queries, 5 judgments, 0 no-answer queries")
-    assert skipped(run) == [
+    assert import_skipped(run) == [
         "qrels/train.tsv not read: ragsnap cases are split dev or test",
         "1 document with no text: the title is the text",
         "1 qrels grade above 3 clipped to 3",
@@ -410,7 +410,7 @@ def test_trec_import_writes_seed_corpus_cases_and_config(tmp_path: Path) -> None
     run = import_cli(tmp_path, *trec_args(docs, topics, qrels), "--out", "out")
     assert run.code == 0, run.err
     assert summary(run) == "4 documents (4 chunks), 3 queries, 4 judgments, 0 no-answer queries"
-    assert skipped(run) == [
+    assert import_skipped(run) == [
         "1 qrels grade above 3 clipped to 3",
         "1 query with no relevant document: every judgment is grade 0 (not imported)",
     ]

@@ -57,7 +57,9 @@ def snapshot_all(out: Path, embedder: Embedder, method: str | None = None) -> Pa
 
 def score(cwd: Path, out: Path) -> dict[str, Any]:
     """``ragsnap score`` of the imported cases against their fixtures: the JSON report."""
-    _, report = run_score(out / "golden-cases.json", out / "fixtures", out, cwd=cwd)
+    _, report = run_score(
+        out / "golden-cases.json", out / "fixtures", out, cwd=cwd, config=out / "ragsnap.yaml"
+    )
     jsonschema.validate(report, load_schema("report"))
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# ragsnap retrieval report")
     return report

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Run, run_cli, run_score, shared_data
+from conftest import Run, import_skipped, run_cli, run_score, shared_data
 
 OUTPUTS = ("corpus.jsonl", "golden-cases.json", "ragsnap.yaml")
 
@@ -45,12 +45,6 @@ def summary(run: Run) -> str:
     return lines[0].removeprefix("import: ")
 
 
-def skipped(run: Run) -> list[str]:
-    lines = run.out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("skipped ("))
-    return [line.strip() for line in lines[start + 1 :] if line.startswith("  ")]
-
-
 def cases(out: Path) -> list[dict[str, Any]]:
     data: list[dict[str, Any]] = json.loads((out / "golden-cases.json").read_text())["cases"]
     return data
@@ -65,7 +59,7 @@ def test_cranfield_import_counts_and_quirks(tmp_path: Path) -> None:
     assert run.code == 0, run.out + run.err
     assert summary(run).startswith("1,398 documents (")
     assert summary(run).endswith("), 225 queries, 1,836 judgments, 0 no-answer queries")
-    assert skipped(run) == SKIPPED
+    assert import_skipped(run) == SKIPPED
     assert "wrote: out/corpus.jsonl, out/golden-cases.json, out/ragsnap.yaml" in run.out
 
     out = tmp_path / "out"
@@ -147,7 +141,11 @@ def test_dev_fraction_then_seed_snapshot_score(tmp_path: Path) -> None:
     assert len(list((out / "fixtures").glob("q*.json"))) == 225
 
     run, report = run_score(
-        out / "golden-cases.json", out / "fixtures", tmp_path / "reports", cwd=tmp_path
+        out / "golden-cases.json",
+        out / "fixtures",
+        tmp_path / "reports",
+        cwd=tmp_path,
+        config=out / "ragsnap.yaml",
     )
     assert "Graded (225 judged case(s)): " in run.out
     assert {split: group["cases"] for split, group in report["groups"]["split"].items()} == {

@@ -220,7 +220,7 @@ def test_gates_by_tag_and_category_and_gates_that_could_not_run(example: Path) -
         "Gates: 2 of 2 ran and passed; 3 not run (1 compared method not in the trial, "
         "2 no case selected)" in run.out
     ), run.out
-    assert "not run: lexical: mrr@10 [language fr] >= 0.5: no case of the 29 that ran: " in run.out
+    assert "not run: lexical: mrr@10 [language fr] >= 0.5: no case of the 30 that ran: " in run.out
     assert "no case has tags exact-identifer (present: " in run.out
     assert "lexical: admitted -> experimental" in run.out
     assert re.search(r"^lexical\s.*\sexperimental$", run.out, re.M), run.out
@@ -423,17 +423,17 @@ def test_paired_tests_between_methods_and_between_trials(example: Path) -> None:
     assert worse.code == 1, worse.out + worse.err
     assert report["significance"]["reference"] == "lexical"  # the first method by default
     diff = json.loads((example / "reports" / "trial-diff.json").read_text(encoding="utf-8"))
-    assert diff["significance"]["sharedCases"] == 29
+    assert diff["significance"]["sharedCases"] == 30
     recall = {r["metric"]: r for r in diff["methods"]["lexical"]["rows"]}["recallAtK"]
     test = recall["significance"]
     assert recall["status"] == "regression" and test["ci"][0] < 0 < test["pAdjusted"] <= 1
     for method in ("lexical", "alias"):
         for row in diff["methods"][method]["rows"]:
-            # the same 29 cases: a mean that moved has a case that moved, so a test
+            # the same 30 cases: a mean that moved has a case that moved, so a test
             moved = row["baseline"] != row["current"] and row["metric"] != "missCount"
             if moved and not row["metric"].startswith("coverage"):
                 assert row["significance"] is not None, (method, row)
-    assert re.search(r"^Paired tests over 29 shared case\(s\): \d+ of \d+ tested", worse.out, re.M)
+    assert re.search(r"^Paired tests over 30 shared case\(s\): \d+ of \d+ tested", worse.out, re.M)
     assert "| paired Δ interval " in (example / "reports" / "trial-diff.md").read_text(
         encoding="utf-8"
     )

@@ -338,7 +338,10 @@ def write_import(
         )
         outputs[config_path] = (
             IMPORT_MARK.format(format=importer.format) + "\n"
-            "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n" + chunking + embedder
+            "kb:\n  path: kb.sqlite\n  seedDocs: corpus.jsonl\n"
+            + chunking
+            + embedder
+            + _no_answer_opt_out(cases)
         ).encode()
         written = [corpus_path, *outputs]
         if id_map.written:
@@ -362,6 +365,21 @@ def write_import(
                 handle.discard()
     summary.files = written
     return summary
+
+
+def _no_answer_opt_out(cases: list[dict[str, Any]]) -> str:
+    """The ``scoring.noAnswerCoverage: warning`` lines of an imported set that has
+    no-answer queries in some languages and not in others: the set is imported as it is,
+    so the label check warns about the languages without one instead of refusing it."""
+    with_none = {c["language"] for c in cases if c.get("noAnswer")}
+    answerable = {c["language"] for c in cases if not c.get("noAnswer")}
+    if not with_none or answerable <= with_none:
+        return ""
+    missing = ", ".join(sorted(answerable - with_none))
+    return (
+        f"scoring:\n  # imported as it is: no no-answer query in {missing}\n"
+        "  noAnswerCoverage: warning\n"
+    )
 
 
 def _vectors_json(

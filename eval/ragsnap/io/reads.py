@@ -91,6 +91,7 @@ INPUT_OPTIONS: dict[str, tuple[str, bool | None]] = {
     "token_file": ("the token file", False),
     "kb": ("the knowledge base", False),
     "baseline_fixtures": ("the baseline's fixtures folder", True),
+    "cgroup": ("the service's cgroup folder", True),
 }
 
 #: the project's configuration file (``ragsnap.config.DEFAULT_CONFIG``)

@@ -46,12 +46,16 @@ Errors:
   a secret never does. The finding never repeats the matched text, only the
   rule and the character offset, so a report of it leaks nothing either.
 * ``no-answer-coverage``: a language with answerable cases but no
-  ``noAnswer`` case, so no-answer false positives are never measured in it
-  (GoodBuddy's rule: every language's no-answer false positives are
-  measured). A project that cannot have one (a set imported as it is) opts
-  out with ``scoring.noAnswerCoverage: warning`` in ragsnap.yaml, which makes
-  it a **warning** (the set is weaker than it should be; printed, never
-  failing).
+  ``noAnswer`` case while the set has no-answer cases in another language,
+  so no-answer false positives are measured in one language and never in
+  this one (GoodBuddy's rule: every language's no-answer false positives are
+  measured). A project that cannot have one opts out with
+  ``scoring.noAnswerCoverage: warning`` in ragsnap.yaml, which makes it a
+  **warning** (the set is weaker than it should be; printed, never
+  failing). A set with no no-answer case at all (a public IR collection
+  imported as it is: Cranfield, BEIR, TREC have none) gets one warning: it
+  does not measure no-answer false positives anywhere, which its reports
+  show as n/a.
 """
 
 from __future__ import annotations
@@ -565,6 +569,7 @@ _ANY_LITERAL = (
 )
 
 _DIGIT = re.compile(r"\d")
+_SEPARATORS = re.compile(r"[_-]")
 
 #: a run of token characters long enough to be a random key
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{24,}")
@@ -576,8 +581,10 @@ def looks_random(token: str) -> bool:
     case, lower case and digits, with a Shannon entropy of at least 4 bits per
     character (random base62/base64 text has about 4.2 at 24 characters and more
     beyond; identifiers such as ``SQLTransientConnectionException`` have no digit,
-    ``db-err-4031-order-repository`` no capital, and hex digests at most 4 bits)."""
-    if len(token) < 24:
+    ``db-err-4031-order-repository`` no capital, and hex digests at most 4 bits), and
+    a run of 16 or more of them between ``_`` and ``-`` (words joined into an id, such
+    as an imported ``how_is_BERT_pre-trained--bed61e8933ff``, have shorter runs)."""
+    if len(token) < 24 or max(map(len, _SEPARATORS.split(token))) < 16:
         return False
     # upper case, lower case and a digit (token characters are ASCII: str methods in C)
     if token == token.lower() or token == token.upper() or _DIGIT.search(token) is None:
@@ -721,9 +728,10 @@ def _scan(text: str) -> tuple[list[tuple[PrivacyRule, list[re.Match[str]]]], int
 def check_no_answer_coverage(
     cases: Sequence[GoldenCase], severity: Severity = "error"
 ) -> list[Finding]:
-    """A finding (an error, or a warning when the project opts out:
-    ``scoring.noAnswerCoverage: warning``) per language with answerable cases and no
-    no-answer case."""
+    """A finding per language with answerable cases and no no-answer case: ``severity``
+    (an error, or a warning when the project opts out: ``scoring.noAnswerCoverage:
+    warning``) when another language has no-answer cases; one warning for the whole
+    set when no language has any."""
     answerable: Counter[str] = Counter()
     no_answer: set[str] = set()
     for case in cases:
@@ -731,6 +739,19 @@ def check_no_answer_coverage(
             no_answer.add(case.language)
         else:
             answerable[case.language] += 1
+    if not no_answer:
+        if not answerable:
+            return []
+        return [
+            Finding(
+                "warning",
+                "no-answer-coverage",
+                "/cases",
+                "no case is a no-answer case, so no-answer false positives are not measured",
+                'add cases with "noAnswer": true and questions the seed corpus does not '
+                "answer, one or more per language",
+            )
+        ]
     return [
         Finding(
             severity,

@@ -230,6 +230,7 @@ def test_a_long_random_token_is_a_secret() -> None:
         "db-err-4031-order-repository",
         "0123456789abcdef0123456789abcdef01234567",  # a hex digest
         "Short1Token",
+        "how_is_BERT_pre-trained--bed61e8933ff",  # an imported query id: words and a digest
     ],
 )
 def test_identifiers_do_not_look_random(token: str) -> None:
@@ -359,8 +360,7 @@ def test_check_cases_lists_errors_first_then_warnings_in_file_order() -> None:
         ("error", "/cases/2/expectedSources/0"),
         ("error", "/cases/10/expectedSources/0"),
         ("error", "/cases/10/notes"),
-        ("warning", "/cases"),
-        ("warning", "/cases"),
+        ("warning", "/cases"),  # no no-answer case at all: one warning for the set
     ]
     assert (
         found[0]
@@ -436,3 +436,18 @@ def test_a_relevant_target_outside_the_cases_kb_scope_is_an_error() -> None:
     assert "is in no kb_scope" in found[0].problem
     unscoped = case(expectedSources=["theirs"], judgments=[{"source": "nobodys", "grade": 2}])
     assert check_labels([unscoped], index) == []
+
+
+def test_a_set_without_any_no_answer_case_gets_one_warning_not_an_error() -> None:
+    # a public IR collection imported as it is (Cranfield, BEIR, TREC) has none at all
+    cases = [case(0), case(1, language="zh")]
+    (found,) = check_no_answer_coverage(cases)
+    assert (found.severity, found.code, found.pointer) == (
+        "warning",
+        "no-answer-coverage",
+        "/cases",
+    )
+    assert found.problem == (
+        "no case is a no-answer case, so no-answer false positives are not measured"
+    )
+    assert check_no_answer_coverage([]) == []
