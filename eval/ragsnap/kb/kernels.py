@@ -377,6 +377,9 @@ class Bm25Kernel:
         self.kernel = resolve_kernel(kernel, len(ranks))
         n = len(ranks)
         self._last: bytes | None = None  # the terms the kept scores are for
+        #: how many times the postings were summed: once per lookup, whatever its
+        #: attempts (filtered, unfiltered) and its deep ranking ask for
+        self.passes = 0
         # the kept scores: numba adds into a zeroed buffer, numpy makes a new array
         self._scores = np.zeros(n if self.kernel == "numba" else 0, dtype=np.float64)
         self._codes = np.zeros(0, dtype=np.int64)  # numpy's: which terms each holds
@@ -414,6 +417,7 @@ class Bm25Kernel:
             )
         self._last = key
         self._ordered = None
+        self.passes += 1
 
     def top(
         self,
