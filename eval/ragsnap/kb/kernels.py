@@ -85,11 +85,11 @@ KERNELS: tuple[str, ...] = ("auto", "compiled", "numba", "numpy")
 COMPILED_MIN_ROWS = 20_000
 #: what loading the compiled kernels costs a process, in CPU seconds: a fixed part
 #: (importing numba, loading the cached kernels) and a part per chunk (the compiled
-#: index's extra arrays); measured at 1,878 chunks (0.47 s) and 100,000 (0.9 s)
-COMPILED_LOAD_S = (0.45, 4.5e-6)
+#: index's extra arrays); measured at 1,878 chunks (0.47 s) and 100,000 (0.8-0.95 s)
+COMPILED_LOAD_S = (0.45, 5e-6)
 #: what they save a lexical lookup, in CPU seconds, fixed and per chunk: 0.08 ms at
-#: 1,878 chunks, 0.3 ms (the mean) at 100,000 (a vector lookup saves more)
-COMPILED_SAVES_S = (7.5e-5, 2.3e-9)
+#: 1,878 chunks, 0.25 ms at 100,000 (at the median; a vector lookup saves more)
+COMPILED_SAVES_S = (7.5e-5, 1.75e-9)
 #: a search records which of its first this many terms each chunk holds (int64 bits)
 CODE_BITS = 63
 #: ``compiled_code_sums`` sums at least this many codes (fewer: Python is faster)
