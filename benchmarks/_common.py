@@ -5,7 +5,8 @@ The scripts run as ``python benchmarks/<name>.py``, which puts this folder on
 two or more scripts do the same way lives here: package versions, peak-RSS
 readers, the ``--seed``/``--workdir``/``--keep``/``--sizes``/``--data``
 options and the work folder those options describe, ``python -m ragsnap`` as a
-timed process, reading what ``ragsnap import`` wrote, and the CPU's model name.
+timed process, reading what ``ragsnap import`` wrote, the CPU's model name, and
+sides timed interleaved per call with thread CPU time beside wall time.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import sys
 import tempfile
 import time
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -241,6 +243,59 @@ def cpu_description() -> dict[str, str]:
     if cpu_max.is_file():
         info["cgroup cpu.max"] = cpu_max.read_text().strip()
     return info
+
+
+@dataclass
+class Paired:
+    """Per-call wall and thread-CPU times (ms) of sides timed interleaved
+    (``interleaved``), with the load average before and after."""
+
+    wall: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+
+    def p(self, side: str, q: float, cpu: bool = True) -> float:
+        """The ``q``-th percentile (numpy's linear interpolation) of a side's times."""
+        import numpy as np
+
+        return float(np.percentile((self.cpu if cpu else self.wall)[side], q))
+
+    def ratio(self, side: str, peer: str, q: float = 95, cpu: bool = True) -> float:
+        return self.p(side, q, cpu) / self.p(peer, q, cpu)
+
+    def load(self) -> str:
+        """The 1-minute load average before and after, for the report."""
+        return f"load average {self.load_before[0]:.2f} before, {self.load_after[0]:.2f} after"
+
+
+def interleaved(
+    sides: dict[str, Callable[[Any], object]], items: Sequence[Any], rounds: int, seed: int
+) -> Paired:
+    """Every item through every side, the sides in a random order for each item (A, B
+    then B, A ...), ``rounds`` times over the items, a ``gc.collect()`` before each
+    round: each call's wall time (``perf_counter``) and this thread's CPU time
+    (``thread_time``: what other processes on a shared machine do not add to), in
+    ms. Both sides see the same moments of the machine, so a busy minute moves both."""
+    import random
+
+    rng = random.Random(seed)
+    names = list(sides)
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    before = os.getloadavg()
+    for _ in range(rounds):
+        gc.collect()
+        for item in items:
+            rng.shuffle(names)
+            for name in names:
+                call = sides[name]
+                start_cpu, start = time.thread_time(), time.perf_counter()
+                call(item)
+                end, end_cpu = time.perf_counter(), time.thread_time()
+                wall[name].append((end - start) * 1000.0)
+                cpu[name].append((end_cpu - start_cpu) * 1000.0)
+    return Paired(wall, cpu, before, os.getloadavg())
 
 
 def bm25s_numba(**params: Any) -> Any:

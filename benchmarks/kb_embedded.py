@@ -85,10 +85,12 @@ from typing import Any
 import numpy as np
 
 from _common import (
+    Paired,
     add_folder_options,
     add_sizes_option,
     bm25s_numba,
     cpu_model,
+    interleaved,
     peak_rss_mb,
     version,
     work_folder,
@@ -102,7 +104,8 @@ from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
 from ragsnap.kb.seeding import seed
 from ragsnap.kb.text import STOP_WORDS, Tokenizer, get_tokenizer
 
-LEXICAL_TARGET_RATIO = 2.0
+#: lexical lookup p95 / bm25s p95, by thread CPU, timed interleaved per query (issue 44)
+LEXICAL_TARGET_RATIO = 1.5
 RERANK_TARGET_MS = 15.0
 TARGET_SIZE = 100_000
 DEFAULT_SEED = 20261130
@@ -644,7 +647,8 @@ def run_size(
         )
 
     stats: dict[str, Any] = {"kinds": kinds, "generate_s": gen_s}
-    kb = SqliteKnowledgeBase(kb_path, create=False)  # as a lookup process opens it
+    # as `ragsnap serve` opens it: a process of many lookups, compiled kernels at any size
+    kb = SqliteKnowledgeBase(kb_path, create=False, kernel="compiled")
     try:
         embedder = HashingEmbedder()
         vectors = [embedder.embed_query(q) for q in queries]
@@ -708,6 +712,24 @@ def run_size(
             )
             for name, runs in rounds.items()
         }
+
+        # The target's comparison: the lexical lookup and the peer timed interleaved per
+        # query (random order each query), thread CPU beside wall time.
+        pipe = Pipeline(kb, HashingEmbedder(), tokenizer, LookupSettings())
+        for q, tokens in zip(warmup, warm_tokens, strict=True):
+            pipe.lookup(q, kb_scope=SCOPE, top_k=TOP_K, method="lexical")
+            bm25s_call(tokens)
+        stats["paired"] = interleaved(
+            {
+                "bm25s": lambda qt: bm25s_call(qt[1]),
+                "lexical": lambda qt: pipe.lookup(
+                    qt[0], kb_scope=SCOPE, top_k=TOP_K, method="lexical"
+                ),
+            },
+            list(zip(queries, query_tokens, strict=True)),
+            n_rounds,
+            settings.seed,
+        )
 
         for method in METHODS:
             results = kept[method]
@@ -828,6 +850,22 @@ def print_size(r: SizeResult, ctx: dict[str, Any], n_warmup: int) -> None:
                 for key in ("bm25s", "fts", "lexical", "hybrid+rerank")
             )
         )
+    paired: Paired = r.stats["paired"]
+    print(
+        f"Lexical lookup against bm25s, interleaved per query ({n_rounds} round(s), random "
+        f"order each query), ms; {paired.load()}:"
+    )
+    print(f"| {'side':<36} | {'CPU p50':>7} | {'CPU p95':>7} | {'wall p50':>8} | {'wall p95':>8} |")
+    print(f"|{'-' * 38}|{'-' * 9}|{'-' * 9}|{'-' * 10}|{'-' * 10}|")
+    for key in ("bm25s", "lexical"):
+        print(
+            f"| {LABELS[key]:<36} | {paired.p(key, 50):>7.3f} | {paired.p(key, 95):>7.3f} | "
+            f"{paired.p(key, 50, cpu=False):>8.3f} | {paired.p(key, 95, cpu=False):>8.3f} |"
+        )
+    print(
+        f"lexical / bm25s p95: {paired.ratio('lexical', 'bm25s'):.2f} x by thread CPU, "
+        f"{paired.ratio('lexical', 'bm25s', cpu=False):.2f} x by wall"
+    )
     print(
         "Retrieval attempts per lookup (filtered + unfiltered retry): "
         + ", ".join(f"{m} {r.stats[f'attempts:{m}']:.2f}" for m in METHODS)
@@ -849,7 +887,7 @@ def print_size(r: SizeResult, ctx: dict[str, Any], n_warmup: int) -> None:
 
 def profile_lookups(kb_path: Path, warmup: list[str], queries: list[str]) -> None:
     """cProfile the lexical and hybrid+rerank lookups over the timed queries."""
-    kb = SqliteKnowledgeBase(kb_path, create=False)
+    kb = SqliteKnowledgeBase(kb_path, create=False, kernel="compiled")
     try:
         for method in ("lexical", "hybrid+rerank"):
             pipe = Pipeline(kb, HashingEmbedder(), get_tokenizer("bigram"), LookupSettings())
@@ -906,15 +944,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def kernel_note() -> str:
-    """What ``auto`` runs at the target size."""
-    return f"{resolve_kernel('auto', TARGET_SIZE)} at {TARGET_SIZE:,} chunks"
+    """What the benchmark's store runs: the compiled kernels, as ``ragsnap serve``'s."""
+    return f"compiled, as `ragsnap serve` opens a store: {resolve_kernel('compiled', TARGET_SIZE)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; return 0 when the targets measured are met, else 1."""
     args = parse_args(argv)
     bm25s_numba()  # the peer must run in its fastest configuration: fail before building
-    print(f"CPU: {cpu_model()}; ragsnap search kernels: auto ({kernel_note()})")
+    print(f"CPU: {cpu_model()}; ragsnap search kernels: {kernel_note()}")
     results: list[tuple[SizeResult, dict[str, Any]]] = []
     with work_folder(
         args.workdir, "ragsnap-kb-embedded-", args.keep, "Corpora and knowledge bases"
@@ -941,14 +979,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Targets apply at {TARGET_SIZE:,} chunks: not measured (add it to --sizes).")
         else:
             lat = target[0].latencies
-            ratio = lat["lexical"].pct(95) / lat["bm25s"].pct(95)
+            paired = target[0].stats["paired"]
+            ratio = paired.ratio("lexical", "bm25s")
             ok_lex = ratio <= LEXICAL_TARGET_RATIO
             p95 = lat["hybrid+rerank"].pct(95)
             ok_rerank = p95 <= RERANK_TARGET_MS
             print(
-                f"Target lexical lookup p95 <= {LEXICAL_TARGET_RATIO:.1f} x bm25s p95 at "
-                f"{TARGET_SIZE:,}: {'PASS' if ok_lex else 'FAIL'} "
-                f"({lat['lexical'].pct(95):.2f} / {lat['bm25s'].pct(95):.2f} ms = {ratio:.2f})"
+                f"Target lexical lookup p95 <= {LEXICAL_TARGET_RATIO:.1f} x bm25s p95 by thread "
+                f"CPU, interleaved, at {TARGET_SIZE:,}: {'PASS' if ok_lex else 'FAIL'} "
+                f"({paired.p('lexical', 95):.3f} / {paired.p('bm25s', 95):.3f} ms = {ratio:.2f}; "
+                f"by wall {paired.ratio('lexical', 'bm25s', cpu=False):.2f})"
             )
             print(
                 f"Target hybrid+rerank p95 <= {RERANK_TARGET_MS:.0f} ms at {TARGET_SIZE:,}: "

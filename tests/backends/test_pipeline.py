@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conftest import require_numba
 from ragsnap.errors import UsageError
 from ragsnap.io.schema import validate
 from ragsnap.kb.backends import WriteBatch
@@ -514,6 +515,28 @@ def test_the_deep_ranking_extends_the_evidence_order(kb: SqliteKnowledgeBase, me
     assert shallow is not None and len(shallow) >= 2
     if not p.method(method).fused:
         assert [ref.chunk_id for ref in shallow] == ids[:2]
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "compiled"])
+@pytest.mark.parametrize("method", ["lexical", "hybrid+rerank"])
+def test_a_lookup_sums_the_postings_once(tmp_path: Path, kernel: str, method: str) -> None:
+    """The filtered attempt, the unfiltered retry and the deep ranking of one lookup
+    read one BM25 pass over the postings (the next query sums its own)."""
+    if kernel == "compiled":
+        require_numba()
+    docs = load_seed_docs(write_corpus(tmp_path / "docs"))
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite", kernel=kernel) as store:
+        seed(store, docs, HashingEmbedder(), get_tokenizer(), ChunkSettings())
+        p = pipeline(store, weak_score=1.5)  # every filtered attempt is retried unfiltered
+        passes = []
+        for query in (POOL_QUERY, "pool leak warning", POOL_QUERY):
+            result, deep = p.lookup_ranked(query, kb_scope="eval", method=method, depth=20)
+            assert deep and result["retrievalTrace"]["fallbackReasons"]
+            assert len(result["retrievalTrace"]["attempts"]) == 2
+            bm25 = store._index().bm25
+            assert bm25 is not None
+            passes.append(bm25.kernel.passes)
+        assert passes == [1, 2, 3]
 
 
 def test_a_lookup_without_depth_has_no_ranking(kb: SqliteKnowledgeBase) -> None:

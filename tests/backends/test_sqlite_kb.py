@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
@@ -1035,3 +1036,20 @@ def test_a_store_opened_through_a_symbolic_link_watches_the_file_itself(
         with sqlite3.connect(kb.path) as raw:
             raw.execute("UPDATE meta SET value = '555' WHERE key = 'generation'")
         assert first != "555" and linked.generation() == "555" and len(ran) == 2
+
+
+def test_the_lookups_a_process_expects_choose_its_kernel(tmp_path: Path, docs_dir: Path) -> None:
+    # a service (unbounded) compiles at any size, one lookup never: the same results
+    require_numba()
+    results = {}
+    for count, kernel in ((math.inf, "numba"), (1, "numpy"), (None, "numpy")):
+        store = SqliteKnowledgeBase(tmp_path / "kb.sqlite")
+        try:
+            if count is not None:
+                store.expect_lookups(count)
+            seed_folder(store, docs_dir)
+            results[count] = store.lexical_search(["pool", "size"], Filter(), 5)
+            assert store._index().kernel == kernel
+        finally:
+            store.close()
+    assert results[math.inf] == results[1] == results[None] and results[1]

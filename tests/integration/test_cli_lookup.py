@@ -285,3 +285,30 @@ def test_score_settings_written_as_integers_are_floats(seeded: Path) -> None:
     assert sources(result)[0] == "pool-eval"
     _, result = lookup(seeded, QUERY, "--method", "floored", "--kb-scope", "eval")
     assert sources(result) == ["pool-eval"]  # relativeScore 1: only the best survives
+
+
+def _imports_numba(cwd: Path, *argv: str) -> bool:
+    """Whether ``ragsnap ARGV``, run in a process of its own with the size from which a
+    store told nothing compiles lowered to 0 (every store counts as large), imported
+    numba."""
+    code = (
+        "import sys\n"
+        "import ragsnap.kb.kernels as kernels\n"
+        "kernels.COMPILED_MIN_ROWS = 0\n"
+        "from ragsnap.cli import main\n"
+        f"code = main({list(argv)!r})\n"
+        "assert code == 0, code\n"
+        "print('numba' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "eval"), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_one_lookup_never_loads_the_compiled_kernels(seeded: Path) -> None:
+    # loading numba costs a process 0.45 s or more; one lookup saves a fraction of a ms
+    pytest.importorskip("numba")
+    assert not _imports_numba(seeded, "lookup", QUERY, "--method", "lexical")

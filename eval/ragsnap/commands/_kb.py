@@ -129,10 +129,13 @@ def open_pipeline(
     *,
     settings: LookupSettings | None = None,
     create: bool = False,
+    lookups: float | None = None,
 ) -> Iterator[Pipeline]:
     """The lookup pipeline over the store of ``backend``, checked to have been built
     with the configured embedder (the method's, when it brings its own vectors) and
-    segmenter; the store is closed afterwards."""
+    segmenter; the store is closed afterwards. ``lookups``: how many the command will
+    run (``math.inf``: a service), told to a store whose kernels depend on it."""
+    from ..kb.backends import PlannedStore
     from ..kb.pipeline import Pipeline
     from ..kb.seeding import check_compatible
 
@@ -145,6 +148,8 @@ def open_pipeline(
     )
     tokenizer = open_tokenizer(config)
     kb = open_store(backend, args, config, create=create)
+    if isinstance(kb, PlannedStore):
+        kb.expect_lookups(lookups)
     try:
         check_compatible(
             kb.read_meta(),

@@ -16,7 +16,9 @@ def run(args: argparse.Namespace) -> int:
     settings = config.lookup
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)
-    with open_pipeline(backend_of(args, config), args, config, settings=settings) as pipeline:
+    with open_pipeline(
+        backend_of(args, config), args, config, settings=settings, lookups=1
+    ) as pipeline:
         result = pipeline.lookup(
             args.query,
             kb_scope=args.kb_scope,

@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import multiprocessing
 import os
 import re
@@ -231,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         )
     path = store_name(backend, args, config)
     if workers == 1:
-        with open_pipeline(backend, args, config, create=True) as pipeline:
+        with open_pipeline(backend, args, config, create=True, lookups=math.inf) as pipeline:
             sock = _bind(args.host, args.port)
             _banner(sock, path, pipeline.kb.count(), workers)
             _serve(args, config, token, pipeline, sock)
@@ -311,7 +312,7 @@ def _worker(
     try:
         config = load_config(args.config, embedder=getattr(args, "embedder", None))
         backend = backend_of(args, config)
-        with open_pipeline(backend, args, config, create=False) as pipeline:
+        with open_pipeline(backend, args, config, create=False, lookups=math.inf) as pipeline:
             ready.send(None)
             ready.close()
             signal.signal(signal.SIGINT, _interrupt)

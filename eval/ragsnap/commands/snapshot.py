@@ -67,8 +67,11 @@ LISTED = 40
 
 
 @contextlib.contextmanager
-def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[LookupSource, str]]:
-    """The lookup source ``--backend`` names, and a description for messages."""
+def open_source(
+    args: argparse.Namespace, config: Config, lookups: float | None = None
+) -> Iterator[tuple[LookupSource, str]]:
+    """The lookup source ``--backend`` names, and a description for messages;
+    ``lookups``: how many the command will run (``open_pipeline``)."""
     entry = entry_of(args, config)
     options = dataclasses.replace(options_of(args), method=args.method)
     if entry.open_source is not None:  # whole lookups answered by something else
@@ -93,7 +96,7 @@ def open_source(args: argparse.Namespace, config: Config) -> Iterator[tuple[Look
     if args.method is not None:
         settings = dataclasses.replace(settings, method=args.method)
     path = store_name(entry.name, args, config)
-    with open_pipeline(entry.name, args, config, settings=settings) as pipeline:
+    with open_pipeline(entry.name, args, config, settings=settings, lookups=lookups) as pipeline:
         yield PipelineSource(pipeline, record_latency=args.latency), f"{entry.name} ({path})"
 
 
@@ -204,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     stamp = retrieved_at or utc_now()
     started = time.perf_counter()
 
-    with open_source(args, config) as (source, described):
+    with open_source(args, config, lookups=len(cases)) as (source, described):
         concurrency = args.concurrency or entry_of(args, config).concurrency(config)
         generator = source.generator()
         fix = entry_of(args, config).fix

@@ -29,14 +29,18 @@ candidate tied with the ``limit``-th tick before sorting by (ticks, chunk-id ran
 a total order.
 ``tests/kb/test_kernels.py`` runs both on the same data and compares the bytes.
 
-numba is optional (the ``fast`` extra). With the store's default kernel, ``auto``,
-it is imported on the first search of an index with at least ``COMPILED_MIN_ROWS``
-chunks (below that, numpy is as fast and the import and compilation, about a
-second, would dominate a one-shot lookup); ``compiled``, which ``trial`` uses, takes
-it at any size. Compiled kernels are cached on disk, next to this module or in the
-user's cache folder, by numba. On large stores the compiled scan splits the rows
-over up to ``_MAX_THREADS`` threads (the kernel releases the GIL); every row is
-still one exact integer dot product, so the thread count changes no bit.
+numba is optional (the ``fast`` extra). It makes a lexical lookup 1.7-2.2 x faster
+(Cranfield's 1,878 chunks to 100,000), but loading it and its cached kernels costs a
+process 0.45-0.9 s of CPU first (``compiled_pays``: measured, ``benchmarks/README.md``),
+so it pays only for a process that looks up many times. The store's default kernel,
+``auto``, weighs the two by the lookups the process expects (``resolve_kernel``):
+``ragsnap lookup`` (one) and a snapshot of a few thousand cases run numpy at any size,
+``ragsnap serve`` (unbounded) compiles at any size; a store told nothing compiles
+from ``COMPILED_MIN_ROWS`` chunks. ``compiled``, which ``trial`` uses (its latencies
+are a service's), takes numba at any size. Compiled kernels are cached on disk, next
+to this module or in the user's cache folder, by numba. On large stores the compiled
+scan splits the rows over up to ``_MAX_THREADS`` threads (the kernel releases the GIL);
+every row is still one exact integer dot product, so the thread count changes no bit.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ __all__ = [
     "chunk_id_ranks",
     "compiled_code_sums",
     "compiled_coverage_grid",
+    "compiled_pays",
     "first_appearances",
     "numba_available",
     "resolve_kernel",
@@ -75,8 +80,16 @@ __all__ = [
 
 KernelName = Literal["auto", "numba", "numpy"]
 KERNELS: tuple[str, ...] = ("auto", "compiled", "numba", "numpy")
-#: ``auto`` compiles for indexes this large; smaller ones run numpy
+#: ``auto`` compiles for indexes this large when the lookups to come are not known;
+#: smaller ones run numpy
 COMPILED_MIN_ROWS = 20_000
+#: what loading the compiled kernels costs a process, in CPU seconds: a fixed part
+#: (importing numba, loading the cached kernels) and a part per chunk (the compiled
+#: index's extra arrays); measured at 1,878 chunks (0.47 s) and 100,000 (0.8-0.95 s)
+COMPILED_LOAD_S = (0.45, 5e-6)
+#: what they save a lexical lookup, in CPU seconds, fixed and per chunk: 0.08 ms at
+#: 1,878 chunks, 0.25 ms at 100,000 (at the median; a vector lookup saves more)
+COMPILED_SAVES_S = (7.5e-5, 1.75e-9)
 #: a search records which of its first this many terms each chunk holds (int64 bits)
 CODE_BITS = 63
 #: ``compiled_code_sums`` sums at least this many codes (fewer: Python is faster)
@@ -88,15 +101,26 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def resolve_kernel(kernel: str, rows: int) -> str:
-    """The implementation ``kernel`` means for an index of ``rows`` chunks: ``auto``
-    compiles for large indexes, ``compiled`` whenever numba is installed (a process
-    that runs many lookups, such as a trial, repays the compilation at any size),
-    ``numba`` and ``numpy`` name one."""
+def compiled_pays(rows: int, lookups: float) -> bool:
+    """Whether ``lookups`` lexical lookups of an index of ``rows`` chunks save more CPU
+    with the compiled kernels than loading them costs (``COMPILED_LOAD_S``,
+    ``COMPILED_SAVES_S``): a few thousand lookups at any size, never one."""
+    load = COMPILED_LOAD_S[0] + COMPILED_LOAD_S[1] * rows
+    saved = COMPILED_SAVES_S[0] + COMPILED_SAVES_S[1] * rows
+    return lookups * saved > load
+
+
+def resolve_kernel(kernel: str, rows: int, lookups: float | None = None) -> str:
+    """The implementation ``kernel`` means for an index of ``rows`` chunks that a process
+    expects to look up ``lookups`` times (``math.inf``: a service; None: not known):
+    ``auto`` compiles when numba is installed and the lookups repay loading it
+    (``compiled_pays``), or, not knowing them, for an index of ``COMPILED_MIN_ROWS``;
+    ``compiled`` whenever numba is installed; ``numba`` and ``numpy`` name one."""
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(KERNELS)}, not {kernel!r}")
     if kernel == "auto":
-        return "numba" if rows >= COMPILED_MIN_ROWS and numba_available() else "numpy"
+        wins = rows >= COMPILED_MIN_ROWS if lookups is None else compiled_pays(rows, lookups)
+        return "numba" if wins and numba_available() else "numpy"
     if kernel == "compiled":
         return "numba" if numba_available() else "numpy"
     if kernel == "numba" and not numba_available():
@@ -353,6 +377,9 @@ class Bm25Kernel:
         self.kernel = resolve_kernel(kernel, len(ranks))
         n = len(ranks)
         self._last: bytes | None = None  # the terms the kept scores are for
+        #: how many times the postings were summed: once per lookup, whatever its
+        #: attempts (filtered, unfiltered) and its deep ranking ask for
+        self.passes = 0
         # the kept scores: numba adds into a zeroed buffer, numpy makes a new array
         self._scores = np.zeros(n if self.kernel == "numba" else 0, dtype=np.float64)
         self._codes = np.zeros(0, dtype=np.int64)  # numpy's: which terms each holds
@@ -390,6 +417,7 @@ class Bm25Kernel:
             )
         self._last = key
         self._ordered = None
+        self.passes += 1
 
     def top(
         self,

@@ -18,6 +18,7 @@ from ragsnap.kb.kernels import (
     Bm25Kernel,
     VectorKernel,
     chunk_id_ranks,
+    compiled_pays,
     numba_available,
     resolve_kernel,
     split_encoded,
@@ -636,3 +637,21 @@ def test_a_posting_weight_that_is_not_positive_is_refused(bad: float) -> None:
     for kernel in ("numpy", "numba") if numba_available() else ("numpy",):
         with pytest.raises(ValueError, match="positive"):
             Bm25Kernel(indptr, docs, weights, ranks, kernel)
+
+
+def test_auto_compiles_when_the_lookups_to_come_repay_loading_numba() -> None:
+    # measured crossovers: about 5,900 lexical lookups at Cranfield's 1,878 chunks,
+    # about 3,800 at 100,000; one lookup never repays it, however large the store
+    assert not compiled_pays(1_878, 1_000)
+    assert compiled_pays(1_878, 10_000)
+    assert not compiled_pays(100_000, 2_000)
+    assert compiled_pays(100_000, 5_000)
+    assert not compiled_pays(10**7, 1)
+    assert resolve_kernel("auto", 10**7, lookups=1) == "numpy"
+    assert resolve_kernel("auto", 100_000, lookups=200) == "numpy"
+    compiled = "numba" if numba_available() else "numpy"
+    assert resolve_kernel("auto", 1, lookups=math.inf) == compiled  # a service
+    assert resolve_kernel("auto", 1_878, lookups=10_000) == compiled
+    # not told: by size, as before
+    assert resolve_kernel("auto", COMPILED_MIN_ROWS, lookups=None) == compiled
+    assert resolve_kernel("compiled", 1, lookups=1) == compiled  # a trial's, whatever

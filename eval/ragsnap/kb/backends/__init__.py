@@ -43,6 +43,7 @@ __all__ = [
     "Filter",
     "GatheredRefs",
     "KnowledgeBase",
+    "PlannedStore",
     "Ranking",
     "ReceiptStore",
     "SnapshotStore",
@@ -291,6 +292,17 @@ class SnapshotStore(Protocol):
         a reader needs no ``generation()`` check afterwards. It may make other
         threads' reads of the same store object wait: a reader's fallback when its
         ``pinned`` reads keep meeting writes."""
+        ...
+
+
+@runtime_checkable
+class PlannedStore(Protocol):
+    """A store whose search kernels depend on how many lookups the process will run
+    (the embedded one: compiled kernels pay for their loading only over many)."""
+
+    def expect_lookups(self, count: float | None) -> None:
+        """Say, before the first lookup, how many this process will run (``math.inf``:
+        a service; None: not known)."""
         ...
 
 

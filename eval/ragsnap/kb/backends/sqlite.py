@@ -524,11 +524,21 @@ class SqliteKnowledgeBase:
     #: search, as the parity tests do); ragsnap's BM25 is the Lucene variant
     fts5_scores: bool = False
 
-    def __init__(self, path: Path, *, create: bool = True, kernel: str = "auto"):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        create: bool = True,
+        kernel: str = "auto",
+        lookups: float | None = None,
+    ):
         resolve_kernel(kernel, 0)  # an unknown name fails here, not at the first search
         self.path = path
-        #: search kernels (``ragsnap.kb.kernels``): auto, numba or numpy; same results
+        #: search kernels (``ragsnap.kb.kernels``): auto, compiled, numba or numpy; same
+        #: results
         self.kernel = kernel
+        #: the lookups this process expects (``expect_lookups``), for ``auto``
+        self.lookups = lookups
         if not create and not path.is_file():
             raise BackendError(
                 f"{path}: no knowledge base here; run `ragsnap seed` first "
@@ -573,6 +583,13 @@ class SqliteKnowledgeBase:
                 "SQLite database); pass --kb with a file `ragsnap seed` built, or run "
                 f"`ragsnap seed --kb {self.path}` to build one there"
             )
+
+    def expect_lookups(self, count: float | None) -> None:
+        """Say how many lookups this process will run (``math.inf``: a service; None:
+        not known), before the first: the ``auto`` kernel compiles only when they repay
+        loading numba (``ragsnap.kb.kernels.resolve_kernel``)."""
+        with self._lock:
+            self.lookups = count
 
     # -- metadata -------------------------------------------------------------
 
@@ -835,7 +852,7 @@ class SqliteKnowledgeBase:
                 ordinals=[r[8] for r in rows],
                 headings=[r[9] for r in rows],
                 texts=[r[10] for r in rows],
-                kernel=resolve_kernel(self.kernel, len(rows)),
+                kernel=resolve_kernel(self.kernel, len(rows), self.lookups),
             )
         return self._memory
 
@@ -849,14 +866,14 @@ class SqliteKnowledgeBase:
             else:
                 matrix = np.zeros((0, 1), dtype=np.float32)
             index.vectors = VectorKernel(
-                matrix, inverse_norms(squared_norms(matrix)), index.tie_ranks(), self.kernel
+                matrix, inverse_norms(squared_norms(matrix)), index.tie_ranks(), index.kernel
             )
         return index.vectors
 
     def _postings(self, index: _Index) -> _Bm25:
         if index.bm25 is None:
             bodies = [b for (b,) in self._db.execute("SELECT body FROM chunks_fts ORDER BY rowid")]
-            index.bm25 = _Bm25.build(bodies, index.tie_ranks(), self.kernel, self.fts5_scores)
+            index.bm25 = _Bm25.build(bodies, index.tie_ranks(), index.kernel, self.fts5_scores)
         return index.bm25
 
     def lexical_search(
