@@ -48,6 +48,15 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 _POWERS = np.array([10.0**k for k in range(16)], dtype=np.float64)
 
 
+def load_target() -> None:
+    """Load numba's CPU target (its implementations of Python and numpy), which
+    the first kernel call would otherwise load: ``trec._load_kernels`` calls
+    this while it keeps ``scipy.linalg`` from being imported for nothing."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
+
+
 def _jit(function: F) -> F:
     """Compile with numba: no Python objects, GIL released, cached on disk."""
     return cast("F", numba.njit(cache=True, nogil=True)(function))
