@@ -808,6 +808,16 @@ def _first_occurrences(
     return np.flatnonzero(~drop)
 
 
+def compiled_for(qrels_path: Path, run_path: Path) -> bool | None:
+    """Whether ``evaluate_files`` takes the compiled kernels for these files: their
+    sizes on disk together reach ``COMPILED_FROM`` (a ``stat`` each; nothing is
+    read). None when one is not a regular file (each step then decides alone)."""
+    qrels, run = _file_bytes(qrels_path), _file_bytes(run_path)
+    if qrels is None or run is None:
+        return None
+    return COMPILED_FROM is not None and qrels + run >= COMPILED_FROM
+
+
 def evaluate_files(
     qrels_path: Path,
     run_path: Path,
@@ -827,10 +837,7 @@ def evaluate_files(
     files' sizes on disk (``COMPILED_FROM``): numba is loaded only when the
     inputs are large enough to repay it. With a pipe among them, each step
     decides from its own input."""
-    sizes = [_file_bytes(qrels_path), _file_bytes(run_path)]
-    compiled = None
-    if sizes[0] is not None and sizes[1] is not None:
-        compiled = COMPILED_FROM is not None and sizes[0] + sizes[1] >= COMPILED_FROM
+    compiled = compiled_for(qrels_path, run_path)
     qrels = read_qrels(qrels_path, compiled=compiled)
     run = read_run(run_path, compiled=compiled)
     rankings = rankings_from_trec(qrels, run, query_set, relevance_level, compiled=compiled)

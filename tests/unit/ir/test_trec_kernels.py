@@ -6,6 +6,7 @@ runs its numpy code (``tests/unit/ir/test_trec.py`` runs on both paths).
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import require_numba
+from ragsnap.cli import main
 from ragsnap.ir import trec
 from ragsnap.ir.metrics import TREC_SETS, Rankings, evaluate, parse_measures
 
@@ -159,3 +161,40 @@ def test_small_inputs_use_numpy_unless_told_otherwise() -> None:
     assert trec.COMPILED_FROM is not None
     assert trec._kernels(trec.COMPILED_FROM - 1) is None
     assert trec._kernels(trec.COMPILED_FROM) is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [[], ["-q", "-m", "all_trec", "-l", "2", "-M", "7", "--trec-eval", "10", "-c"]],
+    ids=["default", "all_trec"],
+)
+def test_either_side_of_the_size_threshold_prints_the_same_bytes(
+    options: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``ragsnap metrics`` takes the numpy code below ``COMPILED_FROM`` bytes of
+    input and the kernels from it; its output is the same, byte for byte."""
+    qrels_path, run_path = messy_files(tmp_path, 4, "mixed")
+    total = qrels_path.stat().st_size + run_path.stat().st_size
+    printed = []
+    for threshold, compiled in ((total + 1, False), (total, True)):
+        monkeypatch.setattr(trec, "COMPILED_FROM", threshold)
+        assert trec.compiled_for(qrels_path, run_path) is compiled
+        argv = ["metrics", "--qrels", str(qrels_path), "--run", str(run_path), *options]
+        assert main([*argv, "--digits", "17"]) == 0
+        printed.append(capsys.readouterr())
+    assert printed[0].out == printed[1].out
+    assert printed[0].err == printed[1].err
+    assert printed[0].out.count("\n") > 10
+
+
+def test_small_files_take_numpy_and_a_pipe_leaves_the_choice_to_each_step(
+    tmp_path: Path,
+) -> None:
+    qrels_path, run_path = messy_files(tmp_path, 5, "plain")
+    assert trec.compiled_for(qrels_path, run_path) is False  # a few hundred kB
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    assert trec.compiled_for(qrels_path, pipe) is None
