@@ -40,7 +40,6 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -308,6 +307,8 @@ def _read(
         strings = [_strings(buf, spans[column]) for column in columns]
         raw = _strings(buf, spans[numeric[0]])
         return strings, _numbers(raw, numeric[1], path, offset, buf, spans[0][0], numeric[2])
+
+    from concurrent.futures import ThreadPoolExecutor
 
     # numpy releases the GIL in the heavy steps: two threads read two blocks at once
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
