@@ -344,8 +344,11 @@ def _read_compiled(
         raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]), extra)
     first = np.zeros((records, max(int(widths[0]), 1)), dtype=np.uint8)
     second = np.zeros((records, max(int(widths[1]), 1)), dtype=np.uint8)
-    floats, ints, plain = kernels.fill(buf, fields, wanted, first, second, dtype is np.float64)
-    values: npt.NDArray[np.generic] = floats if dtype is np.float64 else ints
+    decimal = dtype is np.float64
+    floats = np.empty(records if decimal else 0, dtype=np.float64)
+    ints = np.empty(0 if decimal else records, dtype=np.int64)
+    plain = kernels.fill(buf, fields, wanted, first, second, floats, ints)
+    values: npt.NDArray[np.generic] = floats if decimal else ints
     if not plain:  # other spellings (1e-05, inf, +3 ...): numpy parses the column
         starts, ends, line_starts = kernels.spans(buf, column, records)
         raw = _strings(buf, (starts, ends))
@@ -707,7 +710,12 @@ def _compiled_matrices(
     by_key = np.argsort(key)
     judged, key = judged[by_key], key[by_key]
     judged_bounds = np.searchsorted(judged_rows[judged], np.arange(n_rows + 1))
-    grade, judged_matrix, retrieved = kernels.rank(
+    # as wide as the row with the most lines (before de-duplication)
+    lines = np.concatenate(([0], np.cumsum(ends[kept] - heads[kept])))
+    longest = max(int((lines[row_bounds[1:]] - lines[row_bounds[:-1]]).max(initial=0)), 1)
+    grade = np.zeros((n_rows, longest), dtype=np.int64)
+    judged_matrix = np.zeros((n_rows, longest), dtype=bool)
+    retrieved = kernels.rank(
         row_bounds,
         heads[kept],
         ends[kept],
@@ -719,6 +727,8 @@ def _compiled_matrices(
         first[judged],
         grades[judged],
         _byte_matrix(qrels.doc),
+        grade,
+        judged_matrix,
     )
     width = max(int(retrieved.max(initial=0)), 1)
     if grade.shape[1] != width:  # duplicates made every row shorter

@@ -159,16 +159,21 @@ def _integer(buf: Bytes, i: int, end: int) -> tuple[int, bool]:
 
 @_jit
 def fill(
-    buf: Bytes, fields: int, wanted: Ints, first: Bytes, second: Bytes, decimal: bool
-) -> tuple[npt.NDArray[np.float64], Ints, bool]:
+    buf: Bytes,
+    fields: int,
+    wanted: Ints,
+    first: Bytes,
+    second: Bytes,
+    floats: npt.NDArray[np.float64],
+    ints: Ints,
+) -> bool:
     """Copy the tokens of columns ``wanted[0]`` and ``wanted[1]`` of each line
     (checked by ``measure``) into the rows of ``first`` and ``second``
-    (zeroed, wide enough) and parse column ``wanted[2]``: as a decimal
-    (float64 values) if ``decimal``, else as an integer (int64 values).
-    The flag is False when a value needs the general parser."""
-    records = first.shape[0]
-    floats = np.empty(records if decimal else 0, dtype=np.float64)
-    ints = np.empty(0 if decimal else records, dtype=np.int64)
+    (zeroed, wide enough) and parse column ``wanted[2]`` into ``floats`` (one
+    per line) as a decimal, or else into ``ints`` as an integer. False when a
+    value needs the general parser. The caller allocates every output: numpy
+    asks the kernel for huge pages, which numba's allocator does not."""
+    decimal = floats.size > 0
     plain = True
     record = 0
     count = 0
@@ -201,7 +206,7 @@ def fill(
                     number, plain = _integer(buf, start, i)
                     ints[record] = number
             count += 1
-    return floats, ints, plain
+    return plain
 
 
 @_jit
@@ -394,8 +399,11 @@ def rank(
     judged_doc: Ints,
     judged_grade: Ints,
     qrels_doc: Bytes,
-) -> tuple[Ints, npt.NDArray[np.bool_], Ints]:
-    """Grade and judged matrices and the results retrieved, one row per query.
+    grades: Ints,
+    judged: npt.NDArray[np.bool_],
+) -> Ints:
+    """Fill the grade and judged matrices (zeroed, a row per query, as wide as
+    the row with the most lines) and return the results retrieved per row.
 
     Row ``r``'s run lines are those of blocks ``row_bounds[r]:row_bounds[r +
     1]``, block ``b`` being lines ``block_starts[b]:block_ends[b]`` (``score``
@@ -409,14 +417,7 @@ def rank(
     row_shift = np.uint64(64 - row_bits)
     hash_shift = np.uint64(row_bits)
     rows = row_bounds.size - 1
-    longest = 1
-    for r in range(rows):
-        lines = 0
-        for b in range(row_bounds[r], row_bounds[r + 1]):
-            lines += block_ends[b] - block_starts[b]
-        longest = max(longest, lines)
-    grades = np.zeros((rows, longest), dtype=np.int64)
-    judged = np.zeros((rows, longest), dtype=np.bool_)
+    longest = grades.shape[1]
     retrieved = np.zeros(rows, dtype=np.int64)
     kept = np.empty(longest, dtype=np.int64)
     buffer = np.empty(longest, dtype=np.int64)
@@ -477,4 +478,4 @@ def rank(
                     judged[r, p] = True
                     break
                 a += 1
-    return grades, judged, retrieved
+    return retrieved
