@@ -1,6 +1,19 @@
 #!/usr/bin/env python3
 """Benchmark ragsnap's TREC evaluation against pytrec_eval (and ranx), from 10k to 300k queries.
 
+Since issue 44 the verdict is on whole processes: ``python -m ragsnap metrics``
+against a pytrec_eval script (``PEER_SCRIPT``: its own readers, or a lean
+reader, whichever takes less CPU), each size's sides run as separate processes
+after one untimed warm-up run each, ``--repeat`` rounds in a new random order
+each, CPU time (user + system, ``os.wait4``) beside wall time and peak RSS, the
+load average before and after. The targets (``PROCESS_TARGETS``): ragsnap's CPU
+at most 0.8 x the peer's at 10,000 queries and 0.35 x at 100,000. ``--before
+DIR`` times another checkout's ``ragsnap metrics`` in the same rounds;
+``--paths`` times it forced onto each code path (numpy, compiled).
+
+With ``--in-process``, the measurement of issue 17 below runs as well, for
+information:
+
 All tools read the same qrels and run files and compute the same six
 measures per query and their means: map, ndcg@10 (``ndcg_cut_10``),
 recall@10, precision@10 (``P_10``), mrr (``recip_rank``) and rprec
@@ -49,7 +62,8 @@ says how many cores were usable.
 Usage::
 
     python benchmarks/metrics_vs_peers.py [--sizes 10000,30000,100000,300000] [--docs 100]
-                                          [--repeat 3] [--no-ranx] [--workdir DIR]
+                                          [--repeat 3] [--before DIR] [--paths]
+                                          [--in-process] [--no-ranx] [--workdir DIR]
                                           [--seed N] [--keep] [--profile]
 
 With ``--workdir`` the files are generated in ``DIR/q<size>`` (or reused
@@ -763,7 +777,17 @@ def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> Timed:
     return Timed(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text)
 
 
-def process_sides(folder: Path, before: Path | None) -> dict[str, tuple[list[str], dict[str, str]]]:
+#: ``ragsnap metrics`` with ``trec.COMPILED_FROM`` set first (``--paths``): 0 forces the
+#: compiled kernels, None the numpy code, whatever the size.
+FORCED_PATH = (
+    "import sys; import ragsnap.ir.trec as trec; trec.COMPILED_FROM = {}; "
+    "from ragsnap.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def process_sides(
+    folder: Path, before: Path | None, paths: bool = False
+) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Each side's command line and environment, in ``folder``'s files."""
     qrels, run = str(folder / QRELS_FILE), str(folder / RUN_FILE)
     peer = folder / "pytrec_eval_peer.py"
@@ -780,6 +804,9 @@ def process_sides(folder: Path, before: Path | None) -> dict[str, tuple[list[str
     if before is not None:
         old = {**env, "PYTHONPATH": str(before / "eval")}
         sides["ragsnap before"] = (ragsnap, old)
+    if paths:
+        for side, value in (("ragsnap numpy", "None"), ("ragsnap compiled", "0")):
+            sides[side] = ([sys.executable, "-c", FORCED_PATH.format(value), *ragsnap[3:]], env)
     return sides
 
 
@@ -834,11 +861,17 @@ class ProcessResult:
 
 
 def benchmark_processes(
-    folder: Path, queries: int, lines: int, repeat: int, seed: int, before: Path | None
+    folder: Path,
+    queries: int,
+    lines: int,
+    repeat: int,
+    seed: int,
+    before: Path | None,
+    paths: bool = False,
 ) -> ProcessResult:
     """Whole processes, interleaved: one untimed warm-up run of each side (page
     cache, numba cache), then ``repeat`` rounds, each in a new random order."""
-    sides = process_sides(folder, before)
+    sides = process_sides(folder, before, paths)
     outs = {side: _spawn(*command).out for side, command in sides.items()}
     identical, check = check_process_values(outs)
     rng = np.random.default_rng(seed + queries)
@@ -1250,6 +1283,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "per-query value checks (default: whole processes only)",
     )
     parser.add_argument(
+        "--paths",
+        action="store_true",
+        help="also time `ragsnap metrics` forced onto the numpy code and onto the compiled "
+        "kernels, for the size where one overtakes the other (default: no)",
+    )
+    parser.add_argument(
         "--before",
         type=Path,
         help="a checkout of ragsnap (e.g. a git worktree of an older commit): its "
@@ -1303,7 +1342,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(_facts_line(facts))
             processes.append(
                 benchmark_processes(
-                    folder, queries, int(facts["run_lines"]), args.repeat, args.seed, before
+                    folder,
+                    queries,
+                    int(facts["run_lines"]),
+                    args.repeat,
+                    args.seed,
+                    before,
+                    args.paths,
                 )
             )
             if args.in_process:
