@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TrecQrels",
     "TrecRun",
+    "compiled_for",
     "evaluate_files",
     "format_qrels",
     "format_run",
@@ -98,13 +99,15 @@ def _load_kernels() -> ModuleType | None:
     kernels uses BLAS, so when scipy is not already imported that one import
     is refused while the target loads (numba then uses its own loop for those
     two functions; ``np.dot`` and the rest still import scipy when compiled).
+    Only in a process with one thread: another could be importing scipy.
     """
     import sys
+    import threading
 
     if "ragsnap.ir.trec_kernels" in sys.modules:
         return sys.modules["ragsnap.ir.trec_kernels"]
     blas = "scipy.linalg.cython_blas"
-    block = blas not in sys.modules
+    block = blas not in sys.modules and threading.active_count() == 1
     if block:
         sys.modules[blas] = None  # type: ignore[assignment]  # import fails at once
     try:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +200,26 @@ def test_small_files_take_numpy_and_a_pipe_leaves_the_choice_to_each_step(
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
     assert trec.compiled_for(qrels_path, pipe) is None
+
+
+def test_loading_the_kernels_skips_scipy_and_leaves_it_importable(tmp_path: Path) -> None:
+    """In a fresh single-threaded process the kernels load without importing
+    scipy.linalg; afterwards scipy.linalg imports, and numba's np.dot works."""
+    pytest.importorskip("scipy.linalg")  # numba's BLAS comes from scipy
+    code = """
+import sys
+import numba
+import numpy as np
+from ragsnap.ir import trec
+assert trec._load_kernels() is not None
+print("scipy.linalg" in sys.modules, "scipy.linalg.cython_blas" in sys.modules)
+import scipy.linalg
+dot = numba.njit(lambda a, b: np.dot(a, b))
+print(dot(np.ones(3), np.ones(3)), scipy.linalg.norm(np.ones(4)))
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(trec.__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["False False", "3.0 2.0"]
