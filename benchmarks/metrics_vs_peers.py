@@ -1,6 +1,19 @@
 #!/usr/bin/env python3
 """Benchmark ragsnap's TREC evaluation against pytrec_eval (and ranx), from 10k to 300k queries.
 
+Since issue 44 the verdict is on whole processes: ``python -m ragsnap metrics``
+against a pytrec_eval script (``PEER_SCRIPT``: its own readers, or a lean
+reader, whichever takes less CPU), each size's sides run as separate processes
+after one untimed warm-up run each, ``--repeat`` rounds in a new random order
+each, CPU time (user + system, ``os.wait4``) beside wall time and peak RSS, the
+load average before and after. The targets (``PROCESS_TARGETS``): ragsnap's CPU
+at most 0.8 x the peer's at 10,000 queries and 0.35 x at 100,000. ``--before
+DIR`` times another checkout's ``ragsnap metrics`` in the same rounds;
+``--paths`` times it forced onto each code path (numpy, compiled).
+
+With ``--in-process``, the measurement of issue 17 below runs as well, for
+information:
+
 All tools read the same qrels and run files and compute the same six
 measures per query and their means: map, ndcg@10 (``ndcg_cut_10``),
 recall@10, precision@10 (``P_10``), mrr (``recip_rank``) and rprec
@@ -49,7 +62,8 @@ says how many cores were usable.
 Usage::
 
     python benchmarks/metrics_vs_peers.py [--sizes 10000,30000,100000,300000] [--docs 100]
-                                          [--repeat 3] [--no-ranx] [--workdir DIR]
+                                          [--repeat 3] [--before DIR] [--paths]
+                                          [--in-process] [--no-ranx] [--workdir DIR]
                                           [--seed N] [--keep] [--profile]
 
 With ``--workdir`` the files are generated in ``DIR/q<size>`` (or reused
@@ -687,6 +701,283 @@ def _explain_ranx(
     ]
 
 
+# --------------------------------------------------------------------------- whole processes
+
+#: Process targets (issue 44): ragsnap's CPU time over the pytrec_eval reference's,
+#: both as whole processes, at these sizes (queries).
+PROCESS_TARGETS = {10_000: 0.8, 100_000: 0.35}
+
+#: The peer as a whole process: the least a pytrec_eval user's script does, with no
+#: import beyond pytrec_eval (argv: reader, qrels, run). ``own``: pytrec_eval's
+#: ``parse_qrel`` + ``parse_run``; ``lean``: one ``split`` per line into dicts.
+PEER_SCRIPT = """\
+import sys
+
+import pytrec_eval
+
+MEASURES = {measures!r}
+reader, qrels_path, run_path = sys.argv[1:4]
+if reader == "own":
+    with open(qrels_path) as handle:
+        qrels = pytrec_eval.parse_qrel(handle)
+    with open(run_path) as handle:
+        run = pytrec_eval.parse_run(handle)
+else:
+    qrels = {{}}
+    with open(qrels_path) as handle:
+        for line in handle:
+            query, _, doc, grade = line.split()
+            judged = qrels.get(query)
+            if judged is None:
+                judged = qrels[query] = {{}}
+            judged[doc] = int(grade)
+    run = {{}}
+    with open(run_path) as handle:
+        for line in handle:
+            query, _, doc, _, score, _ = line.split()
+            ranked = run.get(query)
+            if ranked is None:
+                ranked = run[query] = {{}}
+            ranked[doc] = float(score)
+per_query = pytrec_eval.RelevanceEvaluator(qrels, MEASURES).evaluate(run)
+for measure in MEASURES:
+    values = [v[measure] for v in per_query.values()]
+    print(measure, "all", repr(pytrec_eval.compute_aggregated_measure(measure, values)), sep="\\t")
+print("num_q", "all", len(per_query), sep="\\t")
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Timed:
+    """One whole process: wall and CPU seconds (user + system, from ``os.wait4``),
+    its peak RSS (``ru_maxrss``) and its standard output."""
+
+    wall: float
+    cpu: float
+    rss_mb: float
+    out: str
+
+
+def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> Timed:
+    """Run ``argv`` as its own process, reaped with ``os.wait4`` for its own
+    rusage (its output goes to a temporary file, read afterwards)."""
+    gc.collect()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(list(argv), stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            tail = err.read().decode("utf-8", "replace")[-2000:]
+            raise SystemExit(f"{list(argv)[:4]} failed (exit {child.returncode}):\n{tail}")
+        text = out.read().decode("utf-8", "replace")
+    return Timed(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text)
+
+
+#: ``ragsnap metrics`` with ``trec.COMPILED_FROM`` set first (``--paths``): 0 forces the
+#: compiled kernels, None the numpy code, whatever the size.
+FORCED_PATH = (
+    "import sys; import ragsnap.ir.trec as trec; trec.COMPILED_FROM = {}; "
+    "from ragsnap.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def process_sides(
+    folder: Path, before: Path | None, paths: bool = False
+) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each side's command line and environment, in ``folder``'s files."""
+    qrels, run = str(folder / QRELS_FILE), str(folder / RUN_FILE)
+    peer = folder / "pytrec_eval_peer.py"
+    peer.write_text(PEER_SCRIPT.format(measures=PYTREC_NAMES), encoding="utf-8")
+    env = dict(os.environ)
+    measures = [arg for name in RAGSNAP_NAMES for arg in ("-m", name)]
+    ragsnap = [sys.executable, "-m", "ragsnap", "metrics", "--qrels", qrels, "--run", run]
+    ragsnap += [*measures, "--digits", "17"]
+    sides = {
+        "pytrec_eval": ([sys.executable, str(peer), "own", qrels, run], env),
+        "pytrec_eval lean": ([sys.executable, str(peer), "lean", qrels, run], env),
+        "ragsnap": (ragsnap, env),
+    }
+    if before is not None:
+        old = {**env, "PYTHONPATH": str(before / "eval")}
+        sides["ragsnap before"] = (ragsnap, old)
+    if paths:
+        for side, value in (("ragsnap numpy", "None"), ("ragsnap compiled", "0")):
+            sides[side] = ([sys.executable, "-c", FORCED_PATH.format(value), *ragsnap[3:]], env)
+    return sides
+
+
+def _all_lines(out: str) -> dict[str, float]:
+    """``measure<TAB>all<TAB>value`` lines of an output, by measure."""
+    values = {}
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[1] == "all" and fields[0].strip() != "runid":
+            values[fields[0].strip()] = float(fields[2])
+    return values
+
+
+def check_process_values(outs: dict[str, str]) -> tuple[bool, list[str]]:
+    """ragsnap's ``all`` lines against pytrec_eval's means (the same query set:
+    ``ragsnap metrics`` follows trec_eval's by default); every ragsnap side alike."""
+    peer = _all_lines(outs["pytrec_eval"])
+    ok = True
+    lines = []
+    for side in (s for s in outs if s.startswith("ragsnap")):
+        mine = _all_lines(outs[side])
+        worst = 0.0
+        for ours, theirs, _ in MEASURES:
+            worst = max(worst, abs(mine[ours] - peer[theirs]))
+        same_count = int(mine["num_q"]) == int(peer["num_q"])
+        good = worst <= TOLERANCE and same_count
+        ok &= good
+        lines.append(
+            f"  {side}: {int(mine['num_q']):,} queries (pytrec_eval {int(peer['num_q']):,}), "
+            f"largest |mean difference| {worst:.1e} over the six measures: "
+            f"{'identical' if good else 'DIFFER'}"
+        )
+    return ok, lines
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """One size measured as whole processes (medians)."""
+
+    queries: int
+    lines: int
+    reader: str
+    wall: dict[str, float]
+    cpu: dict[str, float]
+    rss: dict[str, float]
+    identical: bool
+
+    @property
+    def ratio(self) -> float:
+        """ragsnap's CPU time over the reference's: the verdict's figure."""
+        return self.cpu["ragsnap"] / self.cpu[self.reader]
+
+
+def benchmark_processes(
+    folder: Path,
+    queries: int,
+    lines: int,
+    repeat: int,
+    seed: int,
+    before: Path | None,
+    paths: bool = False,
+) -> ProcessResult:
+    """Whole processes, interleaved: one untimed warm-up run of each side (page
+    cache, numba cache), then ``repeat`` rounds, each in a new random order."""
+    sides = process_sides(folder, before, paths)
+    from ragsnap.ir import trec
+
+    compiled = trec.compiled_for(folder / QRELS_FILE, folder / RUN_FILE)
+    print(
+        f"ragsnap metrics takes the {'compiled' if compiled else 'numpy'} path here "
+        f"(trec.COMPILED_FROM = {trec.COMPILED_FROM} bytes of qrels + run)"
+    )
+    outs = {side: _spawn(*command).out for side, command in sides.items()}
+    identical, check = check_process_values(outs)
+    rng = np.random.default_rng(seed + queries)
+    runs: dict[str, list[Timed]] = {side: [] for side in sides}
+    load_before = os.getloadavg()
+    for _ in range(repeat):
+        for index in rng.permutation(len(sides)):
+            side = list(sides)[index]
+            runs[side].append(_spawn(*sides[side]))
+    load_after = os.getloadavg()
+    wall = {side: statistics.median(t.wall for t in ts) for side, ts in runs.items()}
+    cpu = {side: statistics.median(t.cpu for t in ts) for side, ts in runs.items()}
+    rss = {side: statistics.median(t.rss_mb for t in ts) for side, ts in runs.items()}
+    reader = min(("pytrec_eval", "pytrec_eval lean"), key=lambda side: cpu[side])
+    result = ProcessResult(queries, lines, reader, wall, cpu, rss, identical)
+    target = PROCESS_TARGETS.get(queries)
+    print()
+    print(
+        f"metrics_vs_peers at {queries:,} queries, whole processes: {repeat} rounds in "
+        f"random order after a warm-up run of each; reference = {reader} (the lower CPU "
+        f"median); ratio = median / the reference's"
+    )
+    print(
+        f"Load average (1, 5, 15 min) before {', '.join(f'{x:.2f}' for x in load_before)}; "
+        f"after {', '.join(f'{x:.2f}' for x in load_after)}."
+    )
+    print("| side | CPU median | CPU ratio | wall median | wall ratio | peak RSS |")
+    print("|---|--:|--:|--:|--:|--:|")
+    for side in sides:
+        print(
+            f"| {side} | {cpu[side]:.3f} s | {cpu[side] / cpu[reader]:.3f} | "
+            f"{wall[side]:.3f} s | {wall[side] / wall[reader]:.3f} | {rss[side]:,.0f} MB |"
+        )
+    for side, ts in runs.items():
+        print(f"{side} CPU: {', '.join(f'{t.cpu:.2f}' for t in ts)}")
+    print("Values (the all lines, --digits 17):")
+    for line in check:
+        print(line)
+    if target is not None:
+        ok = result.ratio <= target and identical
+        print(
+            f"Target: ragsnap <= {target} x pytrec_eval by CPU at {queries:,} queries: "
+            f"{'PASS' if ok else 'FAIL'} ({result.ratio:.3f}; by wall "
+            f"{wall['ragsnap'] / wall[reader]:.3f})"
+        )
+    return result
+
+
+def process_verdict(results: Sequence[ProcessResult]) -> bool:
+    """Print the whole-process curve and the targets; True when every target is met."""
+    print()
+    print("The curve, whole processes (CPU medians; reference = the faster pytrec_eval):")
+    before = any("ragsnap before" in r.cpu for r in results)
+    head = "| queries | lines | pytrec_eval CPU | ragsnap CPU | ratio | ragsnap wall ratio "
+    head += "| ragsnap before CPU | before ratio |" if before else "|"
+    print(head + " ragsnap CPU s per M lines | values |")
+    print("|--:|--:|--:|--:|--:|--:|" + ("--:|--:|" if before else "") + "--:|---|")
+    for r in results:
+        ref = r.cpu[r.reader]
+        cells = [
+            f"{r.queries:,}",
+            f"{r.lines:,}",
+            f"{ref:.3f} s ({r.reader})",
+            f"{r.cpu['ragsnap']:.3f} s",
+            f"{r.ratio:.3f}",
+            f"{r.wall['ragsnap'] / r.wall[r.reader]:.3f}",
+        ]
+        if before:
+            old = r.cpu.get("ragsnap before", float("nan"))
+            cells += [f"{old:.3f} s", f"{old / ref:.3f}"]
+        cells += [
+            f"{r.cpu['ragsnap'] / r.lines * 1e6:.3f} s",
+            "identical" if r.identical else "DIFFER",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    by_size = {r.queries: r for r in results}
+    passed = True
+    print()
+    print(f"Targets ({cpu_model()}), by CPU time:")
+    for size, target in PROCESS_TARGETS.items():
+        r = by_size.get(size)
+        if r is None:
+            passed = False
+            print(f"  {size:,} queries: not measured (add it to --sizes): FAIL")
+            continue
+        ok = r.ratio <= target and r.identical
+        passed &= ok
+        print(
+            f"  {size:,} queries: ragsnap <= {target} x pytrec_eval as whole processes: "
+            f"{'PASS' if ok else 'FAIL'} ({r.ratio:.3f})"
+        )
+    print(
+        f"Python {platform.python_version()}, numpy {version('numpy')}, "
+        f"pytrec-eval-terrier {version('pytrec-eval-terrier')}, numba {version('numba')}"
+    )
+    print(f"Overall: {'PASS' if passed else 'FAIL'}")
+    return passed
+
+
 # --------------------------------------------------------------------------- driver
 
 
@@ -760,8 +1051,7 @@ def ragsnap_path() -> str:
     """Which code ragsnap's reader and ranking take on these files."""
     from ragsnap.ir import trec
 
-    size = RUN_FILE.stat().st_size
-    if trec._kernels(size) is None:
+    if not trec.compiled_for(QRELS_FILE, RUN_FILE) or trec._load_kernels() is None:
         return "numpy (numba not installed, or the files are below trec.COMPILED_FROM)"
     return f"compiled kernels (ragsnap.ir.trec_kernels, numba {version('numba')})"
 
@@ -770,7 +1060,6 @@ def benchmark(
     workdir: Path, queries: int, repeat: int, profile: bool, with_ranx: bool, facts: dict[str, Any]
 ) -> SizeResult:
     """Measure memory, check the values, time the rounds and print, for one size."""
-    print(_facts_line(facts))
     print(f"ragsnap path: {ragsnap_path()}. CPU: {cpu_model()}.")
     tools = [t for t in TOOLS if with_ranx or t != "ranx"]
     sides = [s for s in SIDES if with_ranx or s != "ranx"]
@@ -994,6 +1283,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "generate (or reuse) the files in DIR/q<size> and keep them (default: a temporary folder)",
     )
     parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="also time the tools inside this process, phase by phase, with ranx and the "
+        "per-query value checks (default: whole processes only)",
+    )
+    parser.add_argument(
+        "--paths",
+        action="store_true",
+        help="also time `ragsnap metrics` forced onto the numpy code and onto the compiled "
+        "kernels, for the size where one overtakes the other (default: no)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of ragsnap (e.g. a git worktree of an older commit): its "
+        "`ragsnap metrics` is timed as one more side (default: none)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="print a cProfile of one more ragsnap run at each size (default: no)",
@@ -1021,10 +1328,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     check_pytrec_eval()
     has_ranx = importlib.util.find_spec("ranx") is not None
-    if not has_ranx and not args.no_ranx:
+    if args.in_process and not has_ranx and not args.no_ranx:
         print("ranx is not installed: it is left out (it is reported for information only).")
     print(f"CPU: {cpu_model()}; sizes {', '.join(f'{n:,}' for n in args.sizes)} queries")
-    results = []
+    before = args.before.resolve() if args.before is not None else None
+    if before is not None and not (before / "eval" / "ragsnap").is_dir():
+        raise SystemExit(f"--before {before}: no eval/ragsnap there; pass a ragsnap checkout")
+    results: list[SizeResult] = []
+    processes: list[ProcessResult] = []
     with work_folder(
         args.workdir, "ragsnap-metrics-vs-peers-", args.keep, "Files", enter=True
     ) as workdir:
@@ -1034,10 +1345,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.chdir(folder)
             print(f"\n=== {queries:,} queries x {args.docs} results ({folder})")
             facts = prepare(Settings(GENERATOR_VERSION, queries, args.docs, args.seed))
-            with_ranx = not args.no_ranx and queries <= RANX_MAX_QUERIES and has_ranx
-            results.append(benchmark(folder, queries, args.repeat, args.profile, with_ranx, facts))
+            print(_facts_line(facts))
+            processes.append(
+                benchmark_processes(
+                    folder,
+                    queries,
+                    int(facts["run_lines"]),
+                    args.repeat,
+                    args.seed,
+                    before,
+                    args.paths,
+                )
+            )
+            if args.in_process:
+                with_ranx = not args.no_ranx and queries <= RANX_MAX_QUERIES and has_ranx
+                results.append(
+                    benchmark(folder, queries, args.repeat, args.profile, with_ranx, facts)
+                )
             os.chdir(workdir)
-    return 0 if verdict(results) else 1
+    passed = process_verdict(processes)
+    if results:
+        print("\nIn process (issue 17's targets, for information; not the exit status):")
+        verdict(results)
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

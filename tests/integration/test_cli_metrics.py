@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 import os
 import re
+import subprocess
+import sys
 from math import log2
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from conftest import Run, run_cli
+from conftest import REPO, Run, require_numba, run_cli
 from ragsnap.ir.metrics import DEFAULT_MEASURES, MEASURES, QUERY_SETS, TREC_SETS
 
 # q1: a=3, b=1, c=0, d=0, e=2, h=0; ranked c, a, x (unjudged), b; e, d, h never
@@ -626,3 +628,45 @@ def test_trec_eval_option_errors_exit_2(files: Path, args: list[str], message: s
     assert run.code == 2, run.err
     assert "Traceback" not in run.err
     assert message in run.err
+
+
+def _metrics_process(cwd: Path, setup: str) -> tuple[str, str]:
+    """``ragsnap metrics`` on cwd's files in a fresh interpreter after ``setup``:
+    its output, and whether numba was imported (last line of stderr)."""
+    code = (
+        f"import sys; import ragsnap.ir.trec as trec; {setup}; from ragsnap.cli import main; "
+        "code = main(sys.argv[1:]); print('numba' in sys.modules, file=sys.stderr); "
+        "sys.exit(code)"
+    )
+    argv = ["metrics", "--qrels", "qrels.txt", "--run", "run.txt", "-q", "-m", "all_trec"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "eval")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, done.stderr.splitlines()[-1]
+
+
+def test_numba_loads_only_for_inputs_large_enough_to_repay_it(tmp_path: Path) -> None:
+    """A 2 MB run (once above the compiled path's threshold) is evaluated without
+    loading numba; told to take the kernels, a process prints the same bytes."""
+    require_numba()
+    lines = [
+        f"q{q} Q0 d{(q * 7919 + r * 104729) % 50000} {r} {round(50 - r * 0.37, 2)} tag"
+        for q in range(800)
+        for r in range(1, 101)
+    ]
+    (tmp_path / "run.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    judged = [
+        f"q{q} 0 d{(q * 7919 + r * 104729) % 50000} {r % 3}"
+        for q in range(500)
+        for r in (1, 4, 9, 30)
+    ]
+    (tmp_path / "qrels.txt").write_text("\n".join(judged) + "\n", encoding="utf-8")
+    assert (tmp_path / "run.txt").stat().st_size > 2 << 20  # 2.2 MB
+    out, numba = _metrics_process(tmp_path, "pass")
+    assert numba == "False"
+    compiled, numba = _metrics_process(tmp_path, "trec.COMPILED_FROM = 1 << 20")
+    assert numba == "True"
+    assert compiled == out
+    assert out.count("\n") > 500

@@ -5,14 +5,15 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import UsageError
-from ..io.progress import Progress
-from ..models import GoldenCase
+
+if TYPE_CHECKING:  # not imported at start-up: `ragsnap metrics` needs neither
+    from ..io.progress import Progress
+    from ..models import GoldenCase
 
 _T = TypeVar("_T")
 
@@ -71,6 +72,8 @@ def run_each(
     try:
         done += [counted(case) for case in cases[:1]]
         if concurrency > 1 and len(cases) > 2:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=concurrency) as pool:
                 try:
                     done += pool.map(counted, cases[1:])

@@ -40,7 +40,6 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TrecQrels",
     "TrecRun",
+    "compiled_for",
     "evaluate_files",
     "format_qrels",
     "format_run",
@@ -71,10 +71,15 @@ __all__ = [
 
 _BLOCK = 32 * 1024 * 1024  # bytes of whole lines tokenised at once
 
-#: Files, and runs whose columns take, at least this many bytes use the
-#: compiled kernels (``trec_kernels``) when numba is installed; smaller ones
-#: are not worth loading numba for. None: never. The results are the same.
-COMPILED_FROM: int | None = 1 << 20
+#: Inputs of at least this many bytes use the compiled kernels (``trec_kernels``)
+#: when numba is installed; smaller ones take the numpy code, which is faster
+#: there once loading numba (about 0.3-0.5 s of CPU in a fresh process) is
+#: counted. ``evaluate_files`` (``ragsnap metrics``) decides once, from the two
+#: files' sizes on disk, before reading either; ``read_qrels``, ``read_run``
+#: and ``rankings_from_trec`` called alone decide from their own input's bytes
+#: (a file's size, the run's columns). None: never. The results are the same.
+#: Measured in whole processes (benchmarks/README.md, metrics_vs_peers).
+COMPILED_FROM: int | None = 32 << 20
 
 
 def _kernels(size: int) -> ModuleType | None:
@@ -82,11 +87,49 @@ def _kernels(size: int) -> ModuleType | None:
     numpy code (numba missing, or the input below ``COMPILED_FROM``)."""
     if COMPILED_FROM is None or size < COMPILED_FROM:
         return None
+    return _load_kernels()
+
+
+def _load_kernels() -> ModuleType | None:
+    """``trec_kernels``, loaded, or None when numba is missing.
+
+    numba's first kernel load imports its whole CPU target, and with it
+    ``scipy.linalg`` (about a third of the load's CPU time), only to learn
+    whether ``np.convolve`` / ``np.correlate`` may call BLAS. None of these
+    kernels uses BLAS, so when scipy is not already imported that one import
+    is refused while the target loads (numba then uses its own loop for those
+    two functions; ``np.dot`` and the rest still import scipy when compiled).
+    Only in a process with one thread: another could be importing scipy.
+    """
+    import sys
+    import threading
+
+    if "ragsnap.ir.trec_kernels" in sys.modules:
+        return sys.modules["ragsnap.ir.trec_kernels"]
+    blas = "scipy.linalg.cython_blas"
+    block = blas not in sys.modules and threading.active_count() == 1
+    if block:
+        sys.modules[blas] = None  # type: ignore[assignment]  # import fails at once
     try:
         from . import trec_kernels
+
+        trec_kernels.load_target()
     except ImportError:  # numba is optional: pip install 'ragsnap[fast]'
         return None
+    finally:
+        if block and sys.modules.get(blas, 0) is None:
+            del sys.modules[blas]
     return trec_kernels
+
+
+def _file_bytes(path: Path) -> int | None:
+    """The size of a regular file; None for a pipe or what cannot be read (the
+    reader then says what is wrong)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,17 +292,17 @@ def _read(
     columns: Sequence[int],
     numeric: tuple[int, type, str],
     extra: bool = False,
+    compiled: bool | None = None,
 ) -> tuple[list[npt.NDArray[np.bytes_]], npt.NDArray[np.generic]]:
+    """The file's columns; ``compiled`` True/False picks the code path (the
+    kernels only when numba is installed), None decides by the file's size."""
     import numpy as np
 
-    try:  # a regular file can be mapped; a pipe is read in blocks, once
-        info = path.stat()
-        size = info.st_size if stat.S_ISREG(info.st_mode) else 0
-    except OSError:  # _blocks says what is wrong
-        size = 0
-    kernels = _kernels(size)
-    if kernels is not None and size > 0:
-        return _read_compiled(kernels, path, fields, columns, numeric, extra)
+    size = _file_bytes(path)  # a regular file can be mapped; a pipe is read in blocks, once
+    if size:
+        kernels = _kernels(size) if compiled is None else _load_kernels() if compiled else None
+        if kernels is not None:
+            return _read_compiled(kernels, path, fields, columns, numeric, extra)
 
     def columns_of(item: tuple[memoryview, int]) -> _Columns:
         block, offset = item
@@ -267,6 +310,8 @@ def _read(
         strings = [_strings(buf, spans[column]) for column in columns]
         raw = _strings(buf, spans[numeric[0]])
         return strings, _numbers(raw, numeric[1], path, offset, buf, spans[0][0], numeric[2])
+
+    from concurrent.futures import ThreadPoolExecutor
 
     # numpy releases the GIL in the heavy steps: two threads read two blocks at once
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
@@ -302,8 +347,11 @@ def _read_compiled(
         raise _fields_error(path, 0, bad, count, fields, bytes(buf[start:end]), extra)
     first = np.zeros((records, max(int(widths[0]), 1)), dtype=np.uint8)
     second = np.zeros((records, max(int(widths[1]), 1)), dtype=np.uint8)
-    floats, ints, plain = kernels.fill(buf, fields, wanted, first, second, dtype is np.float64)
-    values: npt.NDArray[np.generic] = floats if dtype is np.float64 else ints
+    decimal = dtype is np.float64
+    floats = np.empty(records if decimal else 0, dtype=np.float64)
+    ints = np.empty(0 if decimal else records, dtype=np.int64)
+    plain = kernels.fill(buf, fields, wanted, first, second, floats, ints)
+    values: npt.NDArray[np.generic] = floats if decimal else ints
     if not plain:  # other spellings (1e-05, inf, +3 ...): numpy parses the column
         starts, ends, line_starts = kernels.spans(buf, column, records)
         raw = _strings(buf, (starts, ends))
@@ -345,21 +393,25 @@ def _plain_decimals(values: npt.NDArray[np.bytes_]) -> npt.NDArray[np.float64] |
     return result
 
 
-def read_qrels(path: Path) -> TrecQrels:
-    """Read a TREC qrels file (``query iteration document grade``)."""
+def read_qrels(path: Path, *, compiled: bool | None = None) -> TrecQrels:
+    """Read a TREC qrels file (``query iteration document grade``). ``compiled``:
+    the code path (same results), by default chosen by the file's size."""
     import numpy as np
 
-    (query, doc), grade = _read(path, 4, (0, 2), (3, np.int64, "grade"))
-    return TrecQrels(query, doc, grade.astype(np.int64))
+    (query, doc), grade = _read(path, 4, (0, 2), (3, np.int64, "grade"), compiled=compiled)
+    return TrecQrels(query, doc, grade.astype(np.int64, copy=False))
 
 
-def read_run(path: Path) -> TrecRun:
+def read_run(path: Path, *, compiled: bool | None = None) -> TrecRun:
     """Read a TREC run file (``query Q0 document rank score tag``; fields after
-    the tag are ignored, as trec_eval ignores them)."""
+    the tag are ignored, as trec_eval ignores them). ``compiled``: the code path
+    (same results), by default chosen by the file's size."""
     import numpy as np
 
-    (query, doc), score = _read(path, 6, (0, 2), (4, np.float64, "score"), extra=True)
-    return TrecRun(query, doc, score.astype(np.float64))
+    (query, doc), score = _read(
+        path, 6, (0, 2), (4, np.float64, "score"), extra=True, compiled=compiled
+    )
+    return TrecRun(query, doc, score.astype(np.float64, copy=False))
 
 
 def read_run_tag(path: Path) -> str:
@@ -490,17 +542,27 @@ def _order_keys(doc: npt.NDArray[np.bytes_], words: int = 0) -> list[npt.NDArray
 
 
 def rankings_from_trec(
-    qrels: TrecQrels, run: TrecRun, query_set: str = "ragsnap", relevance_level: int = 1
+    qrels: TrecQrels,
+    run: TrecRun,
+    query_set: str = "ragsnap",
+    relevance_level: int = 1,
+    *,
+    compiled: bool | None = None,
 ) -> Rankings:
     """Rankings of the queries that ``query_set`` keeps (see ``metrics``): by
     default every judged query with a relevant document; ``"trec"`` for
     trec_eval's judged queries in the run, ``"complete"`` for trec_eval -c. A
-    grade of at least ``relevance_level`` is relevant (trec_eval ``-l``)."""
+    grade of at least ``relevance_level`` is relevant (trec_eval ``-l``).
+    ``compiled``: the code path (same results), by default chosen by the size
+    of the run's columns."""
     import numpy as np
 
     rule = query_set_rule(query_set)
     # the run's queries: one per line, or (compiled) one per block of lines of a query
-    kernels = _kernels(run.query.nbytes + run.doc.nbytes + run.score.nbytes)
+    if compiled is None:
+        kernels = _kernels(run.query.nbytes + run.doc.nbytes + run.score.nbytes)
+    else:
+        kernels = _load_kernels() if compiled else None
     heads = None if kernels is None else kernels.heads(_byte_matrix(run.query))
     blocks = run.query if heads is None else run.query[heads]
     names, codes = _intern(np.concatenate([blocks, qrels.query]))
@@ -651,7 +713,12 @@ def _compiled_matrices(
     by_key = np.argsort(key)
     judged, key = judged[by_key], key[by_key]
     judged_bounds = np.searchsorted(judged_rows[judged], np.arange(n_rows + 1))
-    grade, judged_matrix, retrieved = kernels.rank(
+    # as wide as the row with the most lines (before de-duplication)
+    lines = np.concatenate(([0], np.cumsum(ends[kept] - heads[kept])))
+    longest = max(int((lines[row_bounds[1:]] - lines[row_bounds[:-1]]).max(initial=0)), 1)
+    grade = np.zeros((n_rows, longest), dtype=np.int64)
+    judged_matrix = np.zeros((n_rows, longest), dtype=bool)
+    retrieved = kernels.rank(
         row_bounds,
         heads[kept],
         ends[kept],
@@ -663,6 +730,8 @@ def _compiled_matrices(
         first[judged],
         grades[judged],
         _byte_matrix(qrels.doc),
+        grade,
+        judged_matrix,
     )
     width = max(int(retrieved.max(initial=0)), 1)
     if grade.shape[1] != width:  # duplicates made every row shorter
@@ -753,6 +822,16 @@ def _first_occurrences(
     return np.flatnonzero(~drop)
 
 
+def compiled_for(qrels_path: Path, run_path: Path) -> bool | None:
+    """Whether ``evaluate_files`` takes the compiled kernels for these files: their
+    sizes on disk together reach ``COMPILED_FROM`` (a ``stat`` each; nothing is
+    read). None when one is not a regular file (each step then decides alone)."""
+    qrels, run = _file_bytes(qrels_path), _file_bytes(run_path)
+    if qrels is None or run is None:
+        return None
+    return COMPILED_FROM is not None and qrels + run >= COMPILED_FROM
+
+
 def evaluate_files(
     qrels_path: Path,
     run_path: Path,
@@ -766,9 +845,17 @@ def evaluate_files(
     """Read both files and evaluate ``measures`` per query (rows by ``query_set``),
     a grade of at least ``relevance_level`` relevant (trec_eval ``-l``), each
     query's results cut to the first ``max_retrieved`` (``-M``), by the
-    recall-level rule of ``trec_eval`` 9 or 10."""
-    qrels, run = read_qrels(qrels_path), read_run(run_path)
-    rankings = rankings_from_trec(qrels, run, query_set, relevance_level)
+    recall-level rule of ``trec_eval`` 9 or 10.
+
+    The code path is chosen once, before either file is read, from the two
+    files' sizes on disk (``COMPILED_FROM``): numba is loaded only when the
+    inputs are large enough to repay it. With a pipe among them, each step
+    decides from its own input."""
+    compiled = compiled_for(qrels_path, run_path)
+    qrels = read_qrels(qrels_path, compiled=compiled)
+    run = read_run(run_path, compiled=compiled)
+    rankings = rankings_from_trec(qrels, run, query_set, relevance_level, compiled=compiled)
+    del qrels, run  # the columns are not needed for the measures
     if max_retrieved is not None:
         rankings = rankings.cut(max_retrieved)
     return rankings, evaluate(rankings, measures, trec_eval)

@@ -48,6 +48,20 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 _POWERS = np.array([10.0**k for k in range(16)], dtype=np.float64)
 
 
+def load_target() -> None:
+    """Load numba's CPU target (its implementations of Python and numpy), which
+    the first kernel call would otherwise load: ``trec._load_kernels`` calls
+    this while it keeps ``scipy.linalg`` from being imported for nothing. A numba
+    whose internals moved skips the early load (the first call loads the target,
+    scipy and all): the results are the same, only the start-up is not trimmed."""
+    try:
+        from numba.core.registry import cpu_target
+
+        cpu_target.target_context.refresh()
+    except (ImportError, AttributeError):
+        return
+
+
 def _jit(function: F) -> F:
     """Compile with numba: no Python objects, GIL released, cached on disk."""
     return cast("F", numba.njit(cache=True, nogil=True)(function))
@@ -150,16 +164,21 @@ def _integer(buf: Bytes, i: int, end: int) -> tuple[int, bool]:
 
 @_jit
 def fill(
-    buf: Bytes, fields: int, wanted: Ints, first: Bytes, second: Bytes, decimal: bool
-) -> tuple[npt.NDArray[np.float64], Ints, bool]:
+    buf: Bytes,
+    fields: int,
+    wanted: Ints,
+    first: Bytes,
+    second: Bytes,
+    floats: npt.NDArray[np.float64],
+    ints: Ints,
+) -> bool:
     """Copy the tokens of columns ``wanted[0]`` and ``wanted[1]`` of each line
     (checked by ``measure``) into the rows of ``first`` and ``second``
-    (zeroed, wide enough) and parse column ``wanted[2]``: as a decimal
-    (float64 values) if ``decimal``, else as an integer (int64 values).
-    The flag is False when a value needs the general parser."""
-    records = first.shape[0]
-    floats = np.empty(records if decimal else 0, dtype=np.float64)
-    ints = np.empty(0 if decimal else records, dtype=np.int64)
+    (zeroed, wide enough) and parse column ``wanted[2]`` into ``floats`` (one
+    per line) as a decimal, or else into ``ints`` as an integer. False when a
+    value needs the general parser. The caller allocates every output: numpy
+    asks the kernel for huge pages, which numba's allocator does not."""
+    decimal = floats.size > 0
     plain = True
     record = 0
     count = 0
@@ -192,7 +211,7 @@ def fill(
                     number, plain = _integer(buf, start, i)
                     ints[record] = number
             count += 1
-    return floats, ints, plain
+    return plain
 
 
 @_jit
@@ -385,8 +404,11 @@ def rank(
     judged_doc: Ints,
     judged_grade: Ints,
     qrels_doc: Bytes,
-) -> tuple[Ints, npt.NDArray[np.bool_], Ints]:
-    """Grade and judged matrices and the results retrieved, one row per query.
+    grades: Ints,
+    judged: npt.NDArray[np.bool_],
+) -> Ints:
+    """Fill the grade and judged matrices (zeroed, a row per query, as wide as
+    the row with the most lines) and return the results retrieved per row.
 
     Row ``r``'s run lines are those of blocks ``row_bounds[r]:row_bounds[r +
     1]``, block ``b`` being lines ``block_starts[b]:block_ends[b]`` (``score``
@@ -400,14 +422,7 @@ def rank(
     row_shift = np.uint64(64 - row_bits)
     hash_shift = np.uint64(row_bits)
     rows = row_bounds.size - 1
-    longest = 1
-    for r in range(rows):
-        lines = 0
-        for b in range(row_bounds[r], row_bounds[r + 1]):
-            lines += block_ends[b] - block_starts[b]
-        longest = max(longest, lines)
-    grades = np.zeros((rows, longest), dtype=np.int64)
-    judged = np.zeros((rows, longest), dtype=np.bool_)
+    longest = grades.shape[1]
     retrieved = np.zeros(rows, dtype=np.int64)
     kept = np.empty(longest, dtype=np.int64)
     buffer = np.empty(longest, dtype=np.int64)
@@ -468,4 +483,4 @@ def rank(
                     judged[r, p] = True
                     break
                 a += 1
-    return grades, judged, retrieved
+    return retrieved

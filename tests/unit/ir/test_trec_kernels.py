@@ -6,7 +6,10 @@ runs its numpy code (``tests/unit/ir/test_trec.py`` runs on both paths).
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import require_numba
+from ragsnap.cli import main
 from ragsnap.ir import trec
 from ragsnap.ir.metrics import TREC_SETS, Rankings, evaluate, parse_measures
 
@@ -159,3 +163,63 @@ def test_small_inputs_use_numpy_unless_told_otherwise() -> None:
     assert trec.COMPILED_FROM is not None
     assert trec._kernels(trec.COMPILED_FROM - 1) is None
     assert trec._kernels(trec.COMPILED_FROM) is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [[], ["-q", "-m", "all_trec", "-l", "2", "-M", "7", "--trec-eval", "10", "-c"]],
+    ids=["default", "all_trec"],
+)
+def test_either_side_of_the_size_threshold_prints_the_same_bytes(
+    options: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``ragsnap metrics`` takes the numpy code below ``COMPILED_FROM`` bytes of
+    input and the kernels from it; its output is the same, byte for byte."""
+    qrels_path, run_path = messy_files(tmp_path, 4, "mixed")
+    total = qrels_path.stat().st_size + run_path.stat().st_size
+    printed = []
+    for threshold, compiled in ((total + 1, False), (total, True)):
+        monkeypatch.setattr(trec, "COMPILED_FROM", threshold)
+        assert trec.compiled_for(qrels_path, run_path) is compiled
+        argv = ["metrics", "--qrels", str(qrels_path), "--run", str(run_path), *options]
+        assert main([*argv, "--digits", "17"]) == 0
+        printed.append(capsys.readouterr())
+    assert printed[0].out == printed[1].out
+    assert printed[0].err == printed[1].err
+    assert printed[0].out.count("\n") > 10
+
+
+def test_small_files_take_numpy_and_a_pipe_leaves_the_choice_to_each_step(
+    tmp_path: Path,
+) -> None:
+    qrels_path, run_path = messy_files(tmp_path, 5, "plain")
+    assert trec.compiled_for(qrels_path, run_path) is False  # a few hundred kB
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    assert trec.compiled_for(qrels_path, pipe) is None
+
+
+def test_loading_the_kernels_skips_scipy_and_leaves_it_importable(tmp_path: Path) -> None:
+    """In a fresh single-threaded process the kernels load without importing
+    scipy.linalg; afterwards scipy.linalg imports, and numba's np.dot works."""
+    pytest.importorskip("scipy.linalg")  # numba's BLAS comes from scipy
+    code = """
+import sys
+import numba
+import numpy as np
+from ragsnap.ir import trec
+assert trec._load_kernels() is not None
+print("scipy.linalg" in sys.modules, "scipy.linalg.cython_blas" in sys.modules)
+import scipy.linalg
+dot = numba.njit(lambda a, b: np.dot(a, b))
+print(dot(np.ones(3), np.ones(3)), scipy.linalg.norm(np.ones(4)))
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(trec.__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["False False", "3.0 2.0"]
