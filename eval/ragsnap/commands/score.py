@@ -80,6 +80,7 @@ def _run(args: argparse.Namespace) -> int:
     labels = check_labels_before_scoring(
         config, args.cases, case_set.cases, document, skip=getattr(args, "no_label_check", False)
     )
+    del document  # read by the label checks only
     case_ids = {case.id for case in case_set.cases}
     staleness = check_fixture_digests(
         config, scored.digests, scored.cited, args.fixtures, case_ids, labels.seed
@@ -100,6 +101,10 @@ def _run(args: argparse.Namespace) -> int:
         },
         config.known_failures,
     )
+    generators = scored.generators
+    # What streaming saves is lost if the case results outlive the report: they are in
+    # it now, so they are freed before the diff and the writer (the peak of a run).
+    del results, scored, graded
     report["labelCheck"] = labels.to_json()
     if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
         report["provenance"] = staleness.to_json()
@@ -110,11 +115,12 @@ def _run(args: argparse.Namespace) -> int:
     privacy = getattr(args, "privacy", False)
     full = report
     if privacy:
-        report = private_report(full, evaluation_definition(full, scored.generators))
+        report = private_report(full, evaluation_definition(full, generators))
     if diff is not None and (privacy or is_private(baseline or {})):
         diff = private_diff(diff, baseline, full)
         if privacy:  # the current report's own hashes, definition included
             diff["currentInputs"] = dict(report["inputs"])
+    del baseline  # the diff holds what the reports need of it
     outputs: list[tuple[Path, Any]] = [
         (args.json_report, report),
         (args.markdown_report, render_markdown(report)),
