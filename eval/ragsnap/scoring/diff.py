@@ -295,6 +295,7 @@ class _PairedValues:
         self.pairs = pairs
         self._metrics: dict[str, Any] = {}
         self._scopes: dict[str, Any] = {}
+        self._fields: dict[str, Any] = {}
 
     def _columns(self, metric: str) -> Any:
         if metric not in self._metrics:
@@ -317,13 +318,20 @@ class _PairedValues:
         return self._metrics[metric]
 
     def _members(self, scope: str) -> Any:
+        """The mask of the scope's cases (in the current report): one column of the
+        scope's field per field (category, language, split), compared at once."""
         if scope not in self._scopes:
             import numpy as np
 
-            name, _, value = scope.partition("=")
-            self._scopes[scope] = np.array(
-                [scope == "all" or new[name] == value for _, new in self.pairs], dtype=bool
-            )
+            if scope == "all":
+                self._scopes[scope] = np.ones(len(self.pairs), dtype=bool)
+            else:
+                name, _, value = scope.partition("=")
+                if name not in self._fields:
+                    self._fields[name] = np.array(
+                        [new[name] for _, new in self.pairs], dtype=object
+                    )
+                self._scopes[scope] = np.asarray(self._fields[name] == value, dtype=bool)
         return self._scopes[scope]
 
     def test(
