@@ -74,7 +74,10 @@ def _run(args: argparse.Namespace) -> int:
         )
     config = load_config(args.config, embedder=getattr(args, "embedder", None))
     case_set, document = load_cases_document(args.cases)
-    scored = _score_stream(case_set.cases, FixtureStream(args.fixtures), config.skip_expectations)
+    privacy = getattr(args, "privacy", False)
+    scored = _score_stream(
+        case_set.cases, FixtureStream(args.fixtures), config.skip_expectations, privacy
+    )
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
 
     labels = check_labels_before_scoring(
@@ -112,7 +115,6 @@ def _run(args: argparse.Namespace) -> int:
     if baseline is not None:
         # the diff reads the full data; the privacy view comes after
         diff = diff_with_config(baseline, report, config, args, args.compare_to.as_posix())
-    privacy = getattr(args, "privacy", False)
     full = report
     if privacy:
         report = private_report(full, evaluation_definition(full, generators))
@@ -172,11 +174,15 @@ class _Scored:
 
 
 def _score_stream(
-    cases: Sequence[GoldenCase], stream: FixtureStream, skip: Collection[str]
+    cases: Sequence[GoldenCase],
+    stream: FixtureStream,
+    skip: Collection[str],
+    keep_generators: bool = False,
 ) -> _Scored:
     """Score each case as its fixture is read, then drop the fixture: only the results
-    and digests are kept (``_Scored``), not the fixtures' blocks and texts. A case
-    without a fixture is scored as missing."""
+    and digests are kept (``_Scored``), not the fixtures' blocks and texts; their
+    generator blocks only with ``keep_generators`` (the privacy view's definition). A
+    case without a fixture is scored as missing."""
     by_id = {case.id: case for case in cases}
     results: dict[str, CaseResult] = {}
     rankings: dict[str, CaseRanking] = {}
@@ -184,7 +190,7 @@ def _score_stream(
     orphans: list[str] = []
     generators: list[dict[str, Any]] = []
     for fixture in stream:
-        if fixture.generator is not None:
+        if keep_generators and fixture.generator is not None:
             generators.append(fixture.generator)
         case = by_id.get(fixture.case_id)
         if case is None:

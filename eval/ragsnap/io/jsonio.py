@@ -226,16 +226,18 @@ def round_floats(value: Any, digits: int = FLOAT_DIGITS) -> Any:
     and tuples (tuples become lists). Exact type checks first: this walks every
     node of a report, so the common cases must stay cheap (strings, integers,
     booleans and None are not even visited). A ``FloatsUnder`` object is copied
-    with only its float keys' values rounded."""
+    with only its float keys' values rounded, or returned as it is when they hold
+    no float."""
     kind = type(value)
     if kind is float:
         return round(value, digits)
     if kind is FloatsUnder:
+        keys = [k for k in value.float_keys if type(value.get(k)) not in _LEAVES]
+        if not keys:  # nothing to round: written as it is (orjson writes a dict subclass)
+            return value
         rounded = dict(value)
-        for key in value.float_keys:
-            item = rounded.get(key)
-            if item is not None and type(item) not in _LEAVES:
-                rounded[key] = round_floats(item, digits)
+        for key in keys:
+            rounded[key] = round_floats(rounded[key], digits)
         return rounded
     if kind is dict or (kind is not str and isinstance(value, Mapping)):
         return {k: v if type(v) in _LEAVES else round_floats(v, digits) for k, v in value.items()}

@@ -170,4 +170,6 @@ def test_floats_under_rounds_only_its_float_keys() -> None:
     }
     assert type(rounded["rows"][0]) is dict and row["m"]["x"] == 1 / 3  # a copy
     assert round_floats(FloatsUnder({"other": 0.1234567}, ("m",))) == {"other": 0.1234567}
-    assert dump_json([row]) == dump_json([dict(row)])
+    unrounded = FloatsUnder({"other": [1, "b"], "m": None}, ("m",))
+    assert round_floats(unrounded) is unrounded  # nothing under its float keys
+    assert dump_json([row, unrounded]) == dump_json([dict(row), dict(unrounded)])
