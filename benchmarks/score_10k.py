@@ -32,14 +32,15 @@ Steps:
    peak RSS (in process: ``VmHWM`` reset before each run with ``clear_refs``).
 4. Print the table (medians), the ratios by wall, thread and process CPU, the
    verdicts (on process CPU: ragsnap's worker threads count), the CPU, the load
-   average before and after, versions; with ``--profile``, the share of each
+   average before and after, versions; with ``--phases``, the thread CPU of each
+   step of the score command (no profiler); with ``--profile``, the share of each
    part of one more ragsnap run under cProfile and its top 25.
 
 Usage::
 
     python benchmarks/score_10k.py [--cases 10000] [--blocks 10] [--repeat 3]
                                    [--workdir DIR] [--keep] [--profile]
-                                   [--no-processes]
+                                   [--phases] [--no-processes]
 
 With ``--workdir`` the eval set is generated there (or reused when it was
 generated there with the same settings) and never deleted; otherwise it goes
@@ -1326,12 +1327,83 @@ def print_profile_shares(stats: pstats.Stats, total: float) -> None:
         print(f"  {label:<62} {cumulative:7.3f} s  {cumulative / total:6.1%}")
 
 
+#: the score command's steps ``--phases`` times (names in ``ragsnap.commands.score``; the
+#: ones a checkout lacks are left out, so an older checkout can be timed the same way)
+PHASES = (
+    "load_cases_document",
+    "load_fixtures",
+    "_score_stream",
+    "load_report",
+    "check_labels_before_scoring",
+    "check_fixtures",
+    "check_fixture_digests",
+    "case_metrics",
+    "graded_metrics",
+    "build_report",
+    "diff_with_config",
+    "render_markdown",
+    "render_diff_markdown",
+    "write_outputs",
+)
+
+
+def print_phases(runs: int = 3) -> None:
+    """The thread CPU of each ``PHASES`` step of the score command (and of the privacy
+    scan inside the label checks), each wrapped in place, no profiler; the run with the
+    least total of ``runs``."""
+    import ragsnap.commands._labels as labels
+    import ragsnap.commands.score as command
+
+    spent: dict[str, float] = {}
+
+    def timed_step(label: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.thread_time() - start
+
+        return step
+
+    wrapped = [(command, name) for name in PHASES if hasattr(command, name)]
+    wrapped += [(labels, "check_privacy")] if hasattr(labels, "check_privacy") else []
+    originals = [(module, name, getattr(module, name)) for module, name in wrapped]
+    for module, name, func in originals:
+        setattr(module, name, timed_step(name, func))
+    best: tuple[float, dict[str, float]] | None = None
+    try:
+        for _ in range(runs):
+            spent.clear()
+            gc.collect()
+            start = time.thread_time()
+            run_ragsnap()
+            total = time.thread_time() - start
+            if best is None or total < best[0]:
+                best = (total, dict(spent))
+    finally:
+        for module, name, func in originals:
+            setattr(module, name, func)
+    assert best is not None
+    total, steps = best
+    print(f"\nThread CPU of each step of one ragsnap run (least total of {runs}): {total:.3f} s")
+    order = [n for n in PHASES if n in steps]
+    if "check_privacy" in steps:  # listed under the label checks that run it
+        order.insert(order.index("check_labels_before_scoring") + 1, "check_privacy")
+    for name in order:
+        label = "  of which the privacy scan" if name == "check_privacy" else name
+        print(f"  {label:<38} {steps[name]:7.3f} s  {steps[name] / total:6.1%}")
+    rest = total - sum(v for k, v in steps.items() if k != "check_privacy")
+    print(f"  {'the rest (scoring loop, freeing, glue)':<38} {rest:7.3f} s  {rest / total:6.1%}")
+
+
 def median(samples: Sequence[Sample], field: str) -> float:
     """The median of one field over ``samples``."""
     return float(statistics.median(getattr(sample, field) for sample in samples))
 
 
-def benchmark(repeat: int, profile: bool, processes: bool, seed: int) -> bool:
+def benchmark(repeat: int, profile: bool, processes: bool, seed: int, phases: bool) -> bool:
     """Warm up, time the sides interleaved in random order, print the table (and the
     profile). Returns whether every target is met, judged on CPU time."""
     fixture_paths = sorted(FIXTURES_DIR.glob("*.json"))
@@ -1449,6 +1521,8 @@ def benchmark(repeat: int, profile: bool, processes: bool, seed: int) -> bool:
         print(f"{name} wall: {', '.join(f'{s.wall:.3f}' for s in values)}")
         print(f"{name} process CPU: {', '.join(f'{s.cpu:.3f}' for s in values)}")
 
+    if phases:
+        print_phases()
     if profile:
         profiler = cProfile.Profile()
         gc.collect()
@@ -1481,6 +1555,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profile", action="store_true", help="print a cProfile of one more ragsnap run"
     )
     parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="print the thread CPU of each step of three more ragsnap runs (default: off)",
+    )
+    parser.add_argument(
         "--no-processes",
         dest="processes",
         action="store_false",
@@ -1506,7 +1585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings(GENERATOR_VERSION, args.cases, args.blocks, args.seed)
     with work_folder(args.workdir, "ragsnap-score-10k-", args.keep, "Eval set", enter=True):
         prepare(settings)
-        passed = benchmark(args.repeat, args.profile, args.processes, args.seed)
+        passed = benchmark(args.repeat, args.profile, args.processes, args.seed, args.phases)
     return 0 if passed else 1
 
 
