@@ -3,6 +3,13 @@
 Everything is read and checked before anything is written: a bad baseline or
 a bad fixture leaves every existing report untouched.
 
+The fixtures stream (``ragsnap.io.inputs.FixtureStream``): each is read, hashed,
+validated, built, scored and dropped; only each case's result, the judged cases'
+rankings (their graded metrics are computed in one batch at the end), the sources
+each fixture cites and its digest (the provenance check) are kept, so the memory a
+run needs does not grow with the fixtures' texts. The reports are the same bytes as
+scoring all loaded fixtures at once.
+
 ``scoring.skip`` in ragsnap.yaml names case expectations that are not checked
 (``score_case``'s ``skip``); the report and the summary say which were skipped.
 
