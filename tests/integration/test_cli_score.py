@@ -409,6 +409,54 @@ def test_main_job_on_the_committed_example(tmp_path: Path) -> None:
     )
 
 
+def test_streamed_score_reports_what_the_batch_functions_compute(tmp_path: Path) -> None:
+    """``score`` scores each fixture as it reads it and drops it; its report holds what
+    ``load_fixtures`` + ``case_metrics`` + ``score_case`` + ``build_report`` give for
+    the same files (graded metrics, a case without a fixture, an orphaned fixture),
+    byte for byte once written."""
+    from ragsnap.config import load_config
+    from ragsnap.io.inputs import load_cases, load_fixtures
+    from ragsnap.io.jsonio import dump_json
+    from ragsnap.ir.metrics import parse_measures
+    from ragsnap.scoring.casemetrics import case_metrics
+    from ragsnap.scoring.hits import score_case
+    from ragsnap.scoring.report import build_report
+
+    copy_example(tmp_path, "cases", "fixtures", "seed-docs", "ragsnap.yaml")
+    fixtures = tmp_path / "fixtures"
+    names = sorted(p.name for p in fixtures.glob("*.json") if not p.name.startswith("_"))
+    (fixtures / names[0]).unlink()  # a case without its fixture
+    orphan = json.loads((fixtures / names[1]).read_text(encoding="utf-8"))
+    orphan["caseId"] = "zz-orphan"
+    (fixtures / "zz-orphan.json").write_text(json.dumps(orphan), encoding="utf-8")
+    run = run_cli(
+        "--json-report", "reports/current.json", cwd=tmp_path, script="eval_rag_retrieval.py"
+    )
+    assert run.code in (0, 1), run.out + run.err
+
+    config = load_config(tmp_path / "ragsnap.yaml")
+    cases = load_cases(tmp_path / "cases/golden-cases.json")
+    loaded = load_fixtures(fixtures)
+    graded = case_metrics(cases.cases, loaded.fixtures, parse_measures(config.measures))
+    assert graded, "the example's judged cases have graded metrics"
+    results = [
+        score_case(c, loaded.fixtures.get(c.id), graded.get(c.id), skip=config.skip_expectations)
+        for c in cases.cases
+    ]
+    ids = {c.id for c in cases.cases}
+    batch = build_report(
+        results,
+        [name for name in loaded.fixtures if name not in ids],
+        {"fixturesSha256": loaded.sha256},
+        config.known_failures,
+    )
+    written = json.loads((tmp_path / "reports/current.json").read_text(encoding="utf-8"))
+    assert written["orphanedFixtures"] == ["zz-orphan"]
+    assert written["inputs"]["fixturesSha256"] == loaded.sha256
+    for key in ("cases", "summary", "groups", "outcome", "orphanedFixtures"):
+        assert dump_json(written[key]) == dump_json(batch[key]), key
+
+
 PASSING = "db-err-4031-order-repository"  # passes on the example set, unmarked
 
 

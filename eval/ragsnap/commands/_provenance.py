@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_seed_document",
     "captured_documents",
+    "check_fixture_digests",
     "check_fixtures",
     "folder_name",
     "seed_state",
@@ -179,7 +180,25 @@ def check_fixtures(
     ragsnap.yaml (a fixture no case names is not scored, so not checked). ``seed``: the
     seed state when the caller has read it already (the label check's pass), so the
     corpus is not read again."""
-    digests = {c: d for c, d in fixture_set.digests.items() if c in case_ids}
+    cited = {
+        case_id: {block.source for block in fixture.lookup.evidence_blocks}
+        for case_id, fixture in fixture_set.fixtures.items()
+    }
+    return check_fixture_digests(config, fixture_set.digests, cited, folder, case_ids, seed)
+
+
+def check_fixture_digests(
+    config: Config,
+    file_digests: Mapping[str, str],
+    sources: Mapping[str, Collection[str]],
+    folder: Path,
+    case_ids: Collection[str],
+    seed: SeedState | None = None,
+) -> Staleness:
+    """``check_fixtures`` from what a streamed read kept of the fixtures (``ragsnap
+    score``): each file's SHA-256 (``FixtureStream.digests``) and the sources its
+    evidence blocks cite, by case ID."""
+    digests = {c: d for c, d in file_digests.items() if c in case_ids}
     if not digests:
         return Staleness()
     raw = read_manifest(folder)
@@ -190,11 +209,7 @@ def check_fixtures(
     current = Capture(
         settings_of(config, config.kb.backend), documents=None if state is None else state.digests
     )
-    cited = {
-        case_id: {block.source for block in fixture.lookup.evidence_blocks}
-        for case_id, fixture in fixture_set.fixtures.items()
-        if case_id in digests
-    }
+    cited = {case_id: set(sources[case_id]) for case_id in digests}
     result = check_provenance(
         manifest,
         digests,

@@ -3,6 +3,13 @@
 Everything is read and checked before anything is written: a bad baseline or
 a bad fixture leaves every existing report untouched.
 
+The fixtures stream (``ragsnap.io.inputs.FixtureStream``): each is read, hashed,
+validated, built, scored and dropped; only each case's result, the judged cases'
+rankings (their graded metrics are computed in one batch at the end), the sources
+each fixture cites and its digest (the provenance check) are kept, so the memory a
+run needs does not grow with the fixtures' texts. The reports are the same bytes as
+scoring all loaded fixtures at once.
+
 ``scoring.skip`` in ragsnap.yaml names case expectations that are not checked
 (``score_case``'s ``skip``); the report and the summary say which were skipped.
 
@@ -32,18 +39,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..config import load_config
 from ..errors import UsageError
-from ..io.inputs import load_cases_document, load_fixtures, load_report
+from ..io.inputs import FixtureStream, load_cases_document, load_report
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.reads import labelled, reads_of
 from ..ir.metrics import parse_measures
-from ..scoring.casemetrics import case_metrics
-from ..scoring.hits import score_case
+from ..models import GoldenCase
+from ..scoring.casemetrics import CaseRanking, case_ranking, graded_metrics, is_judged
+from ..scoring.hits import CaseResult, score_case
 from ..scoring.privacy import evaluation_definition, is_private, private_diff, private_report
 from ..scoring.report import build_report, render_markdown
 from ..scoring.review import render_diff_markdown
@@ -51,7 +61,7 @@ from ..scoring.summary import diff_lines, score_lines
 from ..scoring.trend import history_name
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
 from ._labels import check_labels_before_scoring
-from ._provenance import check_fixtures
+from ._provenance import check_fixture_digests
 from ._review import diff_with_config, extra_outputs
 
 
@@ -71,24 +81,25 @@ def _run(args: argparse.Namespace) -> int:
         )
     config = load_config(args.config, embedder=getattr(args, "embedder", None))
     case_set, document = load_cases_document(args.cases)
-    fixture_set = load_fixtures(args.fixtures)
+    privacy = getattr(args, "privacy", False)
+    scored = _score_stream(
+        case_set.cases, FixtureStream(args.fixtures), config.skip_expectations, privacy
+    )
     baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
 
     labels = check_labels_before_scoring(
         config, args.cases, case_set.cases, document, skip=getattr(args, "no_label_check", False)
     )
-    staleness = check_fixtures(
-        config, fixture_set, args.fixtures, {case.id for case in case_set.cases}, labels.seed
-    )
-    fixtures = fixture_set.fixtures
-    graded = case_metrics(case_set.cases, fixtures, parse_measures(config.measures))
-    skip = config.skip_expectations
-    results = [
-        score_case(case, fixtures.get(case.id), graded.get(case.id), skip=skip)
-        for case in case_set.cases
-    ]
+    del document  # read by the label checks only
     case_ids = {case.id for case in case_set.cases}
-    orphans = [name for name in fixtures if name not in case_ids]
+    staleness = check_fixture_digests(
+        config, scored.digests, scored.cited, args.fixtures, case_ids, labels.seed
+    )
+    graded = graded_metrics(case_set.cases, scored.rankings, parse_measures(config.measures))
+    results = [
+        _with_metrics(scored.results[case.id], graded.get(case.id)) for case in case_set.cases
+    ]
+    orphans = scored.orphans
     report = build_report(
         results,
         orphans,
@@ -96,10 +107,14 @@ def _run(args: argparse.Namespace) -> int:
             "cases": args.cases.as_posix(),
             "casesSha256": case_set.sha256,
             "fixtures": args.fixtures.as_posix(),
-            "fixturesSha256": fixture_set.sha256,
+            "fixturesSha256": scored.sha256,
         },
         config.known_failures,
     )
+    generators = scored.generators
+    # What streaming saves is lost if the case results outlive the report: they are in
+    # it now, so they are freed before the diff and the writer (the peak of a run).
+    del results, scored, graded
     report["labelCheck"] = labels.to_json()
     if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
         report["provenance"] = staleness.to_json()
@@ -107,15 +122,14 @@ def _run(args: argparse.Namespace) -> int:
     if baseline is not None:
         # the diff reads the full data; the privacy view comes after
         diff = diff_with_config(baseline, report, config, args, args.compare_to.as_posix())
-    privacy = getattr(args, "privacy", False)
     full = report
     if privacy:
-        generators = [f.generator for f in fixtures.values() if f.generator is not None]
         report = private_report(full, evaluation_definition(full, generators))
     if diff is not None and (privacy or is_private(baseline or {})):
         diff = private_diff(diff, baseline, full)
         if privacy:  # the current report's own hashes, definition included
             diff["currentInputs"] = dict(report["inputs"])
+    del baseline  # the diff holds what the reports need of it
     outputs: list[tuple[Path, Any]] = [
         (args.json_report, report),
         (args.markdown_report, render_markdown(report)),
@@ -148,3 +162,58 @@ def _run(args: argparse.Namespace) -> int:
     failed = report["outcome"]["casesFailingRun"] > 0  # by the knownFailures mode
     regressed = diff is not None and diff["regressed"]
     return 1 if failed or regressed or staleness.stale else 0
+
+
+@dataclass(slots=True)
+class _Scored:
+    """What ``_score_stream`` keeps of the fixtures: each case's result (graded
+    metrics still to come), the judged cases' rankings, the sources each fixture's
+    evidence cites and its file's SHA-256 (the provenance check), the fixtures no case
+    names, the fixtures' generators (the privacy view) and the folder's SHA-256."""
+
+    results: dict[str, CaseResult]
+    rankings: dict[str, CaseRanking]
+    cited: dict[str, tuple[str, ...]]
+    digests: dict[str, str]
+    orphans: list[str]
+    generators: list[dict[str, Any]]
+    sha256: str
+
+
+def _score_stream(
+    cases: Sequence[GoldenCase],
+    stream: FixtureStream,
+    skip: Collection[str],
+    keep_generators: bool = False,
+) -> _Scored:
+    """Score each case as its fixture is read, then drop the fixture: only the results
+    and digests are kept (``_Scored``), not the fixtures' blocks and texts; their
+    generator blocks only with ``keep_generators`` (the privacy view's definition). A
+    case without a fixture is scored as missing."""
+    by_id = {case.id: case for case in cases}
+    results: dict[str, CaseResult] = {}
+    rankings: dict[str, CaseRanking] = {}
+    cited: dict[str, tuple[str, ...]] = {}
+    orphans: list[str] = []
+    generators: list[dict[str, Any]] = []
+    for fixture in stream:
+        if keep_generators and fixture.generator is not None:
+            generators.append(fixture.generator)
+        case = by_id.get(fixture.case_id)
+        if case is None:
+            orphans.append(fixture.case_id)
+            continue
+        blocks = fixture.lookup.evidence_blocks
+        cited[case.id] = tuple([block.source for block in blocks])
+        if is_judged(case):
+            rankings[case.id] = case_ranking(case, blocks)
+        results[case.id] = score_case(case, fixture, None, skip=skip)
+    for case in cases:
+        if case.id not in results:
+            results[case.id] = score_case(case, None, None, skip=skip)
+    return _Scored(results, rankings, cited, stream.digests, orphans, generators, stream.sha256)
+
+
+def _with_metrics(result: CaseResult, metrics: dict[str, float | None] | None) -> CaseResult:
+    """``result`` with its case's graded metrics (``score_case``'s ``metrics``)."""
+    return result if metrics is None else replace(result, metrics=metrics)

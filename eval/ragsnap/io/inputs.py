@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "FIXTURE_MANIFEST",
     "CaseSet",
     "FixtureSet",
+    "FixtureStream",
     "is_fixture",
     "load_cases",
     "load_cases_document",
@@ -145,52 +147,87 @@ def _check_case(case: GoldenCase, path: Path, pointer: str) -> None:
 def load_fixtures(folder: Path) -> FixtureSet:
     """Read, validate and check every ``*.json`` fixture directly in ``folder`` (the
     manifest, ``_manifest.json``, is not a fixture)."""
-    if not folder.is_dir():
-        raise InputError(
-            folder,
-            "fixtures folder not found",
-            "pass --fixtures with the folder that holds {caseId}.json snapshots",
-        )
-    digest = hashlib.sha256()
-    fixtures: dict[str, Fixture] = {}
-    with os.scandir(folder) as entries:
-        names = sorted(
-            e.name for e in entries if e.name.endswith(".json") and e.name != FIXTURE_MANIFEST
-        )
-    digests: dict[str, str] = {}
-    # Each file's path as the string ``str(folder / name)``, without a Path per file:
-    # they cost as much as the stat and the open over 10,000 fixtures.
-    prefix = "" if folder == Path() else os.path.join(folder, "")  # noqa: PTH118
-    for name in names:
-        path = prefix + name
-        raw = read_bytes(
-            path, "a fixture is a {caseId}.json file: remove or rename it", kind="fixture"
-        )
-        own = hashlib.sha256(raw)
-        digest.update(name.encode("utf-8") + b"\0" + own.digest())
-        data: Any = parse_json(raw, path)
-        validate(data, "fixture", path, "fixture")
-        case_id = name[: -len(".json")]
-        if data["caseId"] != case_id:  # ".json" (stem ".json") matches no valid caseId either
-            stem = Path(name).stem
+    stream = FixtureStream(folder)
+    fixtures = {fixture.case_id: fixture for fixture in stream}
+    return FixtureSet(fixtures, stream.sha256, stream.digests)
+
+
+class FixtureStream:
+    """The fixtures of ``folder`` one at a time, as ``load_fixtures`` reads them.
+
+    Iterating reads, validates, checks and builds each ``*.json`` fixture in file
+    name order (the manifest, ``_manifest.json``, is not one) and hashes its bytes;
+    what a caller does not keep is freed at once (``ragsnap score`` scores each
+    fixture and drops it). After the iteration, ``sha256`` is the SHA-256 over all
+    fixture files (``FixtureSet.sha256``) and ``digests`` each file's. A bad
+    fixture raises ``InputError`` when it is reached, so a caller writes nothing
+    before the iteration ends.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        if not folder.is_dir():
             raise InputError(
-                path,
-                f"caseId {data['caseId']!r} disagrees with the file name",
-                f"rename the file to {data['caseId']}.json or set caseId to {stem!r}",
-                pointer="/caseId",
+                folder,
+                "fixtures folder not found",
+                "pass --fixtures with the folder that holds {caseId}.json snapshots",
             )
-        blocks = data["lookupResult"]["evidenceBlocks"]
-        if [block["rank"] for block in blocks] != list(range(1, len(blocks) + 1)):
-            index, block = next((i, b) for i, b in enumerate(blocks) if b["rank"] != i + 1)
-            raise InputError(
-                path,
-                f"rank {block['rank']} at position {index + 1}; ranks must run 1..n in array order",
-                "renumber the evidence blocks or regenerate the fixture",
-                pointer=f"/lookupResult/evidenceBlocks/{index}/rank",
+        self.folder = folder
+        #: case ID -> SHA-256 (hex) of its fixture file's bytes, filled by the iteration
+        self.digests: dict[str, str] = {}
+        self._digest = hashlib.sha256()
+        self._done = False
+
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 over all fixture files (after the iteration)."""
+        if not self._done:
+            raise RuntimeError("FixtureStream.sha256 is known only after the iteration")
+        return self._digest.hexdigest()
+
+    def __iter__(self) -> Iterator[Fixture]:
+        folder = self.folder
+        with os.scandir(folder) as entries:
+            names = sorted(
+                e.name for e in entries if e.name.endswith(".json") and e.name != FIXTURE_MANIFEST
             )
-        fixtures[case_id] = Fixture.from_json(data)
-        digests[case_id] = own.hexdigest()
-    return FixtureSet(fixtures, digest.hexdigest(), digests)
+        digest, digests = self._digest, self.digests
+        # Each file's path as the string ``str(folder / name)``, without a Path per file:
+        # they cost as much as the stat and the open over 10,000 fixtures.
+        prefix = "" if folder == Path() else os.path.join(folder, "")  # noqa: PTH118
+        for name in names:
+            path = prefix + name
+            raw = read_bytes(
+                path, "a fixture is a {caseId}.json file: remove or rename it", kind="fixture"
+            )
+            own = hashlib.sha256(raw)
+            digest.update(name.encode("utf-8") + b"\0" + own.digest())
+            data: Any = parse_json(raw, path)
+            del raw
+            validate(data, "fixture", path, "fixture")
+            case_id = name[: -len(".json")]
+            if data["caseId"] != case_id:  # ".json" (stem ".json") matches no valid caseId
+                stem = Path(name).stem
+                raise InputError(
+                    path,
+                    f"caseId {data['caseId']!r} disagrees with the file name",
+                    f"rename the file to {data['caseId']}.json or set caseId to {stem!r}",
+                    pointer="/caseId",
+                )
+            blocks = data["lookupResult"]["evidenceBlocks"]
+            if [block["rank"] for block in blocks] != list(range(1, len(blocks) + 1)):
+                index, block = next((i, b) for i, b in enumerate(blocks) if b["rank"] != i + 1)
+                raise InputError(
+                    path,
+                    f"rank {block['rank']} at position {index + 1}; "
+                    "ranks must run 1..n in array order",
+                    "renumber the evidence blocks or regenerate the fixture",
+                    pointer=f"/lookupResult/evidenceBlocks/{index}/rank",
+                )
+            digests[case_id] = own.hexdigest()
+            fixture = Fixture.from_json(data)
+            del data
+            yield fixture
+        self._done = True
 
 
 def is_fixture(path: Path) -> bool:

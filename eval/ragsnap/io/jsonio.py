@@ -32,6 +32,7 @@ from .reads import Read
 __all__ = [
     "FLOAT_DIGITS",
     "AtomicFile",
+    "FloatsUnder",
     "check_outputs",
     "dump_json",
     "parse_json",
@@ -214,14 +215,42 @@ def read_json(path: Path, fix: str) -> Any:
     return parse_json(read_bytes(path, fix), path)
 
 
+class FloatsUnder(dict[str, Any]):
+    """A JSON object whose floats are all under the keys ``float_keys``: ``round_floats``
+    rounds only those values and copies the rest as they are, without walking them.
+
+    For a row built in bulk whose shape is known where it is built (a score report's
+    10,000 case rows: their only floats are the graded ``metrics``); a test checks each
+    such row against that promise."""
+
+    __slots__ = ("float_keys",)
+
+    def __init__(self, items: Mapping[str, Any], float_keys: tuple[str, ...]) -> None:
+        super().__init__(items)
+        self.float_keys = float_keys
+
+    def __reduce__(self) -> Any:  # copy and pickle as what it is
+        return (FloatsUnder, (dict(self), self.float_keys))
+
+
 def round_floats(value: Any, digits: int = FLOAT_DIGITS) -> Any:
     """Return ``value`` with every float rounded, recursing into mappings, lists
     and tuples (tuples become lists). Exact type checks first: this walks every
     node of a report, so the common cases must stay cheap (strings, integers,
-    booleans and None are not even visited)."""
+    booleans and None are not even visited). A ``FloatsUnder`` object is copied
+    with only its float keys' values rounded, or returned as it is when they hold
+    no float."""
     kind = type(value)
     if kind is float:
         return round(value, digits)
+    if kind is FloatsUnder:
+        keys = [k for k in value.float_keys if type(value.get(k)) not in _LEAVES]
+        if not keys:  # nothing to round: written as it is (orjson writes a dict subclass)
+            return value
+        rounded = dict(value)
+        for key in keys:
+            rounded[key] = round_floats(rounded[key], digits)
+        return rounded
     if kind is dict or (kind is not str and isinstance(value, Mapping)):
         return {k: v if type(v) in _LEAVES else round_floats(v, digits) for k, v in value.items()}
     if kind is list or kind is tuple:

@@ -37,15 +37,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..ir.metrics import Measure, evaluate, rankings_from_dicts
-from ..models import JUDGMENT_TARGETS, Fixture, GoldenCase
+from ..models import JUDGMENT_TARGETS, EvidenceBlock, Fixture, GoldenCase
 
 __all__ = [
     "CONTEXT_PRECISION",
     "CONTEXT_RECALL",
+    "CaseRanking",
     "annotated_spans",
     "case_metrics",
+    "case_ranking",
     "context_precision_recall",
     "first_holding",
+    "graded_metrics",
+    "is_judged",
 ]
 
 CONTEXT_PRECISION = "contextPrecision"
@@ -148,31 +152,69 @@ def case_metrics(
     ``deep_rankings`` (case id -> target ids, best first) replaces a case's evidence
     as the ranking the IR measures read; the span metrics always read the
     evidence."""
-    judged = [c for c in cases if not c.no_answer and any(j.grade >= 1 for j in c.judgments)]
+    rankings: dict[str, CaseRanking] = {}
+    for case in cases:
+        if is_judged(case):
+            fixture = fixtures.get(case.id)
+            deep = None if deep_rankings is None else deep_rankings.get(case.id)
+            rankings[case.id] = case_ranking(
+                case, fixture.lookup.evidence_blocks if fixture else (), deep
+            )
+    return graded_metrics(cases, rankings, measures)
+
+
+#: what ``graded_metrics`` needs of one judged case: its qrels (target -> grade), its
+#: ranking of target ids and its span metrics (context precision, context recall)
+CaseRanking = tuple[dict[str, int], list[str], tuple[float | None, float | None]]
+
+
+def is_judged(case: GoldenCase) -> bool:
+    """Whether ``case`` has graded metrics: answerable, with a judgment of grade >= 1."""
+    return not case.no_answer and any(j.grade >= 1 for j in case.judgments)
+
+
+def case_ranking(
+    case: GoldenCase, blocks: Sequence[EvidenceBlock], deep: Sequence[str] | None = None
+) -> CaseRanking:
+    """One judged case's part of ``case_metrics`` from its evidence ``blocks`` (empty:
+    no fixture) and its ``deep`` ranking, if any: computed as each fixture is read,
+    so the blocks' texts need not be kept (``ragsnap score`` streams)."""
+    qrels = {j.target: j.grade for j in case.judgments}
+    field = JUDGMENT_TARGETS[case.judgment_kind or "chunkId"]
+    if deep is not None:
+        run = list(deep)
+    else:
+        run = [t for b in blocks if (t := getattr(b, field)) is not None]
+    top = {b.chunk_id: b.text for b in blocks[: case.top_k]}
+    judged_targets = {j.target for j in case.judgments if j.grade >= 1}
+    sources = {b.chunk_id: b.text for b in blocks if getattr(b, field) in judged_targets}
+    spans = context_precision_recall(
+        list(top.values()),
+        [s for j in case.judgments if j.grade >= 1 for s in j.spans],
+        list(sources.values()),
+    )
+    return qrels, run, spans
+
+
+def graded_metrics(
+    cases: Sequence[GoldenCase], rankings: Mapping[str, CaseRanking], measures: Sequence[Measure]
+) -> dict[str, dict[str, float | None]]:
+    """``case_metrics`` from each judged case's ``case_ranking`` (a judged case
+    missing from ``rankings`` has no fixture: an empty ranking, scoring 0)."""
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, list[str]] = {}
     spans: dict[str, tuple[float | None, float | None]] = {}
-    for case in judged:
-        qrels[case.id] = {j.target: j.grade for j in case.judgments}
-        fixture = fixtures.get(case.id)
-        blocks = fixture.lookup.evidence_blocks if fixture else ()
-        field = JUDGMENT_TARGETS[case.judgment_kind or "chunkId"]
-        if deep_rankings is not None and case.id in deep_rankings:
-            run[case.id] = list(deep_rankings[case.id])
-        else:
-            run[case.id] = [t for b in blocks if (t := getattr(b, field)) is not None]
-        top = {b.chunk_id: b.text for b in blocks[: case.top_k]}
-        judged_targets = {j.target for j in case.judgments if j.grade >= 1}
-        sources = {b.chunk_id: b.text for b in blocks if getattr(b, field) in judged_targets}
-        spans[case.id] = context_precision_recall(
-            list(top.values()),
-            [s for j in case.judgments if j.grade >= 1 for s in j.spans],
-            list(sources.values()),
+    for case in cases:
+        if not is_judged(case):
+            continue
+        ranking = rankings.get(case.id)
+        qrels[case.id], run[case.id], spans[case.id] = (
+            ranking if ranking is not None else case_ranking(case, ())
         )
-    rankings = rankings_from_dicts(qrels, run)
-    values = evaluate(rankings, measures)
+    ranked = rankings_from_dicts(qrels, run)
+    values = evaluate(ranked, measures)
     result: dict[str, dict[str, float | None]] = {}
-    for row, case_id in enumerate(rankings.query_ids):
+    for row, case_id in enumerate(ranked.query_ids):
         entry: dict[str, float | None] = {str(m): float(values[m][row]) for m in measures}
         entry[CONTEXT_PRECISION], entry[CONTEXT_RECALL] = spans[case_id]
         result[case_id] = entry

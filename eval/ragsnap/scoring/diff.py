@@ -295,6 +295,7 @@ class _PairedValues:
         self.pairs = pairs
         self._metrics: dict[str, Any] = {}
         self._scopes: dict[str, Any] = {}
+        self._fields: dict[str, Any] = {}
 
     def _columns(self, metric: str) -> Any:
         if metric not in self._metrics:
@@ -317,13 +318,20 @@ class _PairedValues:
         return self._metrics[metric]
 
     def _members(self, scope: str) -> Any:
+        """The mask of the scope's cases (in the current report): one column of the
+        scope's field per field (category, language, split), compared at once."""
         if scope not in self._scopes:
             import numpy as np
 
-            name, _, value = scope.partition("=")
-            self._scopes[scope] = np.array(
-                [scope == "all" or new[name] == value for _, new in self.pairs], dtype=bool
-            )
+            if scope == "all":
+                self._scopes[scope] = np.ones(len(self.pairs), dtype=bool)
+            else:
+                name, _, value = scope.partition("=")
+                if name not in self._fields:
+                    self._fields[name] = np.array(
+                        [new[name] for _, new in self.pairs], dtype=object
+                    )
+                self._scopes[scope] = np.asarray(self._fields[name] == value, dtype=bool)
         return self._scopes[scope]
 
     def test(
@@ -419,6 +427,25 @@ def _row_value(case: Mapping[str, Any], metric: str) -> Any:
     return case_value(case, metric)
 
 
+#: the fields of a case row that ``_row_value`` and ``_scopes`` read: a case whose rows
+#: agree on all of them moved no aggregate row (most cases of a diff)
+_ROW_FIELDS = (
+    "passed",
+    "noAnswer",
+    "hitLevel",
+    "fixture",
+    "evidenceCount",
+    "metrics",
+    "category",
+    "language",
+    "split",
+)
+
+
+def _row_fields(case: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple([case.get(name, _ABSENT) for name in _ROW_FIELDS])
+
+
 def _scopes(case: Mapping[str, Any]) -> tuple[str, ...]:
     return ("all", *(f"{name}={case[name]}" for name in ("category", "language", "split")))
 
@@ -435,6 +462,8 @@ def _moved_cases(
     moved: dict[tuple[str, str], list[str]] = {}
     for case_id in ids:
         old, new = old_cases.get(case_id), new_cases.get(case_id)
+        if old is not None and new is not None and _row_fields(old) == _row_fields(new):
+            continue  # equal fields, equal contributions to every row
         old_scopes = () if old is None else _scopes(old)
         new_scopes = () if new is None else _scopes(new)
         for metric in metrics:

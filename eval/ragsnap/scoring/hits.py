@@ -226,6 +226,25 @@ class Coverage:
     spans: tuple[tuple[str, str | None], ...] = ()
 
 
+def _keyword_coverage(
+    words: tuple[str, ...], top: tuple[EvidenceBlock, ...]
+) -> tuple[tuple[str, str | None], ...]:
+    """Each expected keyword and the chunk id of the first top-K block whose normalised
+    text holds it (None: none). A block's text is normalised only when a keyword not
+    found in the blocks before it is looked for there (most are found in the first)."""
+    texts: list[str] = []
+
+    def first(needle: str) -> str | None:
+        for at, block in enumerate(top):
+            if at == len(texts):
+                texts.append(normalize(block.text))
+            if needle in texts[at]:
+                return block.chunk_id
+        return None
+
+    return tuple((word, first(normalize(word))) for word in words)
+
+
 def coverage(case: GoldenCase, top: tuple[EvidenceBlock, ...]) -> Coverage:
     """The coverage of ``case`` by its top-K evidence blocks ``top``."""
 
@@ -240,14 +259,7 @@ def coverage(case: GoldenCase, top: tuple[EvidenceBlock, ...]) -> Coverage:
         (want, next((chunk for chunk, segs in have if _is_prefix(_segments(want), segs)), None))
         for want in case.expected_breadcrumbs
     )
-    texts = (
-        [(block.chunk_id, normalize(block.text)) for block in top] if case.expected_keywords else []
-    )
-    wanted_words = [(word, normalize(word)) for word in case.expected_keywords]
-    keywords = tuple(
-        (word, next((chunk for chunk, text in texts if needle in text), None))
-        for word, needle in wanted_words
-    )
+    keywords = _keyword_coverage(case.expected_keywords, top) if case.expected_keywords else ()
     judged = [j for j in case.judgments if j.grade >= 1]
     chunks = tuple(
         (

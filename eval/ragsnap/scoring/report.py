@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..io.jsonio import FloatsUnder
 from ..io.markdown import markdown_table
 from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
 from .aggregates import GROUP_KEYS, aggregate, group
@@ -91,8 +92,17 @@ def coverage_entry(coverage: Coverage) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+#: the keys of a case row that hold floats (``case_entry``): the writer rounds only these
+CASE_FLOAT_KEYS = ("metrics",)
+
+
 def case_entry(result: CaseResult) -> dict[str, Any]:
-    """One case's row of the JSON report."""
+    """One case's row of the JSON report: a ``FloatsUnder`` object, its only floats the
+    graded ``metrics`` (the rest are strings, integers, booleans and lists of them)."""
+    return FloatsUnder(_case_fields(result), CASE_FLOAT_KEYS)
+
+
+def _case_fields(result: CaseResult) -> dict[str, Any]:
     case = result.case
     return {
         "id": case.id,

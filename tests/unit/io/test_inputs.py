@@ -8,7 +8,7 @@ import pytest
 
 from conftest import Project, block, make_case, make_fixture, write_json
 from ragsnap.errors import InputError
-from ragsnap.io.inputs import load_cases, load_fixtures, load_report
+from ragsnap.io.inputs import FixtureStream, load_cases, load_fixtures, load_report
 
 
 def error(call, *args) -> InputError:  # type: ignore[no-untyped-def]
@@ -177,3 +177,24 @@ def test_no_answer_case_may_only_judge_irrelevant(project: Project) -> None:
         ]
     )
     assert "cannot judge anything relevant" in str(error(load_cases, project.cases))
+
+
+def test_fixture_stream_reads_what_load_fixtures_reads(project: Project) -> None:
+    """``ragsnap score`` streams: the same fixtures in file name order, the same digests
+    and folder SHA-256 (known only at the end), a bad fixture refused when reached."""
+    for name, source in (("b", "t"), ("a", "s"), ("c", "u")):
+        project.write_fixture(make_fixture(name, [block(1, source)]))
+    stream = FixtureStream(project.fixtures)
+    with pytest.raises(RuntimeError, match="after the iteration"):
+        stream.sha256  # noqa: B018
+    streamed = [(f.case_id, f) for f in stream]
+    loaded = load_fixtures(project.fixtures)
+    assert [case_id for case_id, _ in streamed] == ["a", "b", "c"]
+    assert dict(streamed) == loaded.fixtures
+    assert (stream.sha256, stream.digests) == (loaded.sha256, loaded.digests)
+
+    project.write_fixture(make_fixture("b", [block(1, "t"), block(3, "v")]))
+    seen: list[str] = []
+    with pytest.raises(InputError) as caught:
+        seen.extend(f.case_id for f in FixtureStream(project.fixtures))
+    assert seen == ["a"] and caught.value.pointer == "/lookupResult/evidenceBlocks/1/rank"

@@ -11,10 +11,12 @@ import pytest
 from ragsnap.errors import InputError, OutputError, UsageError
 from ragsnap.io.jsonio import (
     MAX_INPUT_BYTES,
+    FloatsUnder,
     check_outputs,
     dump_json,
     read_bytes,
     read_json,
+    round_floats,
     write_json,
     write_outputs,
 )
@@ -154,3 +156,20 @@ def test_write_json_with_a_mode_gives_the_file_that_mode(tmp_path: Path) -> None
         os.umask(old)
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert target.read_bytes() == b'{\n  "a": 1\n}\n'
+
+
+def test_floats_under_rounds_only_its_float_keys() -> None:
+    """A ``FloatsUnder`` row is copied with only its float keys rounded; the rest is
+    not walked (so a float elsewhere would stay as it is: the row's builder promises
+    there is none, which test_report checks for the score report's case rows)."""
+    row = FloatsUnder({"m": {"x": 1 / 3, "y": None}, "n": [1, "a"], "z": None}, ("m", "z"))
+    rounded = round_floats({"rows": [row], "mean": 2 / 3})
+    assert rounded == {
+        "rows": [{"m": {"x": 0.333333, "y": None}, "n": [1, "a"], "z": None}],
+        "mean": 0.666667,
+    }
+    assert type(rounded["rows"][0]) is dict and row["m"]["x"] == 1 / 3  # a copy
+    assert round_floats(FloatsUnder({"other": 0.1234567}, ("m",))) == {"other": 0.1234567}
+    unrounded = FloatsUnder({"other": [1, "b"], "m": None}, ("m",))
+    assert round_floats(unrounded) is unrounded  # nothing under its float keys
+    assert dump_json([row, unrounded]) == dump_json([dict(row), dict(unrounded)])

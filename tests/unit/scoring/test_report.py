@@ -149,3 +149,63 @@ def test_a_report_whose_expectations_were_all_checked_says_nothing_of_them() -> 
     report["cases"] = report["cases"][2:]
     del report["notApplicable"]
     assert "not checked" not in render_markdown(report).lower()
+
+
+def _floats(value: Any, pointer: str = "") -> list[str]:
+    if type(value) is float:
+        return [pointer]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _floats(v, f"{pointer}/{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _floats(v, f"{pointer}/{i}")]
+    return []
+
+
+def test_case_rows_hold_floats_only_where_they_say() -> None:
+    """The writer rounds only a case row's ``CASE_FLOAT_KEYS`` (``FloatsUnder``): every
+    float of every kind of row is there, and the bytes are those of a full walk."""
+    from ragsnap.io.jsonio import FloatsUnder, dump_json
+    from ragsnap.scoring.report import CASE_FLOAT_KEYS
+
+    judged = make_case(
+        "j",
+        query="q",
+        expectedKeywords=["pool"],
+        expectedBreadcrumbs=["Database"],
+        expectedContextSources=["mysql-pool"],
+        judgments=[{"chunkId": "mysql-pool#c0", "grade": 2, "spans": ["pool"]}],
+    )
+    bare = make_fixture("j", [block(1, "mysql-pool")], query="q")
+    for part in ("contextPack", "retrievalTrace", "rerankTrace"):
+        del bare["lookupResult"][part]
+    cases = [
+        (
+            GoldenCase.from_json(judged, {}),
+            Fixture.from_json(make_fixture("j", [block(1, "mysql-pool")], query="q")),
+            {"ndcg@10": 1 / 3, "contextRecall": None},
+        ),
+        (
+            GoldenCase.from_json(
+                {**make_case("b", query="q"), "expectedSelectedAttempt": "filtered"}, {}
+            ),
+            Fixture.from_json({**bare, "caseId": "b"}),
+            None,
+        ),
+        (GoldenCase.from_json(make_case("m", query="q"), {}), None, {"ndcg@10": 0.0}),
+        (
+            GoldenCase.from_json(make_case("n", query="q", noAnswer=True, expectedSources=[]), {}),
+            None,
+            None,
+        ),
+    ]
+    results = [
+        score_case(case, fixture, metrics, skip=("contextSources",) if case.id == "j" else ())
+        for case, fixture, metrics in cases
+    ]
+    report = build_report(results, [], INPUTS)
+    for row in report["cases"]:
+        assert type(row) is FloatsUnder and row.float_keys == CASE_FLOAT_KEYS
+        assert all(p.split("/")[1] in CASE_FLOAT_KEYS for p in _floats(row)), row["id"]
+    assert _floats(report["cases"][0]) == ["/metrics/ndcg@10"]
+    plain = copy.deepcopy({**report, "cases": [dict(row) for row in report["cases"]]})
+    assert dump_json(report) == dump_json(plain)
