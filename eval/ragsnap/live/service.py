@@ -121,6 +121,9 @@ class ServiceState:
     store_lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     #: how long a write waits for ``store_lock`` before its 409 (module docstring)
     writer_wait: float = WRITER_WAIT
+    #: lookups read a local store and wait on nothing: answer them on the event loop
+    #: (``_FastLookup``), not in the thread pool
+    lookups_on_loop: bool = False
     receipts: Receipts = field(init=False)
     writers: threading.Lock = field(init=False, default_factory=threading.Lock)
     _queued: int = field(init=False, default=0)  # writes waiting for ``writers``
@@ -243,10 +246,22 @@ class ReadWriteLock:
         try:
             yield
         finally:
-            with self._state:
-                self._readers -= 1
-                if not self._readers:
-                    self._state.notify_all()
+            self.release_read()
+
+    def try_read(self) -> bool:
+        """Take the read side at once if no writer holds it or waits for it (then
+        ``release_read`` it); False, holding nothing, otherwise."""
+        with self._state:
+            if self._writing or self._waiting:
+                return False
+            self._readers += 1
+            return True
+
+    def release_read(self) -> None:
+        with self._state:
+            self._readers -= 1
+            if not self._readers:
+                self._state.notify_all()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
@@ -578,10 +593,20 @@ class _FastLookup:
     (``application/json``, parameters allowed), a body ``json.loads`` reads (as
     Starlette's ``Request.json``) into a valid ``LookupRequest``, and the bearer
     token when one is set. Its answer is the endpoint's: the same lookup under the
-    same read lock in the thread pool, the same ``_Json`` bytes and headers, and a
-    ``RagsnapError`` answered by the same ``_error_answer``. Anything else (another
-    route, a bad body or token) goes to the application, body included, and gets
-    FastAPI's own answer, 422s and 401s alike.
+    same read lock, the same ``_Json`` bytes and headers, and a ``RagsnapError``
+    answered by the same ``_error_answer``. Anything else (another route, a bad body
+    or token) goes to the application, body included, and gets FastAPI's own
+    answer, 422s and 401s alike.
+
+    Where the lookup runs. A lookup over a local store (``lookups_on_loop``: the
+    embedded SQLite file) is CPU work that waits on nothing, and a process answers
+    one at a time whatever its threads, as they share one interpreter lock; so it
+    runs on the event loop, saving the hop to the thread pool and back (about as
+    much CPU as parsing the request). When the read lock is not free at once (an
+    upload or delete holds it or waits for it), the lookup waits in the thread
+    pool instead, so the event loop never blocks on a write. A lookup over a store
+    reached through the network (Milvus) always runs in the thread pool, so one
+    process overlaps the waits of several.
     """
 
     def __init__(self, app: ASGIApp, state: ServiceState):
@@ -612,8 +637,15 @@ class _FastLookup:
         if request is None or message.get("more_body", False):
             await self.app(scope, replay, send)
             return
+        response: Response
         try:
-            response: Response = await run_in_threadpool(self._answer, request)
+            if self.state.lookups_on_loop and self.state.access.try_read():
+                try:
+                    response = _Json({"lookupResult": _run_lookup(self.state, request)})
+                finally:
+                    self.state.access.release_read()
+            else:
+                response = await run_in_threadpool(self._answer, request)
         except RagsnapError as exc:
             response = _error_answer(exc)
         await response(scope, replay, send)
