@@ -1,14 +1,27 @@
 #!/usr/bin/env python3
-"""Snapshot throughput over HTTP: concurrency 8 against concurrency 1, same run.
+"""The service's HTTP cost and saturation: ``ragsnap serve`` measured for what it is.
 
-``ragsnap snapshot --backend http`` of ``--cases`` golden cases (default
-1,000) through one ``ragsnap serve --workers W`` process tree at concurrency 1
-(the peer: the same client and service, one lookup in flight) and at
-concurrency 8, in the same run. Throughput is cases per second over the lookup
-phase. Target: concurrency 8 at least ``TARGET_RATIO`` (2.0) x the throughput
-of concurrency 1 (medians over the rounds). The same snapshot run in process on
-the embedded knowledge base is measured beside them for information, and its
-fixtures are the reference of the fixture check.
+Two targets, both on CPU time, measured in interleaved rounds (a fresh random
+sample of the cases' queries each round, the sides in random order):
+
+(a) the service's CPU a lookup over HTTP (one at a time, through the snapshot's
+    own client) at most ``TARGET_CPU_RATIO`` (1.0) x the same lookups' CPU in
+    process (``Pipeline.lookup`` over the same file, latencies recorded as the
+    service does) plus ``TARGET_CPU_EXTRA_MS`` (0.5 ms): what the HTTP stack
+    adds, medians over the rounds;
+(b) the saturation efficiency at concurrency 8 (the same lookups from 8
+    threads, as ``snapshot --concurrency 8``): lookups/s x CPU a lookup (service
+    and client) / the CPUs this process may use, at least ``TARGET_EFFICIENCY``
+    (0.85) on a quiet machine. The load average before and after and the share
+    of the machine's CPU time that was idle or went to other processes during
+    the c=8 batches (``/proc/stat``) say how quiet it was.
+
+The snapshot itself is also run, for information and for the fixture check:
+``ragsnap snapshot --backend http`` of ``--cases`` golden cases (default 1,000)
+at concurrency 1 and 8, and in process on the embedded knowledge base (the
+reference fixtures). Their c=8 / c=1 throughput ratio was the target before
+2026-12-05; it measures the machine (client and service share 2 CPUs), not the
+service, and is printed as information.
 
 Steps:
 
@@ -28,14 +41,12 @@ Steps:
    process (its first stdout line is its URL, printed once every worker is
    ready; ``--workers`` defaults to serve's own default) and warm it with
    ``WARMUP`` lookups from 8 threads (every worker gets some), so the timed
-   runs see a running service, as a user's snapshot would. Then the
-   latency split: ``SPLIT`` lookups one at a time from here through
-   ``HttpService`` (the snapshot's own client), each timed (wall, and this
-   thread's CPU) with the serve processes' CPU read before and after; then
-   the same lookups in this process with ``Pipeline.lookup`` over the same
-   file (wall and CPU). Serve CPU minus pipeline CPU is the service's HTTP
-   stack; round trip minus client and serve CPU is time neither process was
-   on a CPU (loopback, wake-ups, other processes).
+   runs see a running service, as a user's snapshot would. Then the CPU
+   rounds (``--cpu-rounds``, default 6, of ``--lookups`` lookups a side,
+   default 300): http c=1 (the serve processes' CPU from each thread's
+   ``/proc/PID/task/TID/schedstat``, nanoseconds), in process (this thread's
+   ``time.thread_time``) and http c=8 (serve CPU + this process's
+   ``time.process_time``; wall), in random order; targets (a) and (b) above.
 4. For ``--rounds`` rounds, sides in rotating order, each a real process run
    under ``/usr/bin/time`` into a fresh fixtures folder, with ``--retrieved-at
    2026-01-01T00:00:00Z --skip-eval``:
@@ -60,9 +71,8 @@ Steps:
    diagnostic moved: everything but ``retrievedAt`` and latencies, which the
    service records, is equal), and that the embedded runs of every round are
    byte-identical.
-6. Print the table (medians over the rounds), the ratios, where a case's
-   time goes at concurrency 1 (client work, HTTP, pipeline; CPU of each
-   side) and the target's PASS/FAIL; with ``--profile``, profile one more
+6. Print the table (medians over the rounds), the c=8 / c=1 ratio, the CPU
+   rounds and the targets' PASS/FAIL; with ``--profile``, profile one more
    http c=8 run against a one-worker service: the serve process and the
    snapshot client each under cProfile with a per-thread CPU clock
    (``time.thread_time``) in every thread, top functions by own time.
@@ -70,13 +80,13 @@ Steps:
 Usage::
 
     python benchmarks/snapshot_http.py [--cases 1000] [--docs 300] [--rounds 3]
-                                       [--workers W] [--seed N] [--workdir DIR]
-                                       [--keep] [--profile]
+                                       [--workers W] [--cpu-rounds 6] [--lookups 300]
+                                       [--seed N] [--workdir DIR] [--keep] [--profile]
 
 With ``--workdir`` everything is written there and kept (the corpus, the
 knowledge base, the cases, every fixtures folder and the processes' logs);
 otherwise into a temporary folder deleted at the end unless ``--keep``. The
-exit status is 0 when the target is met and the fixtures agree, else 1.
+exit status is 0 when both targets are met and the fixtures agree, else 1.
 """
 
 from __future__ import annotations
@@ -466,6 +476,7 @@ class CpuRound:
     pipeline_wall: float
     c8_wall: float  # http c=8: wall a lookup
     c8_cpu: float  # http c=8: serve + this process's CPU a lookup
+    c8_idle: float  # http c=8: share of the machine's CPU time idle (``/proc/stat``)
 
 
 @dataclass
@@ -490,6 +501,15 @@ def _load_average() -> str:
     """The 1, 5 and 15 minute load averages."""
     path = Path("/proc/loadavg")
     return " ".join(path.read_text().split()[:3]) if path.is_file() else "unknown"
+
+
+def _machine_ticks() -> tuple[int, int]:
+    """Idle (idle + iowait) and total jiffies of every CPU so far (``/proc/stat``)."""
+    path = Path("/proc/stat")
+    if not path.is_file():
+        return 0, 0
+    fields = [int(x) for x in path.read_text().splitlines()[0].split()[1:9]]
+    return fields[3] + fields[4], sum(fields)
 
 
 def cpu_rounds(
@@ -538,6 +558,7 @@ def cpu_rounds(
             for side in order:
                 wall, thread = time.perf_counter(), time.thread_time()
                 process, serve = time.process_time(), server.cpu_seconds()
+                idle, total = _machine_ticks()
                 if side == "in-process":
                     for query in batch:
                         in_process(query)
@@ -551,6 +572,8 @@ def cpu_rounds(
                 got[f"{side}-thread"] = (time.thread_time() - thread) * per
                 got[f"{side}-process"] = (time.process_time() - process) * per
                 got[f"{side}-serve"] = (server.cpu_seconds() - serve) * per
+                idle_after, total_after = _machine_ticks()
+                got[f"{side}-idle"] = (idle_after - idle) / max(total_after - total, 1)
             rounds.append(
                 CpuRound(
                     order,
@@ -561,6 +584,7 @@ def cpu_rounds(
                     pipeline_wall=got["in-process-wall"],
                     c8_wall=got["http-c8-wall"],
                     c8_cpu=got["http-c8-serve"] + got["http-c8-process"],
+                    c8_idle=got["http-c8-idle"],
                 )
             )
             r = rounds[-1]
@@ -828,7 +852,7 @@ def print_cpu(v: CpuVerdicts) -> tuple[bool, bool]:
     )
     head = (
         "| round | order | serve CPU (c=1) | in process CPU | HTTP stack | client CPU "
-        "| round trip | c=8 lookups/s | c=8 CPU | efficiency |"
+        "| round trip | c=8 lookups/s | c=8 CPU | efficiency | c=8 idle |"
     )
     print(head)
     print("|" + "|".join("---" for _ in head.strip("| ").split(" | ")) + "|")
@@ -836,7 +860,8 @@ def print_cpu(v: CpuVerdicts) -> tuple[bool, bool]:
         print(
             f"| {i} | {', '.join(r.order)} | {r.serve_cpu:.3f} | {r.pipeline_cpu:.3f} | "
             f"{r.serve_cpu - r.pipeline_cpu:.3f} | {r.client_cpu:.3f} | {r.http_wall:.3f} | "
-            f"{1000 / r.c8_wall:.0f} | {r.c8_cpu:.3f} | {v.efficiency(r):.2f} |"
+            f"{1000 / r.c8_wall:.0f} | {r.c8_cpu:.3f} | {v.efficiency(r):.2f} | "
+            f"{r.c8_idle:.2f} |"
         )
     serve, pipeline = v.median("serve_cpu"), v.median("pipeline_cpu")
     bound = TARGET_CPU_RATIO * pipeline + TARGET_CPU_EXTRA_MS
@@ -849,12 +874,14 @@ def print_cpu(v: CpuVerdicts) -> tuple[bool, bool]:
         f"{bound:.3f} ms)"
     )
     efficiency = statistics.median(v.efficiency(r) for r in v.rounds)
+    idle = v.median("c8_idle")
     ok_eff = efficiency >= TARGET_EFFICIENCY
     print(
         f"Target (b) c=8 saturation efficiency (lookups/s x CPU a lookup, service + client, "
         f"/ {v.usable} usable CPUs) >= {TARGET_EFFICIENCY} on a quiet machine (median): "
         f"{'PASS' if ok_eff else 'FAIL'} ({efficiency:.2f}; load average before "
-        f"{v.load_before}, after {v.load_after})"
+        f"{v.load_before}, after {v.load_after}; during c=8 the machine's CPUs were idle "
+        f"{idle:.0%} of the time and ran other processes {max(1 - efficiency - idle, 0):.0%})"
     )
     return ok_cpu, ok_eff
 
@@ -1022,7 +1049,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; return 0 when the target is met and the fixtures agree, else 1."""
+    """Run the benchmark; return 0 when both targets are met and the fixtures agree, else 1."""
     args = parse_args(argv)
     try:
         import fastapi  # noqa: F401
