@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -289,6 +290,39 @@ def test_invalid_lookup_is_422_naming_the_field(url: str, body: Any, field: str)
     assert data["error"].startswith("invalid request: ")
     assert f"{field}: " in data["error"]
     assert any(problem.startswith(f"{field}: ") for problem in data["detail"])
+
+
+def _answer_bytes(answer: requests.Response) -> tuple[bytes, list[tuple[str, str]]]:
+    """An answer's body with every ``latencyMs`` value written as null (the one field
+    that varies per request), and its headers but ``date`` and ``content-length``."""
+    body = re.sub(rb'"latencyMs":[0-9.eE+-]+', b'"latencyMs":null', answer.content)
+    raw = answer.raw._original_response.msg  # as sent: names, values and order
+    headers = [(k.lower(), v) for k, v in raw.items() if k.lower() not in ("date",)]
+    assert ("content-length", str(len(answer.content))) in headers
+    return body, [h for h in headers if h[0] != "content-length"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "Druid connection pool billing"},
+        {"query": "Kafka 消费者频繁重平衡 session.timeout.ms", "kbScope": "rag-eval", "topK": 8},
+        {"query": "redis maxmemory eviction policy", "topK": 2, "method": "lexical"},
+        {"query": "no such words zzqx", "kbScope": "nobody"},
+    ],
+)
+def test_a_lookup_answers_the_same_bytes_on_either_path(url: str, body: dict[str, Any]) -> None:
+    # application/json takes the service's own lookup path (_FastLookup); another JSON
+    # media type (FastAPI reads application/*+json as JSON too) takes FastAPI's route:
+    # the answers are the same bytes and headers, but for latencies and the date
+    data = json.dumps(body).encode()
+    fast, routed = (
+        requests.post(url + LOOKUP, data=data, headers={"Content-Type": kind}, timeout=60)
+        for kind in ("application/json", "application/vnd.ragsnap+json")
+    )
+    assert fast.status_code == routed.status_code == 200, (fast.text, routed.text)
+    assert _answer_bytes(fast) == _answer_bytes(routed)
+    assert fast.headers["content-type"] == "application/json"
 
 
 def test_lookup_body_that_is_not_an_object_is_422(url: str) -> None:

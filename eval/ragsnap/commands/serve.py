@@ -279,6 +279,7 @@ def _serve(
         token=token,
         store_lock=lambda: store_lock(backend, args, config),
         writer_wait=args.write_wait,
+        lookups_on_loop=get_backend(backend).local,
     )
     app = create_app(state, max_body=args.max_body)
     server = uvicorn.Server(

@@ -75,7 +75,8 @@ import orjson
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
@@ -120,6 +121,9 @@ class ServiceState:
     store_lock: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     #: how long a write waits for ``store_lock`` before its 409 (module docstring)
     writer_wait: float = WRITER_WAIT
+    #: lookups read a local store and wait on nothing: answer them on the event loop
+    #: (``_FastLookup``), not in the thread pool
+    lookups_on_loop: bool = False
     receipts: Receipts = field(init=False)
     writers: threading.Lock = field(init=False, default_factory=threading.Lock)
     _queued: int = field(init=False, default=0)  # writes waiting for ``writers``
@@ -242,10 +246,22 @@ class ReadWriteLock:
         try:
             yield
         finally:
-            with self._state:
-                self._readers -= 1
-                if not self._readers:
-                    self._state.notify_all()
+            self.release_read()
+
+    def try_read(self) -> bool:
+        """Take the read side at once if no writer holds it or waits for it (then
+        ``release_read`` it); False, holding nothing, otherwise."""
+        with self._state:
+            if self._writing or self._waiting:
+                return False
+            self._readers += 1
+            return True
+
+    def release_read(self) -> None:
+        with self._state:
+            self._readers -= 1
+            if not self._readers:
+                self._state.notify_all()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
@@ -359,14 +375,9 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
             status_code=422,
         )
 
-    @app.exception_handler(KnowledgeBaseBusy)
-    async def _busy(_request: Request, exc: KnowledgeBaseBusy) -> JSONResponse:
-        # a writer held the lock beyond the wait: come back (the http client retries it)
-        return JSONResponse({"error": str(exc)}, status_code=409, headers={"Retry-After": "1"})
-
     @app.exception_handler(RagsnapError)
     async def _refused(_request: Request, exc: RagsnapError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        return _error_answer(exc)
 
     async def authorized(request: Request) -> None:
         # async: it never blocks, and FastAPI runs a plain def dependency in a worker
@@ -413,17 +424,9 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
         responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}},
     )
     def lookup(body: LookupRequest) -> _Json:
+        # answered by _FastLookup when valid and authorised; here the rest reaches it
         with state.access.read():
-            return _Json({"lookupResult": _lookup(body)})
-
-    def _lookup(body: LookupRequest) -> dict[str, Any]:
-        return state.pipeline.lookup(
-            body.query,
-            kb_scope=body.kbScope,
-            top_k=body.topK,
-            method=body.method,
-            record_latency=True,
-        )
+            return _Json({"lookupResult": _run_lookup(state, body)})
 
     @app.get(
         "/api/search/similar",
@@ -562,8 +565,132 @@ def create_app(state: ServiceState, *, max_body: int = DEFAULT_MAX_BODY) -> Fast
                 state.receipts.committed(tombstone)
         return {"source": source, "removed": chunks > 0, "chunks": chunks}
 
+    app.add_middleware(_FastLookup, state=state)  # inside _BodyLimit: bodies arrive bounded
     app.add_middleware(_BodyLimit, limit=max_body)
     return app
+
+
+def _error_answer(exc: RagsnapError) -> JSONResponse:
+    """The answer to a ``RagsnapError``: 400 with its message, or for ``KnowledgeBaseBusy``
+    (a writer held the lock beyond the wait) 409 with ``Retry-After: 1``, which the http
+    client retries."""
+    if isinstance(exc, KnowledgeBaseBusy):
+        return JSONResponse({"error": str(exc)}, status_code=409, headers={"Retry-After": "1"})
+    return JSONResponse({"error": str(exc)}, status_code=400)
+
+
+#: the route ``_FastLookup`` answers itself
+_LOOKUP_PATH = "/api/knowledge/lookup"
+
+
+class _FastLookup:
+    """ASGI middleware: a valid, authorised ``POST /api/knowledge/lookup`` answered
+    without FastAPI's routing, dependency solving and response layers.
+
+    Those cost about as much CPU a request as the HTTP server itself (the
+    snapshot_http benchmark); a snapshot sends nothing else. The request passes
+    only when FastAPI would answer it 200 from the same model: a JSON content type
+    (``application/json``, parameters allowed), a body ``json.loads`` reads (as
+    Starlette's ``Request.json``) into a valid ``LookupRequest``, and the bearer
+    token when one is set. Its answer is the endpoint's: the same lookup under the
+    same read lock, the same ``_Json`` bytes and headers, and a ``RagsnapError``
+    answered by the same ``_error_answer``. Anything else (another route, a bad body
+    or token) goes to the application, body included, and gets FastAPI's own
+    answer, 422s and 401s alike.
+
+    Where the lookup runs. A lookup over a local store (``lookups_on_loop``: the
+    embedded SQLite file) is CPU work that waits on nothing, and a process answers
+    one at a time whatever its threads, as they share one interpreter lock; so it
+    runs on the event loop, saving the hop to the thread pool and back (about as
+    much CPU as parsing the request). When the read lock is not free at once (an
+    upload or delete holds it or waits for it), the lookup waits in the thread
+    pool instead, so the event loop never blocks on a write. A lookup over a store
+    reached through the network (Milvus) always runs in the thread pool, so one
+    process overlaps the waits of several.
+    """
+
+    def __init__(self, app: ASGIApp, state: ServiceState):
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["path"] != _LOOKUP_PATH
+            or scope["method"] != "POST"
+            or not self._accepted(scope["headers"])
+        ):
+            await self.app(scope, receive, send)
+            return
+        message = await receive()  # _BodyLimit replays the whole body in one message
+        body: bytes = message.get("body", b"")
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return message
+
+        request = self._parse(body) if message["type"] == "http.request" else None
+        if request is None or message.get("more_body", False):
+            await self.app(scope, replay, send)
+            return
+        response: Response
+        try:
+            if self.state.lookups_on_loop and self.state.access.try_read():
+                try:
+                    response = _Json({"lookupResult": _run_lookup(self.state, request)})
+                finally:
+                    self.state.access.release_read()
+            else:
+                response = await run_in_threadpool(self._answer, request)
+        except RagsnapError as exc:
+            response = _error_answer(exc)
+        await response(scope, replay, send)
+
+    def _accepted(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """A JSON content type, and the bearer token when one is set."""
+        found: dict[bytes, bytes] = {}
+        for name, value in headers:  # the first of each, as Starlette's headers.get
+            if name in (b"content-type", b"authorization"):
+                found.setdefault(name, value)
+        content_type = found.get(b"content-type", b"")
+        authorization = found.get(b"authorization", b"")
+        kind = content_type.partition(b";")[0].strip().lower()
+        if kind != b"application/json":
+            return False
+        token = self.state.token
+        if token is None:
+            return True
+        scheme, _, given = authorization.decode("latin-1").partition(" ")
+        return scheme.lower() == "bearer" and secrets.compare_digest(
+            given.strip().encode(), token.encode()
+        )
+
+    @staticmethod
+    def _parse(body: bytes) -> LookupRequest | None:
+        """The request FastAPI would validate from ``body``, or None when it would not."""
+        try:
+            return LookupRequest.model_validate(json.loads(body))
+        except (ValueError, ValidationError):  # JSONDecodeError, UnicodeDecodeError
+            return None
+
+    def _answer(self, body: LookupRequest) -> _Json:
+        with self.state.access.read():
+            return _Json({"lookupResult": _run_lookup(self.state, body)})
+
+
+def _run_lookup(state: ServiceState, body: LookupRequest) -> dict[str, Any]:
+    """The lookup of ``body`` (the endpoint's, and ``_FastLookup``'s)."""
+    return state.pipeline.lookup(
+        body.query,
+        kb_scope=body.kbScope,
+        top_k=body.topK,
+        method=body.method,
+        record_latency=True,
+    )
 
 
 class _Unauthorized(Exception):

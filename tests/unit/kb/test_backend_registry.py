@@ -31,6 +31,7 @@ def test_capabilities_of_the_built_in_backends() -> None:
     assert backend_names(looks_up="whole") == ("http", "python")
     assert backend_names(serves=True) == ("embedded", "milvus")
     assert backend_names(workers=True) == ("embedded",)
+    assert backend_names(local=True) == ("embedded",)  # serve looks up on its event loop
     assert get_backend("python").records == ("evidenceBlocks",)
     assert get_backend("http").records == (
         "evidenceBlocks",

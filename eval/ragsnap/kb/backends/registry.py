@@ -13,6 +13,8 @@ and ask it. An entry says what the backend can do:
                a Python retriever) through ``open_source``
 ``serves``     ``ragsnap serve`` and ``ragsnap lookup`` run over it
 ``workers``    several processes may share its store (``serve --workers``)
+``local``      its lookups read a local file and wait on nothing (``ragsnap serve``
+               answers them on its event loop)
 ``records``    the lookupResult parts it records; the others are absent from its
                fixtures (expectations on them are "not applicable")
 ``options``    the command-line flags that belong to it (``--base-url`` ...)
@@ -158,6 +160,7 @@ class Backend:
     looks_up: Literal["pipeline", "whole"]
     serves: bool = False
     workers: bool = False
+    local: bool = False
     records: tuple[str, ...] = LOOKUP_PARTS
     options: tuple[str, ...] = ()
     location: str | None = None
@@ -440,6 +443,7 @@ BACKENDS: dict[str, Backend] = {
         looks_up="pipeline",
         serves=True,
         workers=True,
+        local=True,
         lock_file=_embedded_lock,
         open_store=_embedded_store,
     ),
