@@ -58,7 +58,6 @@ from ..scoring.privacy import evaluation_definition, is_private, private_diff, p
 from ..scoring.report import build_report, render_markdown
 from ..scoring.review import render_diff_markdown
 from ..scoring.summary import diff_lines, score_lines
-from ..scoring.trend import history_name
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
 from ._labels import check_labels_before_scoring
 from ._provenance import check_fixture_digests
@@ -85,8 +84,6 @@ def _run(args: argparse.Namespace) -> int:
     scored = _score_stream(
         case_set.cases, FixtureStream(args.fixtures), config.skip_expectations, privacy
     )
-    baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
-
     labels = check_labels_before_scoring(
         config, args.cases, case_set.cases, document, skip=getattr(args, "no_label_check", False)
     )
@@ -114,7 +111,11 @@ def _run(args: argparse.Namespace) -> int:
     generators = scored.generators
     # What streaming saves is lost if the case results outlive the report: they are in
     # it now, so they are freed before the diff and the writer (the peak of a run).
-    del results, scored, graded
+    # The golden cases go too, and only then is the baseline read (23 MB of JSON for
+    # 10,000 cases): its parse is the run's largest allocation, so it comes after the
+    # case results and the cases are gone, not on top of them.
+    del results, scored, graded, case_set, case_ids
+    baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
     report["labelCheck"] = labels.to_json()
     if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
         report["provenance"] = staleness.to_json()
@@ -143,6 +144,8 @@ def _run(args: argparse.Namespace) -> int:
     full_report = diff_markdown if diff is not None else args.markdown_report
     outputs += extra_outputs(args, report, diff, full_report)
     if getattr(args, "history", None) is not None:  # --history DIR: a dated copy
+        from ..scoring.trend import history_name  # its charts import the HTML renderer
+
         outputs.append((args.history / history_name(report, datetime.now(timezone.utc)), report))
     check_outputs(
         labelled(args, [path for path, _ in outputs]),
