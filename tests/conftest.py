@@ -422,3 +422,20 @@ def import_skipped(run: Run) -> list[str]:
     start = next(i for i, line in enumerate(lines) if line.startswith("skipped ("))
     block = itertools.takewhile(lambda line: line.startswith("  "), lines[start + 1 :])
     return [line.strip() for line in block]
+
+
+def listed_documents(url: str) -> dict[str, dict[str, Any]]:
+    """A document service's listing (``GET /api/documents``), by source."""
+    import requests
+
+    answer = requests.get(url + "/api/documents", timeout=30)
+    answer.raise_for_status()
+    return {d["source"]: d for d in answer.json()["documents"]}
+
+
+def lose_document(url: str, source: str) -> None:
+    """Delete ``source`` through a document service's API, behind ragsnap's back."""
+    import requests
+
+    gone = requests.delete(url + "/api/documents", params={"source": source}, timeout=30)
+    assert gone.json()["removed"] is True

@@ -23,9 +23,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import requests
 
-from conftest import REPO, Run, Served, make_case, write_json
+from conftest import REPO, Run, Served, listed_documents, lose_document, make_case, write_json
 from ragsnap.live.preparation import idempotency_key
 
 from .conftest import LoopbackServer, send
@@ -330,28 +329,16 @@ def served(serve: Callable[..., Served], project: Path) -> Served:
     return server
 
 
-def listed(url: str) -> dict[str, dict[str, Any]]:
-    answer = requests.get(url + "/api/documents", timeout=30)
-    answer.raise_for_status()
-    return {d["source"]: d for d in answer.json()["documents"]}
-
-
-def lose(url: str, source: str) -> None:
-    """Delete ``source`` behind ragsnap's back."""
-    gone = requests.delete(url + "/api/documents", params={"source": source}, timeout=30)
-    assert gone.json()["removed"] is True
-
-
 def test_a_lost_document_is_recreated_under_a_new_key(served: Served, project: Path) -> None:
     before = read_state(project)["documents"]["doc-redis"]
-    lose(served.base_url, "doc-redis")
+    lose_document(served.base_url, "doc-redis")
     run = prepare(project, served.base_url)
     assert run.code == 0, run.out + run.err  # was: exit 2, "the service was reset or changed"
     assert "the service had lost 1 document(s)" in run.out and "doc-redis" in run.out
     assert f"1 uploaded, {len(DOCS) - 1} skipped, {len(DOCS)} verified" in run.out
     state = read_state(project)
     after = state["documents"]["doc-redis"]
-    on_service = listed(served.base_url)["doc-redis"]
+    on_service = listed_documents(served.base_url)["doc-redis"]
     assert after["id"] == on_service["id"] != before["id"]
     assert after["attempt"] == 2 and state["attempts"] == {}
     assert (
@@ -367,13 +354,13 @@ def test_a_lost_document_is_recreated_under_a_new_key(served: Served, project: P
 def test_reset_state_starts_over_without_replaying_old_answers(
     served: Served, project: Path
 ) -> None:
-    lose(served.base_url, "doc-kafka")
+    lose_document(served.base_url, "doc-kafka")
     run = prepare(project, served.base_url, "--reset-state")
     assert run.code == 0, run.out + run.err  # was exit 1: the old receipt, a missing id
     state = read_state(project)
     assert isinstance(state["epoch"], str) and state["epoch"]
     assert state["verification"] == {"passed": True, "documents": len(DOCS), "failures": []}
-    on_service = listed(served.base_url)
+    on_service = listed_documents(served.base_url)
     assert {s: r["id"] for s, r in state["documents"].items()} == {
         s: d["id"] for s, d in on_service.items()
     }
@@ -381,7 +368,7 @@ def test_reset_state_starts_over_without_replaying_old_answers(
 
 def test_a_service_that_lost_everything_is_still_refused(served: Served, project: Path) -> None:
     for source in DOCS:
-        lose(served.base_url, source)
+        lose_document(served.base_url, source)
     run = prepare(project, served.base_url)
     assert run.code == 2 and "was reset or changed" in run.err, run.out + run.err
-    assert listed(served.base_url) == {}  # nothing rebuilt silently
+    assert listed_documents(served.base_url) == {}  # nothing rebuilt silently

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
-from conftest import REPO, Run, Served
+from conftest import REPO, Run, Served, listed_documents, lose_document
 from ragsnap.live.preparation import idempotency_key
 
 SCOPE = "prep-cli"
@@ -60,18 +59,6 @@ def prepare(cwd: Path, url: str, *extra: str, env: dict[str, str] | None = None)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def listed(url: str) -> dict[str, dict[str, Any]]:
-    answer = requests.get(url + "/api/documents", timeout=30)
-    answer.raise_for_status()
-    return {d["source"]: d for d in answer.json()["documents"]}
-
-
-def lose(url: str, source: str) -> None:
-    """Delete ``source`` through the service's API, behind ragsnap's back."""
-    gone = requests.delete(url + "/api/documents", params={"source": source}, timeout=30)
-    assert gone.json()["removed"] is True
-
-
 def read_state(cwd: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((cwd / STATE).read_text(encoding="utf-8"))
     return data
@@ -93,11 +80,11 @@ def test_a_lost_document_whose_old_receipt_is_replayed_is_recreated(
     crashed = prepare(project, served.base_url, env={EXIT_AFTER: "2"})
     assert crashed.code == 137, crashed.out + crashed.err
     assert not (project / STATE).exists()  # nothing checkpointed: the state never saw them
-    on_service = listed(served.base_url)
+    on_service = listed_documents(served.base_url)
     assert len(on_service) == 2
     source = sorted(on_service)[0]
     old_id = on_service[source]["id"]
-    lose(served.base_url, source)
+    lose_document(served.base_url, source)
 
     run = prepare(project, served.base_url)
     assert run.code == 0, run.out + run.err  # was exit 1: "missing: ... is not on the service"
@@ -105,7 +92,7 @@ def test_a_lost_document_whose_old_receipt_is_replayed_is_recreated(
     assert "verified" in run.out and f"{len(DOCS)} verified" in run.out
     state = read_state(project)
     record = state["documents"][source]
-    now = listed(served.base_url)
+    now = listed_documents(served.base_url)
     assert record["id"] == now[source]["id"] != old_id
     assert record["attempt"] == 2 and state["attempts"] == {}
     sha = content_sha(project, source)
@@ -122,23 +109,23 @@ def test_a_document_deleted_through_the_api_is_recreated_and_verified(
     first = prepare(project, served.base_url)
     assert first.code == 0, first.out + first.err
     before = read_state(project)["documents"]["doc-tls"]
-    lose(served.base_url, "doc-tls")
+    lose_document(served.base_url, "doc-tls")
     run = prepare(project, served.base_url)
     assert run.code == 0, run.out + run.err
     assert f"1 uploaded, {len(DOCS) - 1} skipped, {len(DOCS)} verified" in run.out
     after = read_state(project)["documents"]["doc-tls"]
-    assert after["id"] == listed(served.base_url)["doc-tls"]["id"] != before["id"]
+    assert after["id"] == listed_documents(served.base_url)["doc-tls"]["id"] != before["id"]
     assert after["idempotencyKey"] != before["idempotencyKey"] and after["attempt"] == 2
 
 
 def test_reset_state_starts_over_with_new_keys(served: Served, project: Path) -> None:
     crashed = prepare(project, served.base_url, env={EXIT_AFTER: "3"})
     assert crashed.code == 137, crashed.out + crashed.err
-    lose(served.base_url, sorted(listed(served.base_url))[-1])
+    lose_document(served.base_url, sorted(listed_documents(served.base_url))[-1])
     first = prepare(project, served.base_url)
     assert first.code == 0, first.out + first.err
     keys = {s: r["idempotencyKey"] for s, r in read_state(project)["documents"].items()}
-    lose(served.base_url, "doc-redis")
+    lose_document(served.base_url, "doc-redis")
     run = prepare(project, served.base_url, "--reset-state")
     assert run.code == 0, run.out + run.err
     state = read_state(project)
@@ -146,7 +133,7 @@ def test_reset_state_starts_over_with_new_keys(served: Served, project: Path) ->
     assert state["verification"] == {"passed": True, "documents": len(DOCS), "failures": []}
     assert not set(keys.values()) & {r["idempotencyKey"] for r in state["documents"].values()}
     assert {s: r["id"] for s, r in state["documents"].items()} == {
-        s: d["id"] for s, d in listed(served.base_url).items()
+        s: d["id"] for s, d in listed_documents(served.base_url).items()
     }
 
 
@@ -167,7 +154,9 @@ def test_an_upload_over_the_byte_budget_is_refused_before_any_request(
     ), run.err
     assert "more than the byte budget per request (1,000 bytes, http.budgets.bytes in " in run.err
     assert "--max-bytes); it was not sent" in run.err, run.err
-    assert listed(served.base_url) == {} and not (project / STATE).exists()  # nothing sent
+    assert (
+        listed_documents(served.base_url) == {} and not (project / STATE).exists()
+    )  # nothing sent
     done = prepare(project, served.base_url, "--max-bytes", "4000")
     assert done.code == 0, done.out + done.err
     assert f"{len(DOCS) + 1} verified" in done.out

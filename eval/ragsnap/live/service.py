@@ -299,6 +299,20 @@ class UploadRequest(_Strict):
     content: str = Field(min_length=1)
 
 
+def _replaying(first: Message, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``first`` (a message already read) once, then reads on."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return first
+
+    return replay
+
+
 class _BodyLimit:
     """ASGI middleware: 413 for a request body over ``limit`` bytes, declared or streamed."""
 
@@ -327,16 +341,8 @@ class _BodyLimit:
                 await self._too_large(send)
                 return
             more = message.get("more_body", False)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
+        whole: Message = {"type": "http.request", "body": bytes(body), "more_body": False}
+        await self.app(scope, _replaying(whole, receive), send)
 
     async def _too_large(self, send: Send) -> None:
         response = JSONResponse(
@@ -624,15 +630,7 @@ class _FastLookup:
             return
         message = await receive()  # _BodyLimit replays the whole body in one message
         body: bytes = message.get("body", b"")
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return message
-
+        replay = _replaying(message, receive)
         request = self._parse(body) if message["type"] == "http.request" else None
         if request is None or message.get("more_body", False):
             await self.app(scope, replay, send)
