@@ -181,7 +181,12 @@ class _Ranked(Sequence[_Candidate]):
         yet are made together."""
         places = list(places)
         head, made, rows = len(self._head), self._made, self._rows
-        missing = list(dict.fromkeys(i for i in places if i >= head and rows[i] not in made))
+        if head:
+            missing = [i for i in places if i >= head and rows[i] not in made]
+        else:
+            missing = [i for i in places if rows[i] not in made]
+        if len(set(missing)) != len(missing):  # a place asked twice: made once
+            missing = list(dict.fromkeys(missing))
         if missing:
             for i, c in zip(missing, self._make(missing), strict=True):
                 made[rows[i]] = c
@@ -802,8 +807,18 @@ class Pipeline:
                 "before": before_json,
                 "after": [self._ranked_item(c, c.score) for c in ranked[: len(before)]],
             }
-        else:
-            items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
+        else:  # ``_ranked_item``, inlined (no reranker: a candidate's score is its ranking)
+            items = [
+                {
+                    "chunkId": c.ref.chunk_id,
+                    "source": c.ref.source,
+                    "score": c.ranking,
+                    "confidence": c.confidence,
+                    "lexicalRank": c.lexical_rank,
+                    "vectorRank": c.vector_rank,
+                }
+                for c in ranked[:top_k]
+            ]
             rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
 
         blocks = self._evidence(ranked, top_k, spec, selected.top_score or 0.0)
