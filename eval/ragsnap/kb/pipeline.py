@@ -1165,6 +1165,8 @@ class _HintIndex:
     def hints(self, tokens: Sequence[str]) -> dict[str, str]:
         """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
         when nothing matches or two categories tie."""
+        if not self.term_shares:  # a store without categories: no term can match
+            return {}
         distinct = sorted(set(tokens))  # a fixed order: float sums must not vary by run
         scores: dict[str, float] = {}
         shares = self.term_shares
