@@ -181,7 +181,12 @@ class _Ranked(Sequence[_Candidate]):
         yet are made together."""
         places = list(places)
         head, made, rows = len(self._head), self._made, self._rows
-        missing = list(dict.fromkeys(i for i in places if i >= head and rows[i] not in made))
+        if head:
+            missing = [i for i in places if i >= head and rows[i] not in made]
+        else:
+            missing = [i for i in places if rows[i] not in made]
+        if len(set(missing)) != len(missing):  # a place asked twice: made once
+            missing = list(dict.fromkeys(missing))
         if missing:
             for i, c in zip(missing, self._make(missing), strict=True):
                 made[rows[i]] = c
@@ -442,9 +447,20 @@ class Pipeline:
                     raise _StaleRead
                 if not top_value:
                     top_value.append(max([v for _, v in found], default=0.0))
+                top = top_value[0]
+                # ``_share``, inlined (the same operations in the same order)
+                rrf = f.kind == "rrf"
+                scale = weight / (f.lexical_weight + f.vector_weight)
                 made = []
                 for i, r in zip(places, picked, strict=True):
                     value = found[i][1]
+                    share = (
+                        weight / (f.k + i + 1)
+                        if rrf
+                        else 0.0
+                        if top <= 0.0
+                        else scale * (value / top)
+                    )
                     made.append(
                         _Candidate(
                             r,
@@ -453,7 +469,7 @@ class Pipeline:
                             i + 1 if on_lexical else None,
                             cosines.get(r),
                             None if on_lexical else i + 1,
-                            0.0 + _share(f, weight, top_value[0], i + 1, value),
+                            0.0 + share,
                             round(value * per_unit) / per_unit,
                             confidences[i],
                             exact[i],
@@ -791,8 +807,18 @@ class Pipeline:
                 "before": before_json,
                 "after": [self._ranked_item(c, c.score) for c in ranked[: len(before)]],
             }
-        else:
-            items = [self._ranked_item(c, c.score) for c in ranked[:top_k]]
+        else:  # ``_ranked_item``, inlined (no reranker: a candidate's score is its ranking)
+            items = [
+                {
+                    "chunkId": c.ref.chunk_id,
+                    "source": c.ref.source,
+                    "score": c.ranking,
+                    "confidence": c.confidence,
+                    "lexicalRank": c.lexical_rank,
+                    "vectorRank": c.vector_rank,
+                }
+                for c in ranked[:top_k]
+            ]
             rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
 
         blocks = self._evidence(ranked, top_k, spec, selected.top_score or 0.0)
@@ -868,20 +894,22 @@ class Pipeline:
         chunks = self._chunks(shown, tokens=False)
         blocks: list[dict[str, Any]] = []
         ceiling = math.inf  # the score above: a block never shows more
+        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
         for rank, c in enumerate(shown, 1):
-            score = c.score
-            ceiling = min(score, ceiling)
+            score = c.ranking if c.rerank is None else c.rerank  # c.score
+            if score <= ceiling:  # min(score, ceiling), which keeps score when equal
+                ceiling = score
             ch = chunks[c.row]
             confidence = c.confidence
             meta: dict[str, Any] = {
                 "confidence": confidence,  # grid values, as in ``_ranked_item``
-                "fused": quantize(c.fused),
+                "fused": round(c.fused * per_unit) / per_unit,
             }
             if c.lexical is not None:
-                meta["bm25"] = quantize(c.lexical)
+                meta["bm25"] = round(c.lexical * per_unit) / per_unit
                 meta["lexicalRank"] = c.lexical_rank
             if c.cosine is not None:
-                meta["cosine"] = quantize(c.cosine)
+                meta["cosine"] = round(c.cosine * per_unit) / per_unit
             if c.vector_rank is not None:
                 meta["vectorRank"] = c.vector_rank
             if ch.category is not None:
@@ -897,8 +925,13 @@ class Pipeline:
                     "title": ch.title,
                     "breadcrumb": ch.breadcrumb,
                     "text": ch.text,
-                    "score": min(score, ceiling),
-                    "scoreLabel": score_label(confidence),
+                    "score": ceiling,  # min(score, the ceiling above)
+                    # score_label, inlined
+                    "scoreLabel": "high"
+                    if confidence >= 0.6
+                    else "medium"
+                    if confidence >= 0.4
+                    else "low",
                     "metadata": meta,
                 }
             )
@@ -1132,6 +1165,8 @@ class _HintIndex:
     def hints(self, tokens: Sequence[str]) -> dict[str, str]:
         """``{category, breadcrumbPrefix}`` of the best-matching category, or ``{}``
         when nothing matches or two categories tie."""
+        if not self.term_shares:  # a store without categories: no term can match
+            return {}
         distinct = sorted(set(tokens))  # a fixed order: float sums must not vary by run
         scores: dict[str, float] = {}
         shares = self.term_shares
