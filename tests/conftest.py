@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -439,3 +439,15 @@ def lose_document(url: str, source: str) -> None:
 
     gone = requests.delete(url + "/api/documents", params={"source": source}, timeout=30)
     assert gone.json()["removed"] is True
+
+
+def write_seed_docs(folder: Path, docs: Mapping[str, str], scope: str) -> None:
+    """One Markdown seed document per ``docs`` entry (source -> body) in ``folder``,
+    titled by its source, in the kb scope ``scope``."""
+    folder.mkdir()
+    for source, text in docs.items():
+        (folder / f"{source}.md").write_text(
+            f"---\nsource: {source}\ntitle: {source}\nkb_scope: {scope}\n---\n# {source}\n\n"
+            f"{text}\n",
+            encoding="utf-8",
+        )

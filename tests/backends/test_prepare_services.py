@@ -24,7 +24,16 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import REPO, Run, Served, listed_documents, lose_document, make_case, write_json
+from conftest import (
+    REPO,
+    Run,
+    Served,
+    listed_documents,
+    lose_document,
+    make_case,
+    write_json,
+    write_seed_docs,
+)
 from ragsnap.live.preparation import idempotency_key
 
 from .conftest import LoopbackServer, send
@@ -42,14 +51,7 @@ BOM = "\ufeff".encode()
 
 def write_project(folder: Path) -> Path:
     """Seed documents, one golden case per document, a private state folder."""
-    docs = folder / "seed-docs"
-    docs.mkdir()
-    for source, text in DOCS.items():
-        (docs / f"{source}.md").write_text(
-            f"---\nsource: {source}\ntitle: {source}\nkb_scope: {SCOPE}\n---\n# {source}\n\n"
-            f"{text}\n",
-            encoding="utf-8",
-        )
+    write_seed_docs(folder / "seed-docs", DOCS, SCOPE)
     cases = [
         make_case(source, query=text, expectedSources=[source], kbScope=SCOPE, topK=len(DOCS))
         for source, text in DOCS.items()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, Run, Served, listed_documents, lose_document
+from conftest import REPO, Run, Served, listed_documents, lose_document, write_seed_docs
 from ragsnap.live.preparation import idempotency_key
 
 SCOPE = "prep-cli"
@@ -32,14 +32,7 @@ EXIT_AFTER = "RAGSNAP_TEST_PREPARE_EXIT_AFTER"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    docs = tmp_path / "seed-docs"
-    docs.mkdir()
-    for source, text in DOCS.items():
-        (docs / f"{source}.md").write_text(
-            f"---\nsource: {source}\ntitle: {source}\nkb_scope: {SCOPE}\n---\n# {source}\n\n"
-            f"{text}\n",
-            encoding="utf-8",
-        )
+    write_seed_docs(tmp_path / "seed-docs", DOCS, SCOPE)
     (tmp_path / "st").mkdir(mode=0o700)
     return tmp_path
 
