@@ -4,17 +4,26 @@ These are built only from documents that already passed their JSON Schema
 (see ``ragsnap.io.schema``), so nothing downstream re-checks them. Field names
 are snake_case here and camelCase in the files; ``from_json`` maps one to
 the other.
+
+``EvidenceBlock`` is a frozen ``msgspec.Struct`` rather than a dataclass: a fixture's
+blocks are decoded straight from its bytes into it (``ragsnap.io.decode``, the
+fixture reader's typed path), so its annotations carry the fixture schema's rules for
+a block (required fields, types, ``minimum``, ``minLength``, no unknown fields).
+Building one by hand (``from_json``, tests) checks nothing, like a dataclass.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 __all__ = [
     "DEFAULT_MIN_HIT_LEVEL",
     "DEFAULT_TOP_K",
     "HIT_LEVELS",
+    "INT64_MAX",
     "JUDGMENT_TARGETS",
     "LOOKUP_PARTS",
     "REPORT_KIND",
@@ -137,17 +146,37 @@ class GoldenCase:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class EvidenceBlock:
-    """One ranked evidence block of a lookupResult."""
+#: the largest integer the typed fixture decoder takes (``msgspec`` bounds are int64):
+#: a larger one goes the JSON Schema's way (``ragsnap.io.decode``)
+INT64_MAX = 2**63 - 1
+_NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+_Int64 = Annotated[int, msgspec.Meta(ge=-INT64_MAX - 1, le=INT64_MAX)]
 
-    rank: int
-    chunk_id: str
-    doc_id: str | None
-    source: str
-    breadcrumb: str | None
+
+class EvidenceBlock(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """One ranked evidence block of a lookupResult, as the fixture holds it.
+
+    The annotations are ``fixture.schema.json``'s ``evidenceBlock`` (``rank`` an
+    integer >= 1, ``chunkId`` and ``source`` non-empty, ``score`` a number or null,
+    ``metadata`` any object, no other field); ``score`` keeps an integer an integer,
+    as the JSON parser does. Scoring reads ``rank`` to ``score``; ``title``,
+    ``score_label`` and ``metadata`` are there because the fixture has them.
+    """
+
+    rank: Annotated[int, msgspec.Meta(ge=1, le=INT64_MAX)]
+    chunk_id: _NonEmpty
+    doc_id: str | None = None
+    source: _NonEmpty
+    breadcrumb: str | None = None
     text: str
-    score: float | None
+    score: _Int64 | float | None
+    title: str | None = None
+    score_label: str | None = None
+    #: the block's free-form ``metadata`` object (UNSET when the fixture has none; an
+    #: integer in it beyond 64 bits is exact here, a float from the schema's path)
+    metadata: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 #: The optional parts of a lookupResult, in the order they are named: a fixture from
@@ -186,18 +215,21 @@ class LookupResult:
         rerank = data.get("rerankTrace")
         pack = data.get("contextPack")
         top = rerank["after"][:1] if rerank is not None and rerank["applied"] else ()
-        block = EvidenceBlock  # positional: a fixture set builds ~100,000 of them
+        block = EvidenceBlock
         return cls(
             evidence_blocks=tuple(
                 [
                     block(
-                        b["rank"],
-                        b["chunkId"],
-                        b.get("docId"),
-                        b["source"],
-                        b.get("breadcrumb"),
-                        b["text"],
-                        b["score"],
+                        rank=b["rank"],
+                        chunk_id=b["chunkId"],
+                        doc_id=b.get("docId"),
+                        source=b["source"],
+                        breadcrumb=b.get("breadcrumb"),
+                        text=b["text"],
+                        score=b["score"],
+                        title=b.get("title"),
+                        score_label=b.get("scoreLabel"),
+                        metadata=b.get("metadata", msgspec.UNSET),
                     )
                     for b in data["evidenceBlocks"]
                 ]

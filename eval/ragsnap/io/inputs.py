@@ -24,6 +24,7 @@ from ..models import (
     Fixture,
     GoldenCase,
 )
+from .decode import decode_fixture
 from .jsonio import parse_json, read_bytes, read_json
 from .schema import validate
 
@@ -156,12 +157,12 @@ class FixtureStream:
     """The fixtures of ``folder`` one at a time, as ``load_fixtures`` reads them.
 
     Iterating reads, validates, checks and builds each ``*.json`` fixture in file
-    name order (the manifest, ``_manifest.json``, is not one) and hashes its bytes;
-    what a caller does not keep is freed at once (``ragsnap score`` scores each
-    fixture and drops it). After the iteration, ``sha256`` is the SHA-256 over all
-    fixture files (``FixtureSet.sha256``) and ``digests`` each file's. A bad
-    fixture raises ``InputError`` when it is reached, so a caller writes nothing
-    before the iteration ends.
+    name order (the manifest, ``_manifest.json``, is not one; each decoded typed,
+    ``ragsnap.io.decode``) and hashes its bytes; what a caller does not keep is freed
+    at once (``ragsnap score`` scores each fixture and drops it). After the
+    iteration, ``sha256`` is the SHA-256 over all fixture files (``FixtureSet.sha256``)
+    and ``digests`` each file's. A bad fixture raises ``InputError`` when it is
+    reached, so a caller writes nothing before the iteration ends.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -201,31 +202,28 @@ class FixtureStream:
             )
             own = hashlib.sha256(raw)
             digest.update(name.encode("utf-8") + b"\0" + own.digest())
-            data: Any = parse_json(raw, path)
+            fixture = decode_fixture(raw, path)  # typed, or the schema's way (io.decode)
             del raw
-            validate(data, "fixture", path, "fixture")
             case_id = name[: -len(".json")]
-            if data["caseId"] != case_id:  # ".json" (stem ".json") matches no valid caseId
+            if fixture.case_id != case_id:  # ".json" (stem ".json") matches no valid caseId
                 stem = Path(name).stem
                 raise InputError(
                     path,
-                    f"caseId {data['caseId']!r} disagrees with the file name",
-                    f"rename the file to {data['caseId']}.json or set caseId to {stem!r}",
+                    f"caseId {fixture.case_id!r} disagrees with the file name",
+                    f"rename the file to {fixture.case_id}.json or set caseId to {stem!r}",
                     pointer="/caseId",
                 )
-            blocks = data["lookupResult"]["evidenceBlocks"]
-            if [block["rank"] for block in blocks] != list(range(1, len(blocks) + 1)):
-                index, block = next((i, b) for i, b in enumerate(blocks) if b["rank"] != i + 1)
+            blocks = fixture.lookup.evidence_blocks
+            if [block.rank for block in blocks] != list(range(1, len(blocks) + 1)):
+                index, block = next((i, b) for i, b in enumerate(blocks) if b.rank != i + 1)
                 raise InputError(
                     path,
-                    f"rank {block['rank']} at position {index + 1}; "
+                    f"rank {block.rank} at position {index + 1}; "
                     "ranks must run 1..n in array order",
                     "renumber the evidence blocks or regenerate the fixture",
                     pointer=f"/lookupResult/evidenceBlocks/{index}/rank",
                 )
             digests[case_id] = own.hexdigest()
-            fixture = Fixture.from_json(data)
-            del data
             yield fixture
         self._done = True
 
