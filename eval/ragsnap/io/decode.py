@@ -18,7 +18,9 @@ the schema rejects. The schema stays the one definition of the format:
   schema's way): an integer written as a float (``1.0``, which draft-07 counts as an
   integer: ``rank``, ``topK``, ``schemaVersion`` ...); an integer beyond int64
   (``msgspec`` bounds are int64); objects nested deeper than ``msgspec`` recurses
-  (about 1,000 levels; orjson allows 1,024).
+  (about 1,000 levels; orjson allows 1,024). One value is read differently, and
+  nothing reads it: an integer beyond 64 bits inside a block's free-form ``metadata``
+  (``EvidenceBlock.metadata``) is exact here, a float the schema's way.
 - **How each rule is expressed.** ``required``: a field without a default;
   ``additionalProperties: false``: ``forbid_unknown_fields``; an optional field that
   may not be null defaults to ``msgspec.UNSET`` (an explicit ``null`` is an error);
