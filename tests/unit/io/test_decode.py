@@ -364,3 +364,29 @@ def test_a_huge_integer_in_metadata_is_the_one_value_read_differently() -> None:
     assert [msgspec.structs.replace(b, **strip) for b in typed.lookup.evidence_blocks] == [
         msgspec.structs.replace(b, **strip) for b in expected.lookup.evidence_blocks
     ]
+
+
+def test_the_full_fixture_names_every_field_of_the_schema() -> None:
+    """So a field added to the schema but not to the typed decoder fails a test (the
+    file would still be read, the schema's way, only slower)."""
+
+    def missing(schema: dict[str, Any], value: Any, where: str) -> Iterator[str]:
+        schema = resolve(schema)
+        for branch in schema.get("oneOf", ()):
+            if isinstance(value, dict) and resolve(branch).get("type") == "object":
+                yield from missing(resolve(branch), value, where)
+        if isinstance(value, dict):
+            for name, sub in schema.get("properties", {}).items():
+                if name not in value:
+                    yield f"{where}/{name}"
+                else:
+                    yield from missing(sub, value[name], f"{where}/{name}")
+        if isinstance(value, list) and "items" in schema:
+            for index, item in enumerate(value):
+                yield from missing(schema["items"], item, f"{where}/{index}")
+
+    blocks = full_fixture()["lookupResult"]["evidenceBlocks"]
+    assert list(missing(SCHEMA, full_fixture(), "")) == [
+        f"/lookupResult/evidenceBlocks/1/{name}" for name in ("metadata",)
+    ], "add the field to full_fixture() (and to ragsnap.io.decode)"
+    assert "metadata" in blocks[0]
