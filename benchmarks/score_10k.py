@@ -1299,6 +1299,8 @@ PROFILE_SHARES = (
     ("  of which SHA-256", "<built-in method _hashlib.openssl_sha256>"),
     ("  of which jsonschema-rs", "<method 'is_valid' of 'jsonschema_rs.Validator' objects>"),
     ("  of which the models (Fixture.from_json)", "from_json"),
+    ("  of which typed decoding into the models (ragsnap.io.decode)", "decode_typed"),
+    ("    of which msgspec", "<method 'decode' of 'msgspec.json.Decoder' objects>"),
     ("label checks (commands/_labels.py)", "check_labels_before_scoring"),
     ("  of which the privacy scan", "check_privacy"),
     ("provenance check", "check_fixture_digests"),
