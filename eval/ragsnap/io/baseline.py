@@ -113,7 +113,7 @@ def _read(path: Path) -> dict[str, Any]:
         if not row_valid(row) or row["id"] in seen:
             raise _Rejected
         seen.add(row["id"])
-        cases.append({key: _shared(row[key], shared) for key in DIFF_CASE_FIELDS if key in row})
+        cases.append(_cut(row, shared))
     top["cases"] = cases
     return top
 
@@ -134,23 +134,46 @@ def _validators(name: str) -> tuple[Callable[[Any], bool], Callable[[Any], bool]
     return whole.is_valid, row.is_valid
 
 
-def _shared(value: Any, shared: dict[str, str]) -> Any:
-    """``value`` with each string replaced by the equal one seen first."""
-    kind = type(value)
-    if kind is str:
-        return shared.setdefault(value, value)
-    if kind is list:
-        return [_shared(item, shared) for item in value]
-    if kind is dict:
-        return {key: _shared(item, shared) for key, item in value.items()}
-    return value
+#: a kept row's string fields, and its lists of strings, whose values repeat across rows
+_STRINGS = (
+    "category",
+    "language",
+    "split",
+    "fixture",
+    "hitLevel",
+    "selectedAttempt",
+    "evidenceStatus",
+    "rerankTopSource",
+)
+_STRING_LISTS = ("topSources", "matchedSources", "reasons", "fallbackReasons")
+
+
+def _cut(row: dict[str, Any], shared: dict[str, str]) -> dict[str, Any]:
+    """A parsed case row with only ``DIFF_CASE_FIELDS``, each string that repeats across
+    rows (a source name, a category, a coverage target or chunk id) replaced by the equal
+    one seen first, so it is one object however many rows hold it."""
+    keep = shared.setdefault
+    out = {key: row[key] for key in DIFF_CASE_FIELDS if key in row}
+    for key in _STRINGS:
+        value = out.get(key)
+        if type(value) is str:
+            out[key] = keep(value, value)
+    for key in _STRING_LISTS:
+        value = out.get(key)
+        if value:
+            out[key] = [keep(item, item) if type(item) is str else item for item in value]
+    coverage = out.get("coverage")
+    if type(coverage) is dict:
+        for items in coverage.values():
+            for item in items:
+                for name, value in item.items():
+                    if type(value) is str:
+                        item[name] = keep(value, value)
+    return out
 
 
 def _kept(report: dict[str, Any]) -> dict[str, Any]:
     """A report ``load_report`` read, its rows cut to ``DIFF_CASE_FIELDS``."""
     shared: dict[str, str] = {}
-    report["cases"] = [
-        {key: _shared(row[key], shared) for key in DIFF_CASE_FIELDS if key in row}
-        for row in report["cases"]
-    ]
+    report["cases"] = [_cut(row, shared) for row in report["cases"]]
     return report
