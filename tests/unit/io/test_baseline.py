@@ -146,7 +146,7 @@ def test_mutated_reports_read_as_load_report_reads_them(tmp_path: Path) -> None:
     odd = [None, "", "x", -1, 0, 1.5, True, [], {}, [1], {"a": 1}]
     base = report()
     errors = 0
-    for index in range(120):
+    for index in range(80):
         data = copy.deepcopy(base)
         for _ in range(rng.randrange(1, 3)):
             mutate_json(data, rng, odd)
@@ -157,4 +157,4 @@ def test_mutated_reports_read_as_load_report_reads_them(tmp_path: Path) -> None:
         else:
             errors += 1
         assert outcome(load_baseline, path) == expected, index
-    assert errors > 60  # most mutations break the report
+    assert errors > 40  # most mutations break the report
