@@ -1336,6 +1336,7 @@ PHASES = (
     "load_fixtures",
     "_score_stream",
     "load_report",
+    "load_baseline",
     "check_labels_before_scoring",
     "check_fixtures",
     "check_fixture_digests",

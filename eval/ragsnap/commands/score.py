@@ -47,7 +47,8 @@ from typing import Any
 
 from ..config import load_config
 from ..errors import UsageError
-from ..io.inputs import FixtureStream, load_cases_document, load_report
+from ..io.baseline import load_baseline
+from ..io.inputs import FixtureStream, load_cases_document
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.reads import labelled, reads_of
 from ..ir.metrics import parse_measures
@@ -112,10 +113,11 @@ def _run(args: argparse.Namespace) -> int:
     # What streaming saves is lost if the case results outlive the report: they are in
     # it now, so they are freed before the diff and the writer (the peak of a run).
     # The golden cases go too, and only then is the baseline read (23 MB of JSON for
-    # 10,000 cases): its parse is the run's largest allocation, so it comes after the
-    # case results and the cases are gone, not on top of them.
+    # 10,000 cases), row by row into the fields the diff reads (``load_baseline``): its
+    # bytes are the run's largest allocation, so they come after the case results and
+    # the cases are gone, not on top of them.
     del results, scored, graded, case_set, case_ids
-    baseline = None if args.compare_to is None else load_report(args.compare_to, "baseline")
+    baseline = None if args.compare_to is None else load_baseline(args.compare_to, "baseline")
     report["labelCheck"] = labels.to_json()
     if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
         report["provenance"] = staleness.to_json()
@@ -199,6 +201,7 @@ def _score_stream(
     cited: dict[str, tuple[str, ...]] = {}
     orphans: list[str] = []
     generators: list[dict[str, Any]] = []
+    shared: dict[str, str] = {}
     for fixture in stream:
         if keep_generators and fixture.generator is not None:
             generators.append(fixture.generator)
@@ -207,10 +210,11 @@ def _score_stream(
             orphans.append(fixture.case_id)
             continue
         blocks = fixture.lookup.evidence_blocks
-        cited[case.id] = tuple([block.source for block in blocks])
+        keep = shared.setdefault  # a source name kept once, however many cases cite it
+        cited[case.id] = tuple([keep(block.source, block.source) for block in blocks])
         if is_judged(case):
             rankings[case.id] = case_ranking(case, blocks)
-        results[case.id] = score_case(case, fixture, None, skip=skip)
+        results[case.id] = _shared(score_case(case, fixture, None, skip=skip), shared)
     for case in cases:
         if case.id not in results:
             results[case.id] = score_case(case, None, None, skip=skip)
@@ -220,3 +224,26 @@ def _score_stream(
 def _with_metrics(result: CaseResult, metrics: dict[str, float | None] | None) -> CaseResult:
     """``result`` with its case's graded metrics (``score_case``'s ``metrics``)."""
     return result if metrics is None else replace(result, metrics=metrics)
+
+
+def _shared(result: CaseResult, shared: dict[str, str]) -> CaseResult:
+    """``result``, just made by ``score_case``, with the strings it keeps of its fixture
+    (source names, the selected attempt, the evidence status, fallback reasons) replaced
+    by the equal strings kept before: a source is one object however many cases list it,
+    and no string of a dropped fixture outlives it (the fixtures' strings, kept one per
+    case, were 20 MiB at 10,000 cases, scattered over memory the stream had freed).
+
+    The result is not shared yet, so its frozen fields are set in place, as a frozen
+    dataclass's own ``__post_init__`` sets them (``dataclasses.replace`` cost three
+    times as much)."""
+    keep = shared.setdefault
+    put = object.__setattr__
+    for name in ("top_sources", "context_sources", "matched_sources", "fallback_reasons"):
+        values = getattr(result, name)
+        if values:
+            put(result, name, tuple([keep(value, value) for value in values]))
+    for name in ("rerank_top_source", "selected_attempt", "evidence_status"):
+        value = getattr(result, name)
+        if value is not None:
+            put(result, name, keep(value, value))
+    return result

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import random
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,7 @@ from ragsnap.errors import InputError, OutputError, UsageError
 from ragsnap.io.jsonio import (
     MAX_INPUT_BYTES,
     FloatsUnder,
+    _write_body,
     check_outputs,
     dump_json,
     read_bytes,
@@ -173,3 +176,42 @@ def test_floats_under_rounds_only_its_float_keys() -> None:
     unrounded = FloatsUnder({"other": [1, "b"], "m": None}, ("m",))
     assert round_floats(unrounded) is unrounded  # nothing under its float keys
     assert dump_json([row, unrounded]) == dump_json([dict(row), dict(unrounded)])
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(6 if depth < 3 else 3)
+    if kind == 0:
+        return rng.choice(["a", "缓存", "x\ny", "", 'é"\\', 0, -3, 10**12, True, None])
+    if kind == 1:
+        return rng.choice([1 / 3, 1.0, -2.5e-9, 3.0])
+    if kind == 2:
+        return rng.choice([[], {}, FloatsUnder({"metrics": {"m": 2 / 3}}, ("metrics",))])
+    if kind == 3:
+        return [_random_value(rng, depth + 1) for _ in range(rng.choice([0, 1, 3, 64, 65, 90]))]
+    keys = ["b", "a", "ä", "cases", "Z", "_k"]
+    return {
+        f"{rng.choice(keys)}{i}": _random_value(rng, depth + 1) for i in range(rng.randrange(5))
+    }
+
+
+def test_write_json_writes_long_lists_an_item_at_a_time_as_the_same_bytes(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    for index in range(200):
+        value = {
+            f"k{i}{rng.choice(['', 'é'])}": _random_value(rng) for i in range(rng.randrange(6))
+        }
+        if rng.random() < 0.7:  # a report's case rows
+            value["cases"] = [_random_value(rng, 1) for _ in range(rng.choice([0, 64, 65, 300]))]
+        target = tmp_path / f"{index}.json"
+        write_json(target, value)
+        assert target.read_bytes() == dump_json(value), index
+    # a report's rows are written one at a time: no write holds the whole document
+    rows = {"cases": [{"id": f"case-{i}", "metrics": {"m": i / 7}} for i in range(1000)]}
+    writes: list[int] = []
+
+    class Handle:
+        def write(self, data: bytes) -> None:
+            writes.append(len(data))
+
+    _write_body(Handle(), rows)
+    assert sum(writes) + 1 == len(dump_json(rows)) and max(writes) < sum(writes) / 100

@@ -1,0 +1,179 @@
+"""Read a baseline score report for the diff, one case row at a time.
+
+``ragsnap score --compare-to`` diffs against a baseline report of the same size as
+the one it writes (23 MB of JSON at 10,000 cases). ``load_report`` parses it whole:
+its Python objects, and ``orjson``'s parse on top of them, were the largest
+allocation of a run. ``load_baseline`` reads it row by row instead:
+
+1. the file's bytes are split, without building anything, into its top-level
+   fields and the ``cases`` array's rows (``msgspec.Raw``: slices of the bytes);
+2. the top-level fields are parsed (``orjson``, as ``load_report`` does) and
+   checked: the report ``kind``, its ``schemaVersion``, and the report schema
+   (``private-report`` when ``privacy`` is true) with an empty ``cases`` array;
+3. each row is parsed, validated against the schema's case definition
+   (``#/definitions/case``, what the schema's ``cases`` items refer to, so the
+   document is valid exactly when its top level and every row are), checked for a
+   duplicate ``id``, and kept as a dict of only ``DIFF_CASE_FIELDS`` (what the diff
+   and its privacy view read), each string shared with the rows before it (a
+   source name is one object however many rows list it); the parsed row is dropped.
+
+The bytes are the only copy of the whole report held at once. Anything the fast
+path does not accept (a file that is missing, is not JSON, not a report, of
+another version, fails the schema, has a duplicate case) is read again by
+``load_report``, which raises its error: the messages are the ones
+``load_report`` gives, and nothing it rejects is accepted here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
+from .inputs import load_report
+from .jsonio import read_bytes
+from .schema import load_schema
+
+__all__ = ["DIFF_CASE_FIELDS", "load_baseline"]
+
+#: the fields of a baseline's case row that the diff (``ragsnap.scoring.diff``) and
+#: its privacy view (``ragsnap.scoring.privacy.private_diff``) read; the rest of a row
+#: (context sources, kbScope, the minimum hit level ...) is not kept
+DIFF_CASE_FIELDS = (
+    "id",
+    "query",
+    "category",
+    "language",
+    "split",
+    "topK",
+    "noAnswer",
+    "fixture",
+    "passed",
+    "reasons",
+    "hitLevel",
+    "firstExpectedRank",
+    "evidenceCount",
+    "matchedSources",
+    "topSources",
+    "breadcrumbsCovered",
+    "breadcrumbsExpected",
+    "keywordsCovered",
+    "keywordsExpected",
+    "selectedAttempt",
+    "fallbackReasons",
+    "evidenceStatus",
+    "rerankTopSource",
+    "metrics",
+    "coverage",
+)
+
+#: what a report schema's ``cases`` must say for rows to be validated one at a time
+_CASES_SCHEMA = {"type": "array", "items": {"$ref": "#/definitions/case"}}
+
+
+class _Rejected(Exception):
+    """The fast path does not accept the file; ``load_report`` explains why."""
+
+
+def load_baseline(path: Path, role: str = "baseline") -> dict[str, Any]:
+    """``load_report(path, role)`` as the diff reads it: every top-level field, and
+    each case row with only ``DIFF_CASE_FIELDS`` (module docstring). Raises
+    ``load_report``'s ``InputError`` for a file it rejects."""
+    try:
+        return _read(path)
+    except Exception:  # any failure: the full reader names it, or reads the file
+        return _kept(load_report(path, role))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    import msgspec
+    import orjson
+
+    raw = read_bytes(path, "")
+    view = memoryview(raw)[3:] if raw.startswith(b"\xef\xbb\xbf") else memoryview(raw)
+    fields = msgspec.json.decode(view, type=dict[str, msgspec.Raw])
+    rows = msgspec.json.decode(fields.pop("cases", b"null"), type=list[msgspec.Raw])
+    top = {key: orjson.loads(memoryview(value)) for key, value in fields.items()}
+    del fields
+    if top.get("kind") != REPORT_KIND or top.get("schemaVersion") != REPORT_SCHEMA_VERSION:
+        raise _Rejected
+    top_valid, row_valid = _validators("private-report" if top.get("privacy") is True else "report")
+    top["cases"] = []
+    if not top_valid(top):
+        raise _Rejected
+    shared: dict[str, str] = {}
+    cases = []
+    seen: set[str] = set()
+    loads = orjson.loads
+    for index in range(len(rows)):
+        row = loads(memoryview(rows[index]))
+        rows[index] = None  # type: ignore[call-overload]
+        if not row_valid(row) or row["id"] in seen:
+            raise _Rejected
+        seen.add(row["id"])
+        cases.append(_cut(row, shared))
+    top["cases"] = cases
+    return top
+
+
+@functools.cache
+def _validators(name: str) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
+    """The compiled validators of report schema ``name``: the whole document, and one
+    case row (its ``#/definitions/case``)."""
+    import jsonschema_rs
+
+    schema = load_schema(name)
+    if schema["properties"]["cases"] != _CASES_SCHEMA:  # pragma: no cover - a new schema
+        raise _Rejected
+    validators = jsonschema_rs.validator_map_for(schema)
+    whole, row = validators.get("#"), validators.get("#/definitions/case")
+    if whole is None or row is None:  # pragma: no cover - a new schema
+        raise _Rejected
+    return whole.is_valid, row.is_valid
+
+
+#: a kept row's string fields, and its lists of strings, whose values repeat across rows
+_STRINGS = (
+    "category",
+    "language",
+    "split",
+    "fixture",
+    "hitLevel",
+    "selectedAttempt",
+    "evidenceStatus",
+    "rerankTopSource",
+)
+_STRING_LISTS = ("topSources", "matchedSources", "reasons", "fallbackReasons")
+
+
+def _cut(row: dict[str, Any], shared: dict[str, str]) -> dict[str, Any]:
+    """A parsed case row with only ``DIFF_CASE_FIELDS``, each string that repeats across
+    rows (a source name, a category, a coverage target or chunk id) replaced by the equal
+    one seen first, so it is one object however many rows hold it."""
+    keep = shared.setdefault
+    out = {key: row[key] for key in DIFF_CASE_FIELDS if key in row}
+    for key in _STRINGS:
+        value = out.get(key)
+        if type(value) is str:
+            out[key] = keep(value, value)
+    for key in _STRING_LISTS:
+        value = out.get(key)
+        if value:
+            out[key] = [keep(item, item) if type(item) is str else item for item in value]
+    coverage = out.get("coverage")
+    if type(coverage) is dict:
+        for items in coverage.values():
+            for item in items:
+                for name, value in item.items():
+                    if type(value) is str:
+                        item[name] = keep(value, value)
+    return out
+
+
+def _kept(report: dict[str, Any]) -> dict[str, Any]:
+    """A report ``load_report`` read, its rows cut to ``DIFF_CASE_FIELDS``."""
+    shared: dict[str, str] = {}
+    report["cases"] = [_cut(row, shared) for row in report["cases"]]
+    return report

@@ -1,0 +1,160 @@
+"""The baseline read row by row for the diff (ragsnap.io.baseline) against load_report."""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from conftest import REPO, mutate_json, write_json
+from ragsnap.errors import InputError
+from ragsnap.io.baseline import DIFF_CASE_FIELDS, _kept, _read, load_baseline
+from ragsnap.io.inputs import load_report
+from ragsnap.scoring.privacy import private_report
+
+BASELINE = REPO / "reports" / "baseline.json"
+
+
+def report() -> dict[str, Any]:
+    """The example project's baseline, parsed whole."""
+    data: dict[str, Any] = orjson.loads(BASELINE.read_bytes())
+    return data
+
+
+def outcome(call: Any, path: Path) -> tuple[str, Any]:
+    """What reading ``path`` gives: ("error", message and pointer) or ("read", rows)."""
+    try:
+        data = call(path, "baseline")
+    except InputError as exc:
+        return "error", (str(exc), exc.pointer)
+    return "read", data
+
+
+def test_a_valid_report_is_read_row_by_row_into_the_fields_the_diff_reads() -> None:
+    fast = _read(BASELINE)  # the fast path itself, not its fallback
+    whole = load_report(BASELINE, "baseline")
+    assert {k: v for k, v in fast.items() if k != "cases"} == {
+        k: v for k, v in whole.items() if k != "cases"
+    }
+    assert fast["cases"] == [
+        {k: row[k] for k in DIFF_CASE_FIELDS if k in row} for row in whole["cases"]
+    ]
+    assert fast == _kept(load_report(BASELINE, "baseline")) == load_baseline(BASELINE)
+    assert "contextSources" in whole["cases"][0] and "contextSources" not in fast["cases"][0]
+    # a string two rows list is one object
+    tops = [s for row in fast["cases"] for s in row["topSources"]]
+    first = {}
+    for source in tops:
+        assert first.setdefault(source, source) is source
+
+
+def test_a_private_report_and_a_byte_order_mark_are_read_too(tmp_path: Path) -> None:
+    private = tmp_path / "private.json"
+    private.write_bytes(b"\xef\xbb\xbf" + orjson.dumps(private_report(report())))
+    fast = _read(private)
+    assert fast["privacy"] is True and "query" not in fast["cases"][0]
+    assert fast == _kept(load_report(private, "baseline"))
+
+
+def _write(path: Path, data: Any) -> Path:
+    return write_json(path, data)
+
+
+def _broken(tmp_path: Path, name: str) -> Path:
+    data = report()
+    rows = data["cases"]
+    path = tmp_path / f"{name}.json"
+    if name == "row-unknown-field":
+        rows[3]["contextSource"] = []
+    elif name == "row-missing-field":
+        del rows[0]["passed"]
+    elif name == "row-bad-type":
+        rows[-1]["evidenceCount"] = "3"
+    elif name == "duplicate-case":
+        rows.append(copy.deepcopy(rows[1]))
+    elif name == "top-unknown-field":
+        data["extra"] = 1
+    elif name == "cases-not-a-list":
+        data["cases"] = {"a": rows[0]}
+    elif name == "no-cases":
+        del data["cases"]
+    elif name == "other-kind":
+        data["kind"] = "ragsnap-diff-report"
+    elif name == "old-version":
+        data["schemaVersion"] = 0
+    elif name == "private-with-a-query":
+        data = private_report(data)
+        data["cases"][0]["query"] = "q"
+    elif name == "golden-cases":
+        data = {"schemaVersion": 1, "cases": []}
+    elif name == "fixture":
+        data = {"caseId": "a", "lookupResult": {}}
+    elif name == "not-an-object":
+        data = [data]
+    if name == "truncated":
+        path.write_bytes(orjson.dumps(data)[:-2])
+    elif name == "nan-in-a-row":
+        text = orjson.dumps(data).replace(b'"evidenceCount":', b'"evidenceCount":NaN,"x":', 1)
+        path.write_bytes(text)
+    elif name == "trailing-text":
+        path.write_bytes(orjson.dumps(data) + b" x")
+    elif name == "not-utf8":
+        path.write_bytes(orjson.dumps(data).replace(b"rag-eval", b"rag-\xffval", 1))
+    elif name != "missing":
+        _write(path, data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "row-unknown-field",
+        "row-missing-field",
+        "row-bad-type",
+        "duplicate-case",
+        "top-unknown-field",
+        "cases-not-a-list",
+        "no-cases",
+        "other-kind",
+        "old-version",
+        "private-with-a-query",
+        "golden-cases",
+        "fixture",
+        "not-an-object",
+        "truncated",
+        "nan-in-a-row",
+        "trailing-text",
+        "not-utf8",
+        "missing",
+    ],
+)
+def test_what_load_report_rejects_is_rejected_with_its_message(tmp_path: Path, name: str) -> None:
+    path = _broken(tmp_path, name)
+    expected = outcome(load_report, path)
+    assert expected[0] == "error"
+    assert outcome(load_baseline, path) == expected
+
+
+def test_mutated_reports_read_as_load_report_reads_them(tmp_path: Path) -> None:
+    """Random structural changes (the fuzz tests' mutator): the same error, or the
+    same report cut to the diff's fields."""
+    rng = random.Random(20261205)
+    odd = [None, "", "x", -1, 0, 1.5, True, [], {}, [1], {"a": 1}]
+    base = report()
+    errors = 0
+    for index in range(80):
+        data = copy.deepcopy(base)
+        for _ in range(rng.randrange(1, 3)):
+            mutate_json(data, rng, odd)
+        path = _write(tmp_path / f"m{index}.json", data)
+        expected = outcome(load_report, path)
+        if expected[0] == "read":
+            expected = ("read", _kept(expected[1]))
+        else:
+            errors += 1
+        assert outcome(load_baseline, path) == expected, index
+    assert errors > 40  # most mutations break the report
