@@ -73,7 +73,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, cast, overload
 
 import numpy as np
 
@@ -88,6 +88,7 @@ from ..settings import (
 )
 from .backends import (
     ChunkRef,
+    CodedStore,
     Filter,
     KnowledgeBase,
     Ranking,
@@ -342,6 +343,8 @@ class Pipeline:
         self.tokenizer = tokenizer
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
+        #: whether the store keeps its last lexical list's term codes (``CodedStore``)
+        self._coded = isinstance(kb, CodedStore)
         #: the index tokens of chunk metadata (title, breadcrumb, heading) the reranker
         #: read: a document's chunks share most of it, and tokenizing is the costly part
         self._meta_terms: dict[str, frozenset[str]] = {}
@@ -544,6 +547,12 @@ class Pipeline:
         if kind == "vector":
             exact = [max(cosines.get(r) or 0.0, 0.0) for r in rows]
             return exact, [round(x * per_unit) / per_unit for x in exact]
+        if kind == "lexical" and self._coded:  # the codes the store kept for this list
+            kept = cast("CodedStore", self.kb).found_term_codes(query.distinct, rows)
+            if kept is not None:
+                both = compiled_coverage_grid(kept, query.weights, query.idf_total)
+                if both is not None:
+                    return both
         codes = self.kb.matched_terms(query.distinct, rows)
         if len(codes) != len(rows):  # rows are distinct: a write removed some
             raise _StaleRead
@@ -880,9 +889,9 @@ class Pipeline:
         """An unreranked single-list attempt's trace items (its first ``top_k``) and
         evidence blocks, made from its list (``single``) without a candidate object:
         the values, keys and order ``_ranked_item`` (inlined in ``_lookup``) and
-        ``_evidence`` give from the candidates ``make`` builds in ``_attempt``, read
-        from the store in the same calls. None when two places of the list share a
-        chunk id (the caller then makes them the general way, which skips a repeat)."""
+        ``_evidence`` give from the candidates ``make`` builds in ``_attempt``. None
+        when two places of the list share a chunk id (the caller then makes them the
+        general way, which skips a repeat)."""
         found, on_lexical, f, weight = single
         confidences = attempt.ranked.confidences()
         per_unit = TICKS_PER_UNIT  # quantize(x), inlined
@@ -890,16 +899,18 @@ class Pipeline:
         floor = max(self._min_score(spec), self._relative_score(spec) * (attempt.top_score or 0.0))
         # floors compare confidences; the first top_k that reach it are shown
         shown = [i for i, c in enumerate(confidences) if c >= floor][:top_k]
-        wanted = [r for r, _ in head]
-        wanted += [found[i][0] for i in shown if i >= top_k]
-        refs = self.kb.refs(wanted)
-        if len(refs) != len(wanted):  # a write removed them since the search
+        rows = [r for r, _ in head]
+        rows += [found[i][0] for i in shown if i >= top_k]
+        # one read for both: the chunks shown and the identities of the trace's items
+        # (the same identities a ``ChunkRef`` holds)
+        chunks = self.kb.chunks(rows, tokens=False)
+        if len(chunks) != len(rows):  # a write removed them since the search
             raise _StaleRead
-        if len({refs[found[i][0]].chunk_id for i in shown}) != len(shown):
+        if len({chunks[found[i][0]].chunk_id for i in shown}) != len(shown):
             return None
         items = []
         for i, (r, value) in enumerate(head):
-            ref = refs[r]
+            ref = chunks[r]
             items.append(
                 {
                     "chunkId": ref.chunk_id,
@@ -910,10 +921,6 @@ class Pipeline:
                     "vectorRank": None if on_lexical else i + 1,
                 }
             )
-        rows = [found[i][0] for i in shown]
-        chunks = self.kb.chunks(rows, tokens=False)
-        if len(chunks) != len(rows):  # a write removed them since the search
-            raise _StaleRead
         # a place's share of the fused value: ``_share``, as ``make`` computes it
         top = max([v for _, v in found], default=0.0)
         rrf = f.kind == "rrf"
