@@ -144,8 +144,8 @@ def _compiled_codes(
     compiled kernel, or None when it does not run (see ``compiled_code_sums``)."""
     if not _compiled or len(codes) < _COMPILED_SUMS:
         return None
-    if isinstance(codes, np.ndarray):
-        low, high = int(codes.min()), int(codes.max())
+    if isinstance(codes, np.ndarray):  # one pass for both ends (not two reductions)
+        low, high = _compiled["code_range"](codes)
     else:
         low, high = min(codes), max(codes)
     if low < 0 or high >= 1 << min(CODE_BITS, len(weights)):
@@ -343,6 +343,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
 
             _compiled.update(
                 code_sums=compiled.code_sums,
+                code_range=compiled.code_range,
                 coverage_grid=compiled.coverage_grid,
                 first_appearances=compiled.first_appearances,
                 accumulate=compiled.accumulate,
