@@ -26,7 +26,7 @@ from ragsnap.kb.embedders import HashingEmbedder
 from ragsnap.kb.pipeline import METHODS, LookupSettings, Pipeline
 from ragsnap.kb.seeding import seed
 from ragsnap.kb.text import get_tokenizer
-from ragsnap.settings import BUILTIN_METHODS, FusionProfile, Method
+from ragsnap.settings import BUILTIN_METHODS, FUSION_NAMES, FusionProfile, Method
 
 from .conftest import write_doc
 
@@ -491,6 +491,69 @@ def test_builtin_methods_as_data_match_their_names(kb: SqliteKnowledgeBase) -> N
         by_copy = p.lookup(POOL_QUERY, kb_scope="eval", method=copy.name, record_latency=False)
         assert json.dumps(by_name) == json.dumps(by_copy), spec.name
         assert p.describe(spec.name) == p.describe(copy.name)
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "numba"])
+def test_a_single_list_s_result_is_the_bytes_its_candidates_give(
+    tmp_path: Path, kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unreranked single-list lookup builds its trace items and evidence from the
+    list itself (``Pipeline._single_result``); without that path (the candidates made
+    one by one, as a fused or reranked lookup makes them) every result is the same
+    bytes: both lists, both fusion kinds, floors that drop some places, top K below and
+    above the list, a filtered attempt, a retry and a lookup with a deep ranking."""
+    if kernel == "numba":
+        require_numba()
+    docs = load_seed_docs(write_corpus(tmp_path / "docs"))
+    store = SqliteKnowledgeBase(tmp_path / "kb.sqlite", kernel=kernel)
+    with store:
+        seed(store, docs, HashingEmbedder(), get_tokenizer(), ChunkSettings())
+        methods = (
+            *BUILTIN_METHODS,
+            Method(
+                "lexical-rrf",
+                ("lexical",),
+                fusion=FusionProfile(FUSION_NAMES["rrf"], "rrf"),
+                min_score=0.0,
+            ),
+            Method("vector-floor", ("vector",), min_score=0.3, relative_score=0.9),
+            Method("lexical-best", ("lexical",), min_score=0.0, relative_score=1.0),
+        )
+        queries = [POOL_QUERY, "hikari leak warning", "latency timeout", "缓存雪崩", "xylophqz"]
+
+        def results() -> list[str]:
+            out = []
+            for top_k in (1, 3, 12):
+                p = pipeline(store, methods=methods, top_k=top_k)
+                for method in ("lexical", "vector", "lexical-rrf", "vector-floor", "lexical-best"):
+                    for query in queries:
+                        for scope in ("eval", None):
+                            got = p.lookup_ranked(
+                                query,
+                                kb_scope=scope,
+                                method=method,
+                                record_latency=False,
+                                depth=4 if top_k == 3 else None,
+                            )
+                            refs = None if got[1] is None else [r.chunk_id for r in got[1]]
+                            out.append(json.dumps([got[0], refs]))
+            return out
+
+        made = Pipeline._single_result
+        taken: list[int] = []
+
+        def counted(self: Pipeline, *args: Any) -> Any:
+            got = made(self, *args)
+            taken.append(got is not None)
+            return got
+
+        monkeypatch.setattr(Pipeline, "_single_result", counted)
+        fast = results()
+        monkeypatch.setattr(Pipeline, "_single_result", lambda *args: None)
+        general = results()
+    assert fast == general
+    assert len(taken) == len(fast) and all(taken)  # every lookup took the single path
+    assert any('"evidenceBlocks": []' in r for r in fast)  # the floors dropped some
 
 
 @pytest.mark.parametrize("method", METHODS)

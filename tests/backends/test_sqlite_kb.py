@@ -21,7 +21,14 @@ import pytest
 
 from conftest import require_numba
 from ragsnap.errors import BackendError
-from ragsnap.kb.backends import Filter, GatheredRefs, Upload, WriteBatch, cut_ranking
+from ragsnap.kb.backends import (
+    CodedStore,
+    Filter,
+    GatheredRefs,
+    Upload,
+    WriteBatch,
+    cut_ranking,
+)
 from ragsnap.kb.backends import sqlite as sqlite_backend
 from ragsnap.kb.backends.sqlite import SqliteKnowledgeBase
 from ragsnap.kb.corpus import ChunkSettings, chunk_document, load_seed_docs
@@ -754,6 +761,16 @@ def test_a_pinned_read_answers_as_the_whole_index_does(
                     r: expected[1][r] for r in rows[::-1][:3]
                 }  # a part of the list, in another order (a reranked head)
                 assert kb.matched_terms(backwards, rows) == expected_backwards
+                # the list's codes as one array (``CodedStore``): only for that list
+                kept = kb.found_term_codes(distinct, rows)
+                assert kept is not None or not rows or len(rows) > sqlite_backend._PINNED_FOUND
+                if kept is not None:
+                    assert kept.tolist() == [expected[1][r] for r in rows]
+                if len(rows) > 1:
+                    assert kb.found_term_codes(distinct, rows[::-1]) is None
+                assert kb.found_term_codes(backwards, rows) is None
+            assert kb.found_term_codes(distinct, rows) is None  # outside the pinned read
+    assert isinstance(kb, CodedStore)
     kb.close()
 
 

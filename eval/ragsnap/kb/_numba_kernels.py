@@ -274,6 +274,17 @@ def code_sums(codes: Any, weights: Any, out: Any) -> None:
 
 
 @_jit
+def code_range(codes: Any) -> tuple[int, int]:
+    """The least and the greatest of ``codes`` (at least one)."""
+    low = high = codes[0]
+    for j in range(1, codes.shape[0]):
+        c = codes[j]
+        low = min(low, c)
+        high = max(high, c)
+    return low, high
+
+
+@_jit
 def coverage_grid(codes: Any, weights: Any, total: float, exact: Any, grid: Any) -> None:
     """``exact[j]``: ``_code_sum`` of ``codes[j]`` divided by ``total`` (0.0 when
     ``total`` is not above 0), a lookup's coverage; ``grid[j]``: that on the score

@@ -137,18 +137,24 @@ def chunk_id_ranks(chunk_ids: NDArray[np.str_]) -> NDArray[np.int64]:
     return ranks
 
 
-def _compiled_codes(codes: list[int], weights: list[float]) -> NDArray[np.int64] | None:
-    """``codes`` as an array for a compiled kernel, or None when it does not run (see
-    ``compiled_code_sums``)."""
+def _compiled_codes(
+    codes: list[int] | NDArray[np.int64], weights: list[float]
+) -> NDArray[np.int64] | None:
+    """``codes`` (a list, or an int64 array as a store kept them) as an array for a
+    compiled kernel, or None when it does not run (see ``compiled_code_sums``)."""
     if not _compiled or len(codes) < _COMPILED_SUMS:
         return None
-    if min(codes) < 0 or max(codes) >= 1 << min(CODE_BITS, len(weights)):
+    if isinstance(codes, np.ndarray):  # one pass for both ends (not two reductions)
+        low, high = _compiled["code_range"](codes)
+    else:
+        low, high = min(codes), max(codes)
+    if low < 0 or high >= 1 << min(CODE_BITS, len(weights)):
         return None  # (a bit without a weight: Python's sum raises the IndexError)
-    return np.array(codes, dtype=np.int64)
+    return np.asarray(codes, dtype=np.int64)
 
 
 def compiled_coverage_grid(
-    codes: list[int], weights: list[float], total: float
+    codes: list[int] | NDArray[np.int64], weights: list[float], total: float
 ) -> tuple[list[float], list[float]] | None:
     """For each code, its coverage (``compiled_code_sums``'s sum over ``total``, 0.0
     when ``total`` is not above 0) and that on the grid, in one compiled pass; None
@@ -337,6 +343,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
 
             _compiled.update(
                 code_sums=compiled.code_sums,
+                code_range=compiled.code_range,
                 coverage_grid=compiled.coverage_grid,
                 first_appearances=compiled.first_appearances,
                 accumulate=compiled.accumulate,

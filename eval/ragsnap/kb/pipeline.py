@@ -73,7 +73,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, cast, overload
 
 import numpy as np
 
@@ -88,6 +88,7 @@ from ..settings import (
 )
 from .backends import (
     ChunkRef,
+    CodedStore,
     Filter,
     KnowledgeBase,
     Ranking,
@@ -200,6 +201,12 @@ class _Ranked(Sequence[_Candidate]):
         """``self[i].confidence``, without making the candidate."""
         return self._head[i].confidence if i < len(self._head) else self._confidences[i]
 
+    def confidences(self) -> list[float]:
+        """Every place's confidence, in order (none is made)."""
+        if not self._head:
+            return self._confidences
+        return [self.confidence(i) for i in range(len(self._rows))]
+
     def reaching(self, floor: float) -> list[int]:
         """The places, in order, whose confidence reaches ``floor`` (none is made)."""
         head = len(self._head)
@@ -223,6 +230,16 @@ class _Lists(NamedTuple):
     fused: dict[int, float]  # row -> the sum of its lists' shares
 
 
+class _Single(NamedTuple):
+    """A single-list attempt's list as its unreranked result reads it
+    (``Pipeline._single_result``): no candidate object is made."""
+
+    found: list[tuple[int, float]]  # (row, exact value), in the list's order
+    on_lexical: bool  # the lexical list (else the vector list)
+    fusion: FusionProfile
+    weight: float  # the list's weight in the fusion profile
+
+
 @dataclass
 class _Attempt:
     name: str
@@ -232,6 +249,7 @@ class _Attempt:
     hit_count: int
     top_score: float | None
     latency_ms: float
+    single: _Single | None = None  # a single list's, for ``_single_result``
 
     def to_json(self, with_latency: bool) -> dict[str, Any]:
         return {
@@ -325,6 +343,8 @@ class Pipeline:
         self.tokenizer = tokenizer
         self.settings = settings or LookupSettings()
         self._hint_cache: dict[tuple[str, str | None], _HintIndex] = {}
+        #: whether the store keeps its last lexical list's term codes (``CodedStore``)
+        self._coded = isinstance(kb, CodedStore)
         #: the index tokens of chunk metadata (title, breadcrumb, heading) the reranker
         #: read: a document's chunks share most of it, and tokenizing is the costly part
         self._meta_terms: dict[str, frozenset[str]] = {}
@@ -398,6 +418,7 @@ class Pipeline:
         method = spec.kind
         cosines: dict[int, float] = dict(vector)
         per_unit = TICKS_PER_UNIT  # quantize(x), inlined
+        single: _Single | None = None
         # the lists come in the store's order (grid score, then chunk id: the
         # KnowledgeBase contract), so a list's ranks are its positions
         if spec.fused:  # the fused order needs every share and identity now
@@ -438,6 +459,7 @@ class Pipeline:
             found = lexical if on_lexical else vector
             f = self._fusion(spec)
             weight = f.lexical_weight if on_lexical else f.vector_weight
+            single = _Single(found, on_lexical, f, weight)
             top_value: list[float] = []  # the list's largest value, when first needed
 
             def make(places: list[int]) -> list[_Candidate]:
@@ -482,7 +504,7 @@ class Pipeline:
         hits = len(confidences) - sum(map(floor.__gt__, confidences))
         top = max(confidences, default=None)
         ranked = _Ranked(order, confidences, make)
-        return _Attempt(name, flt, method, ranked, hits, top, _ms(start))
+        return _Attempt(name, flt, method, ranked, hits, top, _ms(start), single)
 
     def _lists(
         self,
@@ -525,6 +547,12 @@ class Pipeline:
         if kind == "vector":
             exact = [max(cosines.get(r) or 0.0, 0.0) for r in rows]
             return exact, [round(x * per_unit) / per_unit for x in exact]
+        if kind == "lexical" and self._coded:  # the codes the store kept for this list
+            kept = cast("CodedStore", self.kb).found_term_codes(query.distinct, rows)
+            if kept is not None:
+                both = compiled_coverage_grid(kept, query.weights, query.idf_total)
+                if both is not None:
+                    return both
         codes = self.kb.matched_terms(query.distinct, rows)
         if len(codes) != len(rows):  # rows are distinct: a write removed some
             raise _StaleRead
@@ -797,6 +825,7 @@ class Pipeline:
 
         ranked = selected.ranked
         rerank_json: dict[str, Any]
+        blocks: list[dict[str, Any]] | None = None
         if spec.reranker is not None:
             before = ranked[: s.rerank_depth]
             before_json = [self._ranked_item(c, c.ranking) for c in before]
@@ -807,6 +836,11 @@ class Pipeline:
                 "before": before_json,
                 "after": [self._ranked_item(c, c.score) for c in ranked[: len(before)]],
             }
+        elif selected.single is not None and (
+            made := self._single_result(selected.single, selected, top_k, spec)
+        ):  # one list, unreranked: its trace and evidence made from the list itself
+            items, blocks = made
+            rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
         else:  # ``_ranked_item``, inlined (no reranker: a candidate's score is its ranking)
             items = [
                 {
@@ -821,7 +855,8 @@ class Pipeline:
             ]
             rerank_json = {"applied": False, "reranker": None, "before": items, "after": items}
 
-        blocks = self._evidence(ranked, top_k, spec, selected.top_score or 0.0)
+        if blocks is None:
+            blocks = self._evidence(ranked, top_k, spec, selected.top_score or 0.0)
         status = (
             "none"
             if not blocks
@@ -847,6 +882,92 @@ class Pipeline:
         if depth is not None and deep is None:
             deep = self._deep_ranking(q, selected.flt, spec, depth, distinct)
         return result, deep
+
+    def _single_result(
+        self, single: _Single, attempt: _Attempt, top_k: int, spec: Method
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """An unreranked single-list attempt's trace items (its first ``top_k``) and
+        evidence blocks, made from its list (``single``) without a candidate object:
+        the values, keys and order ``_ranked_item`` (inlined in ``_lookup``) and
+        ``_evidence`` give from the candidates ``make`` builds in ``_attempt``. None
+        when two places of the list share a chunk id (the caller then makes them the
+        general way, which skips a repeat)."""
+        found, on_lexical, f, weight = single
+        confidences = attempt.ranked.confidences()
+        per_unit = TICKS_PER_UNIT  # quantize(x), inlined
+        head = found[:top_k]
+        floor = max(self._min_score(spec), self._relative_score(spec) * (attempt.top_score or 0.0))
+        # floors compare confidences; the first top_k that reach it are shown
+        shown = [i for i, c in enumerate(confidences) if c >= floor][:top_k]
+        rows = [r for r, _ in head]
+        rows += [found[i][0] for i in shown if i >= top_k]
+        # one read for both: the chunks shown and the identities of the trace's items
+        # (the same identities a ``ChunkRef`` holds)
+        chunks = self.kb.chunks(rows, tokens=False)
+        if len(chunks) != len(rows):  # a write removed them since the search
+            raise _StaleRead
+        if len({chunks[found[i][0]].chunk_id for i in shown}) != len(shown):
+            return None
+        items = []
+        for i, (r, value) in enumerate(head):
+            ref = chunks[r]
+            items.append(
+                {
+                    "chunkId": ref.chunk_id,
+                    "source": ref.source,
+                    "score": round(value * per_unit) / per_unit,
+                    "confidence": confidences[i],
+                    "lexicalRank": i + 1 if on_lexical else None,
+                    "vectorRank": None if on_lexical else i + 1,
+                }
+            )
+        # a place's share of the fused value: ``_share``, as ``make`` computes it
+        top = max([v for _, v in found], default=0.0)
+        rrf = f.kind == "rrf"
+        scale = weight / (f.lexical_weight + f.vector_weight)
+        blocks: list[dict[str, Any]] = []
+        ceiling = math.inf  # the score above: a block never shows more
+        for rank, i in enumerate(shown, 1):
+            r, value = found[i]
+            score = round(value * per_unit) / per_unit  # the candidate's ranking
+            if score <= ceiling:
+                ceiling = score
+            share = weight / (f.k + i + 1) if rrf else 0.0 if top <= 0.0 else scale * (value / top)
+            ch = chunks[r]
+            confidence = confidences[i]
+            meta: dict[str, Any] = {
+                "confidence": confidence,
+                "fused": round((0.0 + share) * per_unit) / per_unit,
+            }
+            if on_lexical:
+                meta["bm25"] = score
+                meta["lexicalRank"] = i + 1
+            else:  # the vector list's value is the cosine
+                meta["cosine"] = score
+                meta["vectorRank"] = i + 1
+            if ch.category is not None:
+                meta["category"] = ch.category
+            if ch.kb_scope is not None:
+                meta["kbScope"] = ch.kb_scope
+            blocks.append(
+                {
+                    "rank": rank,
+                    "chunkId": ch.chunk_id,
+                    "docId": ch.doc_id,
+                    "source": ch.source,
+                    "title": ch.title,
+                    "breadcrumb": ch.breadcrumb,
+                    "text": ch.text,
+                    "score": ceiling,
+                    "scoreLabel": "high"
+                    if confidence >= 0.6
+                    else "medium"
+                    if confidence >= 0.4
+                    else "low",
+                    "metadata": meta,
+                }
+            )
+        return items, blocks
 
     @staticmethod
     def _ranked_item(c: _Candidate, score: float) -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "ChunkRef",
+    "CodedStore",
     "DocumentInfo",
     "Filter",
     "GatheredRefs",
@@ -265,6 +266,21 @@ class WriteBatch:
     meta: Mapping[str, str] = field(default_factory=dict)
     on_upload: Callable[[Upload], None] | None = None
     receipts: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class CodedStore(Protocol):
+    """A store that keeps, for its last lexical search, which query terms each chunk it
+    found holds (the embedded one, inside ``pinned``): an attempt reads its list's
+    codes as one array, without a ``matched_terms`` mapping."""
+
+    def found_term_codes(
+        self, tokens: Sequence[str], rows: Sequence[int]
+    ) -> NDArray[np.int64] | None:
+        """``matched_terms(tokens, rows)``'s codes in the order of ``rows``, when ``rows``
+        is the list this thread's last lexical search found (of the same distinct
+        ``tokens``); None otherwise (the caller asks ``matched_terms``)."""
+        ...
 
 
 @runtime_checkable

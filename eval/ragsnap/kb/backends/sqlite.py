@@ -513,6 +513,7 @@ class _Pin:
     tokens: list[str] | None = None  # the distinct tokens the codes are of
     rows: list[int] = field(default_factory=list)  # what the search found, in order
     codes: list[int] = field(default_factory=list)  # each row's: bit i for tokens[i]
+    code_array: NDArray[np.int64] | None = None  # the same as the kernel gave them
     by_row: dict[int, int] | None = None  # the same by row, made when a subset is asked
 
 
@@ -899,7 +900,7 @@ class SqliteKnowledgeBase:
                 codes = bm25.kernel.kept_codes(terms, positions, bits)
                 if codes is not None:
                     pin.tokens, pin.rows, pin.codes = distinct, rows, codes.tolist()
-                    pin.by_row = None
+                    pin.code_array, pin.by_row = codes, None
             return found
 
     def lexical_ranking(
@@ -1042,6 +1043,16 @@ class SqliteKnowledgeBase:
         if all(got):  # C-level truth tests (``None in got`` would call ``__eq__``)
             return dict(zip(rows, cast("list[ChunkRef]", got), strict=True))
         return {row: ref for row, ref in zip(rows, got, strict=True) if ref is not None}
+
+    def found_term_codes(
+        self, tokens: Sequence[str], rows: Sequence[int]
+    ) -> NDArray[np.int64] | None:
+        """The codes ``matched_terms`` gives ``rows``, in their order, when they are the
+        list this thread's pinned read last found (``CodedStore``); else None."""
+        pin = self._pin()
+        if pin is None or pin.code_array is None or tokens != pin.tokens or rows != pin.rows:
+            return None
+        return pin.code_array
 
     def matched_terms(self, tokens: Sequence[str], rows: Sequence[int]) -> dict[int, int]:
         """Which distinct ``tokens`` each row's index tokens hold, as bit codes, from the
