@@ -881,7 +881,7 @@ def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
     assert len(results[0]["evidenceBlocks"]) == 10
 
 
-@pytest.mark.parametrize("kind", ["convex", "rrf"])
+@pytest.mark.parametrize("kind", ["convex", "rrf", "adaptive"])
 def test_a_list_s_fusion_shares_equal_each_entry_s_share(kind: str) -> None:
     """A list's shares of the fused value are computed on arrays (a deep ranking's
     lists are thousands long): each equals, sign of zero included, the share of its
