@@ -68,9 +68,9 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       sufficientScore: 0.45 # evidence status "sufficient" from this top score
       contextBudgetChars: 2000
       hints: true          # L0 hints from document metadata
-      fusion: {kind: adaptive, lexicalWeight: 0.5, vectorWeight: 0.5}  # cc-adaptive-v1
-                           # or {kind: convex} (cc-max-v1, the embedder's weights: hashing
-                           # 0.85 / 0.15), {kind: rrf, k: 60, lexicalWeight: 1.0, ...}
+      fusion: {kind: adaptive, lexicalWeight: 0.7, vectorWeight: 0.3}  # by embedder:
+                           # hashing cc-adaptive-v1; others {kind: convex} (cc-max-v1,
+                           # MiniLM 0.4 / 0.6); or {kind: rrf, k: 60, lexicalWeight: 1.0, ...}
       rerankWeights: {confidence: 0.45, phrase: 0.2, identifiers: 0.15, title: 0.1,
                       coverage: 0.1}  # heuristic-v1's, any left out keeps its default
     methods:               # retrieval methods as data, beside the built-ins (lexical,

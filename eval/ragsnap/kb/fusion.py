@@ -33,8 +33,9 @@ head-window min-max normalisation and a fused list that keeps the stronger list'
 head, on development data only (Cranfield's dev split with both analyzers, the
 example set's dev cases; benchmarks/README.md, quality_cranfield).
 
-Depth: ``gap`` reads the first k entries only, so a lookup (``candidates`` deep,
-at least k) and a deep ranking (1,000 deep) weigh a query's lists alike, and a
+Depth: ``gap`` reads the first k entries only, so a lookup (``candidates`` deep:
+50 by default; a setting below k reads a shorter list, whose 10th counts 0) and a
+deep ranking (1,000 deep) weigh a query's lists alike, and a
 chunk's fused value is, as with ``cc-max-v1``, independent of how deep the lists
 are read. Machine independence: the weights come from the lists' grid values by
 division, subtraction and multiplication (correctly rounded in IEEE 754 on every

@@ -9,12 +9,12 @@ Steps, each recorded in the trace::
                  filtered attempt is empty (filtered-empty), below weak_score
                  (filtered-weak), or there was no hint (no-l0-hint)
     fusion       the method's fusion profile merges the lexical (BM25) and vector
-                 (cosine) lists: by default cc-adaptive-v1, the weighted mean of
-                 BM25 / best BM25 and cosine / best cosine with per-query weights
-                 that follow each list's confidence (``ragsnap.kb.fusion``); or
-                 cc-max-v1, the same mean with fixed weights (by embedder,
-                 ``ragsnap.settings.EMBEDDER_FUSION``); or wrrf-v1, the sum of
-                 w / (k + rank)
+                 (cosine) lists: cc-adaptive-v1 (the hashing embedder's default),
+                 the weighted mean of BM25 / best BM25 and cosine / best cosine
+                 with per-query weights that follow each list's confidence
+                 (``ragsnap.kb.fusion``); cc-max-v1 (the other embedders'), the
+                 same mean with fixed weights (``ragsnap.settings.EMBEDDER_FUSION``);
+                 or wrrf-v1, the sum of w / (k + rank)
     rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
     evidence     dedupe by chunk, drop confidences below min_score (or below
                  relative_score x the best), keep top_k; status none / partial /
