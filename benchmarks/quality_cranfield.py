@@ -449,6 +449,76 @@ def ragsnap_metrics(work: Path, qrels: Path, run: Path) -> dict[str, float]:
     return out
 
 
+def per_query(work: Path, qrels: Path, run: Path) -> dict[str, dict[str, float]]:
+    """``ragsnap metrics -q``: {measure: {query: value}} for MAP and nDCG@10."""
+    argv = ["metrics", "--qrels", str(qrels), "--run", str(run), "--digits", "6", "-q"]
+    argv += ["-m", "map", "-m", "ndcg@10"]
+    done, _ = ragsnap_process(argv, work)
+    if done.returncode != 0:
+        fail(f"ragsnap metrics -q {run}", done)
+    out: dict[str, dict[str, float]] = {"map": {}, "ndcg@10": {}}
+    for line in done.stdout.splitlines():
+        parts = [p.strip() for p in line.split("\t")]
+        if len(parts) == 3 and parts[0] in out and parts[1] != "all":
+            out[parts[0]][parts[1]] = float(parts[2])
+    return out
+
+
+def significance_table(work: Path, embedders: Sequence[str], analyzer: str = "english") -> None:
+    """Hybrid against each of its parts per split, with ragsnap's own paired test
+    (``ragsnap.scoring.significance.paired_test``: a two-sided randomization test,
+    1,000 sign flips, seed 0, and a 95 % bootstrap interval), from the run files of a
+    finished run in ``work``; the issue's target is hybrid >= max(lexical, vector) -
+    0.002 MAP."""
+    from ragsnap.scoring.significance import SignificanceSettings, paired_test
+
+    settings = SignificanceSettings()
+    cases = json.loads((work / "import" / "golden-cases.json").read_text("utf-8"))["cases"]
+    split_of = {c["id"]: c.get("split", "test") for c in cases}
+    qrels_all = work / "runs" / f"{analyzer}-hashing" / "qrels.txt"
+    print(
+        f"\nHybrid vs its parts (analyzer {analyzer}), paired randomization test "
+        "(p, two-sided) per split:\n"
+    )
+    print(
+        "| embedder | split | measure | hybrid | lexical | vector | "
+        "hybrid - lexical (p) | hybrid - vector (p) | >= max - 0.002 |"
+    )
+    print("|---|---|---|--:|--:|--:|--:|--:|---|")
+    for embedder in embedders:
+        runs = {
+            "lexical": work / "runs" / f"{analyzer}-hashing" / "lexical.trec",
+            "vector": work / "runs" / f"{analyzer}-{embedder}" / "vector.trec",
+            "hybrid": work / "runs" / f"{analyzer}-{embedder}" / "hybrid.trec",
+        }
+        for split in ("dev", "test"):
+            ids = {q for q, s in split_of.items() if s == split}
+            folder = work / "significance" / split
+            qrels = folder / "qrels.txt"
+            filter_lines(qrels_all, qrels, ids)
+            values = {}
+            for name, run in runs.items():
+                target = folder / f"{analyzer}-{embedder}-{name}.trec"
+                filter_lines(run, target, ids)
+                values[name] = per_query(work, qrels, target)
+            for m, label in (("map", "MAP"), ("ndcg@10", "nDCG@10")):
+                queries = sorted(values["hybrid"][m])
+                col = {n: [values[n][m].get(q, 0.0) for q in queries] for n in values}
+                mean = {n: sum(v) / len(v) for n, v in col.items()}
+                cells = []
+                for part in ("lexical", "vector"):
+                    test = paired_test(
+                        col[part], col["hybrid"], settings, f"{embedder}/{split}/{m}/{part}"
+                    )
+                    cells.append(f"{mean['hybrid'] - mean[part]:+.4f} (p {test.p:.3f})")
+                ok = mean["hybrid"] >= max(mean["lexical"], mean["vector"]) - 0.002
+                print(
+                    f"| {embedder} | {split} | {label} | {mean['hybrid']:.4f} | "
+                    f"{mean['lexical']:.4f} | {mean['vector']:.4f} | {cells[0]} | {cells[1]} | "
+                    f"{'PASS' if ok else 'FAIL'} |"
+                )
+
+
 def pytrec_values(qrels: Path, run: Path) -> dict[str, float] | None:
     try:
         import pytrec_eval
@@ -554,11 +624,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also Milvus Lite's lexical runs (extra milvus; about 3 minutes each)",
     )
+    parser.add_argument(
+        "--significance-of",
+        type=Path,
+        metavar="WORK",
+        help="only print the hybrid-vs-parts paired tests of a finished run's work folder "
+        "(its runs/ and import/; MiniLM when its runs are there)",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.significance_of is not None:
+        work = args.significance_of
+        found = [e for e in EMBEDDERS if (work / "runs" / f"english-{e}" / "hybrid.trec").is_file()]
+        significance_table(work, found)
+        return 0
     if not (args.data / "cran.all.1400").is_file():
         raise SystemExit(f"Cranfield not found in {args.data} (this script never downloads)")
     embedders = ["hashing"] if args.skip_minilm else ["hashing", "minilm"]
@@ -778,6 +860,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{milvus_analyzer}, stemmer {analyzer}) MAP within 0.01 of embedded: "
                     f"{v[name]['map']:.4f} vs {embedded:.4f}"
                 )
+
+        significance_table(work, embedders)
 
         print("\nGoodBuddy (cases/goodbuddy), gates from cases/goodbuddy/gates.yaml:\n")
         print("| embedder | method | MRR@10 | nDCG@10 exp | no-answer FP | admitted |")

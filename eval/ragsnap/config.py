@@ -68,8 +68,9 @@ an error. Strictly validated against ``schemas/config.schema.json``::
       sufficientScore: 0.45 # evidence status "sufficient" from this top score
       contextBudgetChars: 2000
       hints: true          # L0 hints from document metadata
-      fusion: {kind: convex, lexicalWeight: 0.85, vectorWeight: 0.15}  # by embedder
-                           # or {kind: rrf, k: 60, lexicalWeight: 1.0, vectorWeight: 1.0}
+      fusion: {kind: adaptive, lexicalWeight: 0.7, vectorWeight: 0.3}  # by embedder:
+                           # hashing cc-adaptive-v1; others {kind: convex} (cc-max-v1,
+                           # MiniLM 0.4 / 0.6); or {kind: rrf, k: 60, lexicalWeight: 1.0, ...}
       rerankWeights: {confidence: 0.45, phrase: 0.2, identifiers: 0.15, title: 0.1,
                       coverage: 0.1}  # heuristic-v1's, any left out keeps its default
     methods:               # retrieval methods as data, beside the built-ins (lexical,
@@ -129,7 +130,6 @@ from .scoring.significance import SignificanceSettings
 from .settings import (
     ALIAS_NOTE,
     BUILTIN_METHODS,
-    FUSION_KIND_DEFAULTS,
     SNAPSHOT_TOLERANCE,
     ChunkSettings,
     FusionProfile,
@@ -308,19 +308,25 @@ def _kb_config(data: dict[str, Any], base: Path, path: Path) -> KbConfig:
 
 
 def _fusion(
-    data: dict[str, Any], default: FusionProfile, path: Path, pointer: str
+    data: dict[str, Any],
+    default: FusionProfile,
+    path: Path,
+    pointer: str,
+    embedder_kind: str | None = None,
 ) -> FusionProfile:
     """A ``fusion:`` mapping; what it leaves out comes from ``default`` (the
-    embedder's profile) when it keeps that kind, from the kind's defaults otherwise."""
+    embedder's profile) when it keeps that kind, from the embedder's profile of the
+    kind it names otherwise (``default_fusion``)."""
     kind = data.get("kind", default.kind)
-    if kind == "convex" and "k" in data:
+    if kind != "rrf" and "k" in data:
         raise InputError(
             path,
-            "`k` is the rank constant of reciprocal rank fusion; a convex profile has none",
+            "`k` is the rank constant of reciprocal rank fusion; "
+            f"{'an' if kind.startswith('a') else 'a'} {kind} profile has none",
             "drop `k`, or set `kind: rrf`",
             pointer,
         )
-    base = default if kind == default.kind else FUSION_KIND_DEFAULTS[kind]
+    base = default if kind == default.kind else default_fusion(embedder_kind, kind)
     return FusionProfile(
         name=data.get("profile", base.name),
         kind=kind,
@@ -331,7 +337,11 @@ def _fusion(
 
 
 def _methods(
-    data: dict[str, Any], aliases: str | None, path: Path, fusion: FusionProfile
+    data: dict[str, Any],
+    aliases: str | None,
+    path: Path,
+    fusion: FusionProfile,
+    embedder_kind: str | None = None,
 ) -> tuple[Method, ...]:
     """The built-in methods, ``alias`` when an alias file is configured, then ``methods:``.
 
@@ -356,11 +366,12 @@ def _methods(
             )
         reranker = spec.get("reranker")
         embedder = spec.get("embedder")
-        own = fusion if embedder is None else default_fusion(embedder.get("kind"))
+        own_kind = embedder_kind if embedder is None else embedder.get("kind")
+        own = fusion if embedder is None else default_fusion(own_kind)
         try:
             if "fusion" in spec:
                 profile: FusionProfile | None = _fusion(
-                    spec["fusion"], own, path, f"{pointer}/fusion"
+                    spec["fusion"], own, path, f"{pointer}/fusion", own_kind
                 )
             else:
                 profile = None if embedder is None or len(retrievers) < 2 else own
@@ -514,12 +525,17 @@ def load_config(path: Path | None, *, embedder: str | None = None) -> Config:
     base = path.parent
     trial = _trial_config(data.get("trial", {}), base)
     lookup = data.get("lookup", {})
-    fusion = default_fusion(data.get("kb", {}).get("embedder", {}).get("kind"))
+    embedder_kind = data.get("kb", {}).get("embedder", {}).get("kind")
+    fusion = default_fusion(embedder_kind)
     try:
         if "fusion" in lookup:
-            fusion = _fusion(lookup["fusion"], fusion, path, "/lookup/fusion")
+            fusion = _fusion(lookup["fusion"], fusion, path, "/lookup/fusion", embedder_kind)
         methods = _methods(
-            data.get("methods", {}), data.get("trial", {}).get("aliases"), path, fusion
+            data.get("methods", {}),
+            data.get("trial", {}).get("aliases"),
+            path,
+            fusion,
+            embedder_kind,
         )
     except UsageError as exc:  # a weight or k the profile refuses
         raise InputError(path, str(exc), "fix the fusion profile", "/lookup/fusion") from None

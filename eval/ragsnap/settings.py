@@ -12,8 +12,10 @@ code. The shipped definitions::
 
     lexical         BM25 over the lexical index
     vector          cosine over the configured embedder's vectors
-    hybrid          both, merged by the fusion profile (``cc-max-v1`` by default: a
-                    convex combination of max-normalised BM25 and cosine)
+    hybrid          both, merged by the fusion profile (by embedder: ``cc-adaptive-v1``
+                    for hashing, a convex combination of max-normalised BM25 and
+                    cosine whose weights follow each list's confidence on the query;
+                    ``cc-max-v1``, the same with fixed weights, for the others)
     hybrid+rerank   hybrid, then the heuristic-v1 reranker
     alias           cosine over an alias provider's vectors (``trial.aliases``):
                     regression plumbing with stable cross-language matches,
@@ -22,15 +24,19 @@ code. The shipped definitions::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import UsageError, did_you_mean
 
 __all__ = [
+    "ADAPTIVE_FUSION",
+    "ADAPTIVE_GAP_RANK",
     "ALIAS_NOTE",
     "BUILTIN_METHODS",
+    "EMBEDDER_ADAPTIVE",
     "EMBEDDER_FUSION",
+    "EMBEDDER_FUSION_KIND",
     "FUSION_KINDS",
     "FUSION_KIND_DEFAULTS",
     "FUSION_NAMES",
@@ -53,7 +59,8 @@ __all__ = [
 #: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values;
 #: 4: convex fusion of max-normalised scores by default, weights by embedder
 #: 5: the rerank trace's items carry their confidence and list ranks; rerank weights
-PIPELINE_VERSION = "ragsnap-lookup/5"
+#: 6: hybrid over the hashing embedder fuses with cc-adaptive-v1 (per-query weights)
+PIPELINE_VERSION = "ragsnap-lookup/6"
 #: the built-in methods every store can run with its own vectors
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
 RETRIEVERS = ("lexical", "vector")
@@ -64,9 +71,11 @@ SNAPSHOT_TOLERANCE = 1e-4
 
 
 #: how a fusion profile merges two lists (``FusionProfile.kind``)
-FUSION_KINDS = ("convex", "rrf")
+FUSION_KINDS = ("convex", "rrf", "adaptive")
 #: the profile name of each kind when a configuration names none
-FUSION_NAMES = {"convex": "cc-max-v1", "rrf": "wrrf-v1"}
+FUSION_NAMES = {"convex": "cc-max-v1", "rrf": "wrrf-v1", "adaptive": "cc-adaptive-v1"}
+#: the rank whose score an adaptive profile compares with the best (``ragsnap.kb.fusion``)
+ADAPTIVE_GAP_RANK = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,11 @@ class FusionProfile:
 
     ``rrf`` (profile ``wrrf-v1``): weighted reciprocal rank fusion, the sum of
     ``weight / (k + rank)`` over the lists that found the chunk.
+
+    ``adaptive`` (profile ``cc-adaptive-v1``): ``convex`` with per-query weights,
+    each the profile's weight times the list's confidence on the query, the gap
+    between its best score and its 10th over the best (``ragsnap.kb.fusion``): a
+    flat list gets little say, a list whose head stands out gets most of it.
     """
 
     name: str = FUSION_NAMES["convex"]
@@ -121,14 +135,17 @@ FUSION_KIND_DEFAULTS: dict[str, FusionProfile] = {
     "rrf": FusionProfile(
         name=FUSION_NAMES["rrf"], kind="rrf", lexical_weight=1.0, vector_weight=1.0
     ),
+    "adaptive": FusionProfile(
+        name=FUSION_NAMES["adaptive"], kind="adaptive", lexical_weight=0.5, vector_weight=0.5
+    ),
 }
 
-#: The default fusion of each embedder kind, chosen on development data only
-#: (Cranfield's dev split, the example set's dev cases; benchmarks/README.md has
-#: the test-split numbers): a weak embedder's cosine gets a small share, so
-#: hybrid does not fall below lexical; a trained model's gets the larger one.
-#: An embedder kind not listed gets ``FusionProfile()``; ``lookup.fusion`` and a
-#: method's ``fusion`` override it.
+#: The ``convex`` (``cc-max-v1``) profile of each embedder kind, the default up to
+#: ``ragsnap-lookup/5``, chosen on development data only (Cranfield's dev split,
+#: the example set's dev cases; benchmarks/README.md has the test-split numbers): a
+#: weak embedder's cosine gets a small share, a trained model's the larger one. An
+#: embedder kind not listed gets ``FusionProfile()``. ``fusion: {kind: convex}``
+#: is the default of an embedder kind ``EMBEDDER_FUSION_KIND`` does not list.
 EMBEDDER_FUSION: dict[str, FusionProfile] = {
     "hashing": FusionProfile(lexical_weight=0.85, vector_weight=0.15),
     "sentence-transformer": FusionProfile(lexical_weight=0.4, vector_weight=0.6),
@@ -158,9 +175,39 @@ def named_embedder(name: str) -> dict[str, Any]:
         ) from None
 
 
-def default_fusion(embedder_kind: str | None) -> FusionProfile:
-    """The fusion profile a hybrid method over ``embedder_kind``'s vectors gets by default."""
-    return EMBEDDER_FUSION.get(embedder_kind or "hashing", FusionProfile())
+#: Each embedder kind's ``cc-adaptive-v1`` priors: the per-query confidences move the
+#: weights away from them (``ragsnap.kb.fusion``). Chosen on development data only
+#: (Cranfield's dev split with both analyzers, the example set's dev cases;
+#: benchmarks/README.md, quality_cranfield). An embedder kind not listed gets equal
+#: priors (``FUSION_KIND_DEFAULTS["adaptive"]``).
+EMBEDDER_ADAPTIVE: dict[str, FusionProfile] = {
+    "hashing": replace(FUSION_KIND_DEFAULTS["adaptive"], lexical_weight=0.7, vector_weight=0.3),
+    "sentence-transformer": replace(
+        FUSION_KIND_DEFAULTS["adaptive"], lexical_weight=0.4, vector_weight=0.6
+    ),
+}
+#: The fusion kind each embedder kind gets by default (since ``ragsnap-lookup/6``:
+#: ``adaptive`` for hashing, the default embedder); a kind not listed gets
+#: ``convex`` (``cc-max-v1``). MiniLM stays convex: on the example set's dev cases
+#: cc-adaptive-v1 ranked 0.04 MAP below cc-max-v1 with it (its cosines are flatter
+#: than BM25 even where they are right, so the gap under-weights them).
+EMBEDDER_FUSION_KIND: dict[str, str] = {"hashing": "adaptive"}
+#: the default embedder's default profile (``LookupSettings().fusion``)
+ADAPTIVE_FUSION = EMBEDDER_ADAPTIVE["hashing"]
+
+
+def default_fusion(embedder_kind: str | None, kind: str | None = None) -> FusionProfile:
+    """The fusion profile a hybrid method over ``embedder_kind``'s vectors gets by
+    default (``kind`` None: ``EMBEDDER_FUSION_KIND``'s), or when its configuration
+    names ``kind`` (adaptive: the embedder's priors; convex: its ``cc-max-v1``
+    weights)."""
+    embedder_kind = embedder_kind or "hashing"
+    kind = kind or EMBEDDER_FUSION_KIND.get(embedder_kind, "convex")
+    if kind == "adaptive":
+        return EMBEDDER_ADAPTIVE.get(embedder_kind, FUSION_KIND_DEFAULTS["adaptive"])
+    if kind == "convex":
+        return EMBEDDER_FUSION.get(embedder_kind, FusionProfile())
+    return FUSION_KIND_DEFAULTS[kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +304,7 @@ class LookupSettings:
     sufficient_score: float = 0.45
     context_budget_chars: int = 2000
     hints: bool = True
-    fusion: FusionProfile = field(default_factory=FusionProfile)
+    fusion: FusionProfile = field(default_factory=lambda: ADAPTIVE_FUSION)
     rerank_weights: RerankWeights = field(default_factory=RerankWeights)
     #: every method a lookup may name: the built-ins and ``methods:`` of ragsnap.yaml
     methods: tuple[Method, ...] = BUILTIN_METHODS

@@ -944,7 +944,7 @@ def test_a_long_query_s_lexical_confidences_are_the_same_compiled_or_not(
     assert len(results[0]["evidenceBlocks"]) == 10
 
 
-@pytest.mark.parametrize("kind", ["convex", "rrf"])
+@pytest.mark.parametrize("kind", ["convex", "rrf", "adaptive"])
 def test_a_list_s_fusion_shares_equal_each_entry_s_share(kind: str) -> None:
     """A list's shares of the fused value are computed on arrays (a deep ranking's
     lists are thousands long): each equals, sign of zero included, the share of its
@@ -1032,3 +1032,47 @@ def test_a_lookup_ends_while_another_process_writes_during_every_read(
         monkeypatch.undo()
         after = p.lookup(POOL_QUERY, kb_scope="eval", method="lexical", record_latency=False)
         assert top not in evidence_sources(after)  # the delete landed, and is seen now
+
+
+def test_an_adaptive_profile_fuses_as_convex_with_the_query_s_weights(tmp_path: Path) -> None:
+    """cc-adaptive-v1: a lookup's fused values are those of a convex profile with the
+    weights ``query_weights`` gives that query's lists (read as the lookup reads
+    them), and its deep ranking's head is the lookup's order."""
+    from ragsnap.kb.backends import Filter
+    from ragsnap.kb.fusion import query_weights
+    from ragsnap.kb.pipeline import _Query
+    from ragsnap.settings import FUSION_KIND_DEFAULTS
+
+    words = ["pool", "cache", "queue", "lag", "leak", "timeout", "replica", "index"]
+    for i in range(16):  # more than 10 chunks share the query's words, unevenly
+        body = " ".join(words[: 1 + i % len(words)]) + f" note {i} " + filler("ops", 1 + i % 3)
+        write_doc(tmp_path / "docs", f"doc-{i:02d}", body, kb_scope="eval")
+    adaptive = FUSION_KIND_DEFAULTS["adaptive"]
+    no_floor: dict[str, Any] = {"reranker": None, "min_score": 0.0, "relative_score": 0.0}
+    fused = Method("fused", ("lexical", "vector"), fusion=adaptive, **no_floor)
+    query = "pool cache queue lag"
+    with SqliteKnowledgeBase(tmp_path / "kb.sqlite") as kb:
+        docs = load_seed_docs(tmp_path / "docs")
+        seed(kb, docs, HashingEmbedder(), get_tokenizer(), ChunkSettings())
+        p = pipeline(kb, methods=(*BUILTIN_METHODS, fused), top_k=10, hints=False)
+        tokens = p.tokenizer.tokens(query)
+        df, total = kb.doc_frequencies(tokens)
+        q = _Query(query, tokens, p.embedder.embed_query(query), df, total)
+        lexical, vector, _ = p._search(fused, q, Filter(kb_scope="eval"), 50)
+        a, b = query_weights(adaptive, [v for _, v in lexical], [v for _, v in vector])
+        assert (a, b) != (0.5, 0.5)  # the confidences moved the equal priors
+        convex = Method(
+            "convex",
+            ("lexical", "vector"),
+            fusion=FusionProfile(kind="convex", lexical_weight=a, vector_weight=b),
+            **no_floor,
+        )
+        p = pipeline(kb, methods=(*BUILTIN_METHODS, fused, convex), top_k=10, hints=False)
+        got, deep = p.lookup_ranked(
+            query, kb_scope="eval", method="fused", record_latency=False, depth=50
+        )
+        want = p.lookup(query, kb_scope="eval", method="convex", record_latency=False)
+    pairs = [[(x["chunkId"], x["score"]) for x in r["evidenceBlocks"]] for r in (got, want)]
+    assert len(pairs[0]) == 10 and pairs[0] == pairs[1]
+    assert deep is not None
+    assert [r.chunk_id for r in deep][:10] == [c for c, _ in pairs[0]]

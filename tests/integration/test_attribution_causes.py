@@ -215,7 +215,7 @@ def test_fusion_other_weights_reorder_the_fused_list(
     ev = cause["evidence"]
     assert ev["fusedRank"] == [1, 2]
     old, new = ev["settings"]["fusion"]
-    assert (old["weights"]["lexical"], new["weights"]["lexical"]) == (0.85, 0.0)
+    assert (old["weights"]["lexical"], new["weights"]["lexical"]) == (0.7, 0.0)
     # the lists agree: the fused order alone moved it
     for key in ("lexicalRank", "vectorRank"):
         assert cause["before"][key] == cause["after"][key]

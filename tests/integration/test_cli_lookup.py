@@ -312,3 +312,27 @@ def test_one_lookup_never_loads_the_compiled_kernels(seeded: Path) -> None:
     # loading numba costs a process 0.45 s or more; one lookup saves a fraction of a ms
     pytest.importorskip("numba")
     assert not _imports_numba(seeded, "lookup", QUERY, "--method", "lexical")
+
+
+def test_the_configured_fusion_profile_fuses_and_is_traced(seeded: Path) -> None:
+    """hashing's default is cc-adaptive-v1 (ragsnap-lookup/6); ``lookup.fusion`` in
+    ragsnap.yaml selects cc-max-v1 again, with its old weights, and the fused values
+    follow the profile."""
+    args = (QUERY, "--kb-scope", "eval")  # hybrid+rerank: its trace lists the fused values
+    _, adaptive = lookup(seeded, *args)
+    assert adaptive["retrievalTrace"]["fusion"] == {
+        "profile": "cc-adaptive-v1",
+        "kind": "adaptive",
+        "weights": {"lexical": 0.7, "vector": 0.3},
+    }
+    (seeded / "ragsnap.yaml").write_text("lookup:\n  fusion: {kind: convex}\n", encoding="utf-8")
+    _, convex = lookup(seeded, *args)
+    assert convex["retrievalTrace"]["fusion"] == {
+        "profile": "cc-max-v1",
+        "kind": "convex",
+        "weights": {"lexical": 0.85, "vector": 0.15},
+    }
+    fused = [[i["score"] for i in r["rerankTrace"]["before"]] for r in (adaptive, convex)]
+    assert len(fused[0]) == len(fused[1]) >= 2 and fused[0] != fused[1]
+    # the best chunk heads both lists, so both profiles give it 1 (its two shares, 1 each)
+    assert fused[0][0] == fused[1][0] == 1.0

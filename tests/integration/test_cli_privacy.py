@@ -41,7 +41,7 @@ REGRESSED = "db-hikari-max-pool-size-key"
 #: cases live-check sends (a pass, a known failure, a no-answer case)
 LIVE_CASES = ("db-hikari-max-pool-size-key", "db-slow-sql-paraphrase", "k8s-noanswer-ingress-tls")
 #: what the hashing embedder and the embedded store are known by
-FINGERPRINTS = ("char-ngram", "bigram-v1", "snowball-english", "heuristic-v1", "cc-max-v1")
+FINGERPRINTS = ("char-ngram", "bigram-v1", "snowball-english", "heuristic-v1", "cc-adaptive-v1")
 
 
 def _project(root: Path) -> Path:

@@ -241,7 +241,7 @@ def test_http_snapshot_equals_the_embedded_one(
     assert files(over_http) == first
     generator = json.loads((over_http / "obs-log-retention-days.json").read_text())["generator"]
     assert generator["backend"] == "http"
-    assert generator["pipelineVersion"] == "ragsnap-lookup/5"
+    assert generator["pipelineVersion"] == "ragsnap-lookup/6"
     assert generator["embedder"]["kind"] == "hashing"
     # the service vouches for the settings it ran with: the same as the in-process pipeline
     committed = json.loads((REPO / "fixtures" / "obs-log-retention-days.json").read_text())

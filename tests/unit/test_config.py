@@ -9,7 +9,14 @@ import pytest
 from ragsnap.config import load_config
 from ragsnap.errors import InputError
 from ragsnap.scoring.diff import Tolerances
-from ragsnap.settings import EMBEDDER_FUSION, FusionProfile, default_fusion
+from ragsnap.settings import (
+    ADAPTIVE_FUSION,
+    EMBEDDER_ADAPTIVE,
+    EMBEDDER_FUSION,
+    FUSION_KIND_DEFAULTS,
+    FusionProfile,
+    default_fusion,
+)
 
 
 def test_defaults_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,6 +178,11 @@ def test_alias_is_defined_only_with_an_alias_file(tmp_path: Path) -> None:
             "a convex profile has none",
         ),
         (
+            "lookup: {fusion: {kind: adaptive, k: 5}}\n",
+            "/lookup/fusion",
+            "an adaptive profile has none",
+        ),
+        (
             "methods: {x: {retrievers: [lexical, vector], fusion: {lexicalWeight: 0, "
             "vectorWeight: 0}}}\n",
             "/methods/x",
@@ -188,17 +200,37 @@ def test_bad_methods(tmp_path: Path, text: str, pointer: str, words: str) -> Non
 
 
 def test_fusion_defaults_follow_the_embedder(tmp_path: Path) -> None:
-    """No ``fusion:``: the embedder's profile (chosen on dev data); a method with its
-    own vectors gets its own embedder's; a partial mapping fills in from them."""
+    """No ``fusion:``: cc-adaptive-v1 with the embedder's priors; ``kind: convex`` is
+    cc-max-v1 with the embedder's weights (the default before ragsnap-lookup/6); a
+    method with its own vectors gets its own embedder's; a partial mapping fills in
+    from them."""
     path = tmp_path / "ragsnap.yaml"
-    assert load_config(None).lookup.fusion == FusionProfile()  # hashing: convex 0.85 / 0.15
+    assert load_config(None).lookup.fusion == ADAPTIVE_FUSION == EMBEDDER_ADAPTIVE["hashing"]
+    assert (ADAPTIVE_FUSION.name, ADAPTIVE_FUSION.kind) == ("cc-adaptive-v1", "adaptive")
+    assert (ADAPTIVE_FUSION.lexical_weight, ADAPTIVE_FUSION.vector_weight) == (0.7, 0.3)
     path.write_text("kb: {embedder: {kind: sentence-transformer}}\n", encoding="utf-8")
+    minilm = EMBEDDER_FUSION["sentence-transformer"]  # MiniLM keeps cc-max-v1
+    assert load_config(path).lookup.fusion == minilm and minilm.kind == "convex"
+    path.write_text(
+        "kb: {embedder: {kind: sentence-transformer}}\nlookup: {fusion: {kind: adaptive}}\n",
+        encoding="utf-8",
+    )
+    assert load_config(path).lookup.fusion == EMBEDDER_ADAPTIVE["sentence-transformer"]
+    path.write_text(
+        "kb: {embedder: {kind: sentence-transformer}}\nlookup: {fusion: {kind: convex}}\n",
+        encoding="utf-8",
+    )
     assert load_config(path).lookup.fusion == EMBEDDER_FUSION["sentence-transformer"]
+    assert load_config(path).lookup.fusion.name == "cc-max-v1"
     path.write_text(
         "kb: {embedder: {kind: sentence-transformer}}\n"
         "lookup: {fusion: {lexicalWeight: 3}}\n"
         "methods:\n"
         "  own: {retrievers: [lexical, vector], embedder: {kind: hashing}}\n"
+        "  own-convex:\n"
+        "    retrievers: [lexical, vector]\n"
+        "    embedder: {kind: hashing}\n"
+        "    fusion: {kind: convex}\n"
         "  own-rrf:\n"
         "    retrievers: [lexical, vector]\n"
         "    embedder: {kind: hashing}\n"
@@ -206,15 +238,16 @@ def test_fusion_defaults_follow_the_embedder(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     lookup = load_config(path).lookup
-    minilm = EMBEDDER_FUSION["sentence-transformer"]
     assert (lookup.fusion.kind, lookup.fusion.lexical_weight) == ("convex", 3.0)
     assert lookup.fusion.vector_weight == minilm.vector_weight
-    assert lookup.method_spec("own").fusion == EMBEDDER_FUSION["hashing"]
+    assert lookup.method_spec("own").fusion == ADAPTIVE_FUSION
+    assert lookup.method_spec("own-convex").fusion == EMBEDDER_FUSION["hashing"]
     assert lookup.method_spec("own-rrf").fusion == FusionProfile(
         name="wrrf-v1", kind="rrf", lexical_weight=1.0, vector_weight=1.0
     )
     assert lookup.method_spec("hybrid").fusion is None  # the lookup's, at run time
-    assert default_fusion("openai") == FusionProfile()
+    assert default_fusion("openai") == FusionProfile()  # cc-max-v1, as before
+    assert default_fusion("openai", "adaptive") == FUSION_KIND_DEFAULTS["adaptive"]  # 0.5 / 0.5
 
 
 def test_the_analyzer(tmp_path: Path) -> None:

@@ -9,10 +9,12 @@ Steps, each recorded in the trace::
                  filtered attempt is empty (filtered-empty), below weak_score
                  (filtered-weak), or there was no hint (no-l0-hint)
     fusion       the method's fusion profile merges the lexical (BM25) and vector
-                 (cosine) lists: by default cc-max-v1, the weighted mean of
-                 BM25 / best BM25 and cosine / best cosine (weights by embedder,
-                 ``ragsnap.settings.EMBEDDER_FUSION``); or wrrf-v1, the sum of
-                 w / (k + rank)
+                 (cosine) lists: cc-adaptive-v1 (the hashing embedder's default),
+                 the weighted mean of BM25 / best BM25 and cosine / best cosine
+                 with per-query weights that follow each list's confidence
+                 (``ragsnap.kb.fusion``); cc-max-v1 (the other embedders'), the
+                 same mean with fixed weights (``ragsnap.settings.EMBEDDER_FUSION``);
+                 or wrrf-v1, the sum of w / (k + rank)
     rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
     evidence     dedupe by chunk, drop confidences below min_score (or below
                  relative_score x the best), keep top_k; status none / partial /
@@ -98,6 +100,7 @@ from .backends import (
     cut_ranking,
 )
 from .embedders import Embedder
+from .fusion import query_profile
 from .kernels import compiled_code_sums, compiled_coverage_grid
 from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
 from .text import Tokenizer, is_identifier
@@ -518,9 +521,10 @@ class Pipeline:
         refs = self.kb.refs(rows)
         if len(refs) != len(rows):  # a write removed them since the search: start again
             raise _StaleRead
-        f = self._fusion(spec)
-        lexical_shares = _shares(f, [v for _, v in lexical], f.lexical_weight)
-        vector_shares = _shares(f, [v for _, v in vector], f.vector_weight)
+        lexical_values, vector_values = [v for _, v in lexical], [v for _, v in vector]
+        f = query_profile(self._fusion(spec), lexical_values, vector_values)
+        lexical_shares = _shares(f, lexical_values, f.lexical_weight)
+        vector_shares = _shares(f, vector_values, f.vector_weight)
         if not (lexical and vector):  # one list: each row's one share, added to 0.0
             found, shares = (lexical, lexical_shares) if lexical else (vector, vector_shares)
             fused = {r: 0.0 + share for (r, _), share in zip(found, shares, strict=True)}
@@ -646,7 +650,7 @@ class Pipeline:
         if not spec.fused:
             order = rows  # one list: its rows, in its order
         else:
-            f = self._fusion(spec)
+            f = query_profile(self._fusion(spec), [v for _, v in lexical], [v for _, v in vector])
             fused: dict[int, float] = {}
             for found, weight in ((lexical, f.lexical_weight), (vector, f.vector_weight)):
                 shares = _shares(f, [v for _, v in found], weight)
