@@ -8,7 +8,7 @@ never filters (the floors read confidences). Names are versions: a profile's
 formula and weights never change under its name; a new formula is a new name.
 
 ``heuristic-v1`` (``lookup.rerankWeights``; the default of ``hybrid+rerank``
-before ``ragsnap-lookup/6``)::
+until heuristic-v2)::
 
     0.45 confidence + 0.20 phrase + 0.15 identifiers + 0.10 title + 0.10 coverage
 
