@@ -65,7 +65,7 @@ RETRIEVERS = ("lexical", "vector")
 #: the registered rerankers (``ragsnap.kb.rerankers.SCORERS``), by name
 RERANKERS = ("heuristic-v1", "heuristic-v2")
 #: heuristic-v2's fixed weights (``ragsnap.kb.rerankers.HEURISTIC_V2``), as fixtures record them
-HEURISTIC_V2_WEIGHTS = {"fused": 1.0, "title": 0.4, "codes": 0.1}
+HEURISTIC_V2_WEIGHTS = {"fused": 1.0, "title": 0.1, "codes": 0.1}
 ALIAS_NOTE = "regression plumbing: a fixture-aware alias provider, not an embedding model"
 #: how far a fixture's numbers may move and the fixture is the same (``snapshot.tolerance``)
 SNAPSHOT_TOLERANCE = 1e-4

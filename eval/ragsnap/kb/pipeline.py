@@ -47,7 +47,7 @@ query words found verbatim, ``maxPoolSize``, ``ERR-4031``; coverage when the
 query has none), codes (the same for strict code words; 0 when none), title
 (query terms in the title / breadcrumb / heading) and coverage (the unweighted
 share of query terms in the chunk). heuristic-v2 (hybrid+rerank's) = fused
-share + 0.4 title + 0.1 codes; heuristic-v1 = 0.45 confidence + 0.20 phrase +
+share + 0.1 title + 0.1 codes; heuristic-v1 = 0.45 confidence + 0.20 phrase +
 0.15 identifiers + 0.10 title + 0.10 coverage (``lookup.rerankWeights``).
 
 Methods (``ragsnap.settings.Method``): a method names its retrievers (lexical,

@@ -47,7 +47,7 @@ def test_hybrid_rerank_uses_v2_and_records_its_fixed_weights() -> None:
     assert spec.reranker == "heuristic-v2"
     recorded = method_settings(LookupSettings(), spec)
     assert recorded["reranker"] == "heuristic-v2"
-    assert recorded["rerankWeights"] == {"fused": 1.0, "title": 0.4, "codes": 0.1}
+    assert recorded["rerankWeights"] == {"fused": 1.0, "title": 0.1, "codes": 0.1}
     v1 = dataclasses.replace(spec, reranker="heuristic-v1")
     assert method_settings(LookupSettings(), v1)["rerankWeights"] == WEIGHTS.to_json()
 
@@ -64,9 +64,9 @@ def test_v2_keeps_the_fused_order_without_evidence() -> None:
 
 
 def test_v2_title_moves_a_close_candidate_not_a_far_one() -> None:
-    close = [("first", feats(1.0)), ("titled", feats(0.9, title=1.0))]
+    close = [("first", feats(1.0)), ("titled", feats(0.95, title=1.0))]
     assert order("heuristic-v2", close) == ["titled", "first"]
-    far = [("first", feats(1.0)), ("titled", feats(0.5, title=1.0))]
+    far = [("first", feats(1.0)), ("titled", feats(0.8, title=1.0))]
     assert order("heuristic-v2", far) == ["first", "titled"]
 
 
@@ -82,7 +82,7 @@ def test_equal_scores_break_by_chunk_id_and_scores_are_on_the_grid() -> None:
     ranked = rerank_order("heuristic-v2", head, WEIGHTS)
     assert [head[i][0] for i, _ in ranked] == ["a", "b"]
     score = rerank_score("heuristic-v2", feats(1 / 3, title=1 / 3), WEIGHTS)
-    assert score == round((1 / 3 + 0.4 / 3) * 1e6) / 1e6
+    assert score == round((1 / 3 + 0.1 / 3) * 1e6) / 1e6
 
 
 def test_v1_score_is_its_weighted_sum() -> None:
