@@ -72,12 +72,13 @@ an error. Strictly validated against ``schemas/config.schema.json``::
                            # hashing cc-adaptive-v1; others {kind: convex} (cc-max-v1,
                            # MiniLM 0.4 / 0.6); or {kind: rrf, k: 60, lexicalWeight: 1.0, ...}
       rerankWeights: {confidence: 0.45, phrase: 0.2, identifiers: 0.15, title: 0.1,
-                      coverage: 0.1}  # heuristic-v1's, any left out keeps its default
+                      coverage: 0.1}  # heuristic-v1's (heuristic-v2's are fixed); any left
+                                      # out keeps its default
     methods:               # retrieval methods as data, beside the built-ins (lexical,
       lexical-heavy:       # vector, hybrid, hybrid+rerank, alias); any may be redefined
         retrievers: [lexical, vector]
         fusion: {lexicalWeight: 2.0, vectorWeight: 1.0}
-        reranker: none     # or heuristic-v1
+        reranker: none     # or heuristic-v2 (hybrid+rerank's), heuristic-v1
         minScore: 0.1      # floors: the lookup's when left out
         relativeScore: 0.0
         embedder: {kind: frozen, path: other-vectors.json}  # its own vectors

@@ -16,7 +16,9 @@ code. The shipped definitions::
                     for hashing, a convex combination of max-normalised BM25 and
                     cosine whose weights follow each list's confidence on the query;
                     ``cc-max-v1``, the same with fixed weights, for the others)
-    hybrid+rerank   hybrid, then the heuristic-v1 reranker
+    hybrid+rerank   hybrid, then the heuristic-v2 reranker (``ragsnap.kb.rerankers``;
+                    heuristic-v1, the default before it, stays
+                    available by name)
     alias           cosine over an alias provider's vectors (``trial.aliases``):
                     regression plumbing with stable cross-language matches,
                     not an embedding model
@@ -40,6 +42,7 @@ __all__ = [
     "FUSION_KINDS",
     "FUSION_KIND_DEFAULTS",
     "FUSION_NAMES",
+    "HEURISTIC_V2_WEIGHTS",
     "METHODS",
     "NAMED_EMBEDDERS",
     "PIPELINE_VERSION",
@@ -59,12 +62,16 @@ __all__ = [
 #: 2: scores on the 1e-6 grid, exact cosines; 3: evidence scores are the ranking values;
 #: 4: convex fusion of max-normalised scores by default, weights by embedder
 #: 5: the rerank trace's items carry their confidence and list ranks; rerank weights
-#: 6: hybrid over the hashing embedder fuses with cc-adaptive-v1 (per-query weights)
+#: 6: hybrid over the hashing embedder fuses with cc-adaptive-v1 (per-query weights);
+#: hybrid+rerank reranks with heuristic-v2 (the reranker's name is in every fixture too)
 PIPELINE_VERSION = "ragsnap-lookup/6"
 #: the built-in methods every store can run with its own vectors
 METHODS = ("lexical", "vector", "hybrid", "hybrid+rerank")
 RETRIEVERS = ("lexical", "vector")
-RERANKERS = ("heuristic-v1",)
+#: the registered rerankers (``ragsnap.kb.rerankers.SCORERS``), by name
+RERANKERS = ("heuristic-v1", "heuristic-v2")
+#: heuristic-v2's fixed weights (``ragsnap.kb.rerankers.HEURISTIC_V2``), as fixtures record them
+HEURISTIC_V2_WEIGHTS = {"fused": 1.0, "title": 0.1, "codes": 0.1}
 ALIAS_NOTE = "regression plumbing: a fixture-aware alias provider, not an embedding model"
 #: how far a fixture's numbers may move and the fixture is the same (``snapshot.tolerance``)
 SNAPSHOT_TOLERANCE = 1e-4
@@ -257,7 +264,7 @@ BUILTIN_METHODS: tuple[Method, ...] = (
     Method("lexical", ("lexical",)),
     Method("vector", ("vector",)),
     Method("hybrid", ("lexical", "vector")),
-    Method("hybrid+rerank", ("lexical", "vector"), reranker="heuristic-v1"),
+    Method("hybrid+rerank", ("lexical", "vector"), reranker="heuristic-v2"),
 )
 
 
@@ -356,5 +363,11 @@ def method_settings(settings: LookupSettings, spec: Method) -> dict[str, Any]:
         "fusion": fusion.to_json() if spec.fused else None,
         "reranker": spec.reranker,
         "rerankDepth": s.rerank_depth if spec.reranker else None,
-        "rerankWeights": s.rerank_weights.to_json() if spec.reranker else None,
+        "rerankWeights": (
+            None
+            if spec.reranker is None
+            else dict(HEURISTIC_V2_WEIGHTS)
+            if spec.reranker == "heuristic-v2"
+            else s.rerank_weights.to_json()
+        ),
     }

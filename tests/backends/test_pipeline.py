@@ -301,7 +301,7 @@ def test_hybrid_rerank_reorders_a_prefix_of_the_fused_list(kb: SqliteKnowledgeBa
     )
     rerank = result["rerankTrace"]
     assert rerank["applied"] is True
-    assert rerank["reranker"] == "heuristic-v1"
+    assert rerank["reranker"] == "heuristic-v2"
     before = [i["chunkId"] for i in rerank["before"]]
     after = [i["chunkId"] for i in rerank["after"]]
     assert len(before) == 6 and 1 <= len(after) <= 6
@@ -330,22 +330,31 @@ def test_evidence_blocks_are_ranked_unique_and_capped(
     assert all(b["source"] != "pool-other" for b in blocks)
 
 
-def test_reranking_reorders_but_never_filters(kb: SqliteKnowledgeBase) -> None:
+@pytest.mark.parametrize("reranker", ["heuristic-v1", "heuristic-v2"])
+def test_reranking_reorders_but_never_filters(kb: SqliteKnowledgeBase, reranker: str) -> None:
     """The floors compare retrieval confidences, whatever scale the reranker uses."""
     query = "pool runbook step reviewed by operators"
+    reranked_method = Method("reranked", ("lexical", "vector"), reranker=reranker)
 
-    def evidence(method: str, floor: float) -> list[dict[str, Any]]:
+    def evidence(method: str | Method, floor: float) -> list[dict[str, Any]]:
         return pipeline(
             kb, min_score=floor, relative_score=0.0, rerank_depth=50, candidates=50
         ).lookup(query, kb_scope="eval", method=method, top_k=50)["evidenceBlocks"]
 
-    # a block whose rerank score is below its confidence, and a floor between the two
+    # a block whose rerank score is on the other side of its confidence from the
+    # others' (v1: below; v2, a fused share of at most 1 plus bonuses: above), and a
+    # floor between the two
     block = next(
-        b for b in evidence("hybrid+rerank", 0.0) if b["score"] < b["metadata"]["confidence"]
+        b
+        for b in evidence(reranked_method, 0.0)
+        if (b["score"] < b["metadata"]["confidence"]) == (reranker == "heuristic-v1")
     )
     floor = (block["score"] + block["metadata"]["confidence"]) / 2
-    reranked = evidence("hybrid+rerank", floor)
-    assert block["chunkId"] in {b["chunkId"] for b in reranked}
+    reranked = evidence(reranked_method, floor)
+    # its confidence decides, not its score: kept under v1 (score below the floor),
+    # dropped under v2 (score above it)
+    kept = block["chunkId"] in {b["chunkId"] for b in reranked}
+    assert kept == (reranker == "heuristic-v1")
     assert all(b["metadata"]["confidence"] >= floor for b in reranked)
     assert {b["chunkId"] for b in reranked} == {b["chunkId"] for b in evidence("hybrid", floor)}
 

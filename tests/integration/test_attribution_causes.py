@@ -60,6 +60,20 @@ def accepted_hybrid(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
 
 
+@pytest.fixture(scope="module")
+def accepted_v1(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example project with ``hybrid+rerank`` on ``heuristic-v1`` (its reranker before
+    heuristic-v2), the order the causes below were planted against: v1 reranks by its
+    own features (``lookup.rerankWeights``), so they move it where v2 keeps the fused order."""
+    with pytest.MonkeyPatch.context() as m:
+        return _build(
+            tmp_path_factory.mktemp("v1") / "proj",
+            m,
+            "methods:\n  hybrid+rerank:\n    retrievers: [lexical, vector]\n"
+            "    reranker: heuristic-v1\n",
+        )
+
+
 def _copy(base: Path, tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     shutil.copytree(base, root, symlinks=True)
@@ -143,9 +157,9 @@ def test_corpus_the_target_document_was_deleted(
 
 
 def test_settings_another_method(
-    accepted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    accepted_v1: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _copy(accepted, tmp_path)
+    root = _copy(accepted_v1, tmp_path)
     _config(root, "lookup:\n  method: lexical\n")
     diff = _rescore(root, monkeypatch)
     cause = _cause(diff, "cache-cluster-failover-promotion", "redis-cluster-failover#0")
@@ -182,12 +196,12 @@ def test_attempt_a_higher_weak_score_retries_unfiltered(
 
 
 def test_retrieval_a_query_terms_only_occurrence_removed(
-    accepted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    accepted_v1: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """排查 ("troubleshoot") of the query occurs once in every seed body: in the heading
     of the judged chunk kafka-consumer-rebalance-zh#3. Without it the chunk keeps its
     spans but falls in the vector list."""
-    root = _copy(accepted, tmp_path)
+    root = _copy(accepted_v1, tmp_path)
     bodies = [
         p.read_text(encoding="utf-8").split("\n---\n", 1)[1] for p in root.glob("seed-docs/*.md")
     ]
@@ -222,9 +236,9 @@ def test_fusion_other_weights_reorder_the_fused_list(
 
 
 def test_rerank_other_weights_change_the_top_source(
-    accepted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    accepted_v1: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _copy(accepted, tmp_path)
+    root = _copy(accepted_v1, tmp_path)
     _config(
         root,
         "lookup:\n  rerankWeights: {confidence: 0.05, phrase: 0.0, identifiers: 0.0, "

@@ -97,8 +97,44 @@ def test_lookup_prints_a_valid_lookup_result(seeded: Path) -> None:
     validate(as_fixture(result, QUERY), "fixture", "<stdout>", "fixture")
     assert sources(result)[0] in {"pool-eval", "pool-other"}
     assert result["rerankTrace"]["applied"] is True
-    assert result["rerankTrace"]["reranker"] == "heuristic-v1"
+    assert result["rerankTrace"]["reranker"] == "heuristic-v2"
     assert run.out.endswith("}\n")
+
+
+def test_config_selects_the_reranker(seeded: Path) -> None:
+    """`reranker:` of a method in ragsnap.yaml picks a registered reranker: heuristic-v1
+    stays available by name beside hybrid+rerank's heuristic-v2, and ranks by its own
+    scale (its weighted features, not the fused share v2 starts from)."""
+    (seeded / "ragsnap.yaml").write_text(
+        "methods:\n"
+        "  rerank-v1: {retrievers: [lexical, vector], reranker: heuristic-v1}\n"
+        "  rerank-v2: {retrievers: [lexical, vector], reranker: heuristic-v2}\n",
+        encoding="utf-8",
+    )
+    results = {}
+    for method in ("rerank-v1", "rerank-v2", "hybrid+rerank", "hybrid"):
+        _, results[method] = lookup(seeded, QUERY, "--method", method, "--kb-scope", "eval")
+    for method in ("rerank-v1", "rerank-v2"):
+        trace = results[method]["rerankTrace"]
+        assert trace["applied"] is True
+        assert trace["reranker"] == method.replace("rerank-", "heuristic-")
+    for part in ("evidenceBlocks", "rerankTrace", "contextPack"):
+        assert results["rerank-v2"][part] == results["hybrid+rerank"][part]
+    v1, v2 = (results[m]["rerankTrace"]["after"][0]["score"] for m in ("rerank-v1", "rerank-v2"))
+    # v2's head: the fused share (1 for the fused list's first) plus its title bonus
+    # ("pool" is in the title); v1's: a weighted mean of shares, below 1
+    assert v2 > 1.0 > v1
+    assert sources(results["rerank-v2"])[0] == sources(results["hybrid"])[0]
+
+
+def test_an_unknown_reranker_is_a_config_error(seeded: Path) -> None:
+    (seeded / "ragsnap.yaml").write_text(
+        "methods:\n  rr: {retrievers: [lexical, vector], reranker: heuristic-v9}\n",
+        encoding="utf-8",
+    )
+    run = run_cli("lookup", QUERY, "--method", "rr", cwd=seeded)
+    assert run.code == 2
+    assert "ragsnap.yaml" in run.err and "reranker" in run.err
 
 
 def test_kb_scope_isolation(seeded: Path) -> None:

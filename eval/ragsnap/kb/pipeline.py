@@ -15,7 +15,8 @@ Steps, each recorded in the trace::
                  (``ragsnap.kb.fusion``); cc-max-v1 (the other embedders'), the
                  same mean with fixed weights (``ragsnap.settings.EMBEDDER_FUSION``);
                  or wrrf-v1, the sum of w / (k + rank)
-    rerank       heuristic-v1 on the fused top candidates (hybrid+rerank only)
+    rerank       the method's reranker (``ragsnap.kb.rerankers``; hybrid+rerank:
+                 heuristic-v2) on the first rerank_depth candidates
     evidence     dedupe by chunk, drop confidences below min_score (or below
                  relative_score x the best), keep top_k; status none / partial /
                  sufficient (best confidence >= sufficient_score)
@@ -40,13 +41,16 @@ list shows the fused values, its ``after`` list the rerank scores; each item
 also holds its confidence and its lexical and vector ranks (null: that list did
 not find it), so a fixture records every stage of the candidates it shows.
 
-heuristic-v1 rerank score = 0.45 confidence + 0.20 phrase + 0.15 identifiers
-+ 0.10 title + 0.10 coverage (the weights are ``lookup.rerankWeights``), where
-phrase is the share of the query's adjacent term pairs found adjacent in the chunk,
-identifiers the share of code-like query words (``maxPoolSize``, ``ERR-4031``)
-found verbatim (coverage when the query has none), title the share of query
-terms in the title / breadcrumb / heading, and coverage the unweighted share of
-query terms in the chunk.
+Rerankers (``ragsnap.kb.rerankers``, where their formulas are) score each
+candidate of the head from its features: its ranking value over the head's
+best (``fused_share``), its confidence, and shares measured on its chunk:
+phrase (the query's adjacent term pairs found adjacent), identifiers (code-like
+query words found verbatim, ``maxPoolSize``, ``ERR-4031``; coverage when the
+query has none), codes (the same for strict code words; 0 when none), title
+(query terms in the title / breadcrumb / heading) and coverage (the unweighted
+share of query terms in the chunk). heuristic-v2 (hybrid+rerank's) = fused
+share + 0.1 title + 0.1 codes; heuristic-v1 = 0.45 confidence + 0.20 phrase +
+0.15 identifiers + 0.10 title + 0.10 coverage (``lookup.rerankWeights``).
 
 Methods (``ragsnap.settings.Method``): a method names its retrievers (lexical,
 vector or both, fused), its reranker and its floors; ``lexical``, ``vector``,
@@ -103,6 +107,7 @@ from .embedders import Embedder
 from .fusion import query_profile
 from .kernels import compiled_code_sums, compiled_coverage_grid
 from .numeric import GRID, TICKS_PER_UNIT, VECTOR_ENCODING, quantize, ticks, ticks_array
+from .rerankers import RerankFeatures, code_words, rerank_order
 from .text import Tokenizer, is_identifier
 
 if TYPE_CHECKING:
@@ -647,11 +652,11 @@ class Pipeline:
             raise _StaleRead
         # the lists come in the store's order (grid score, then chunk id: the
         # KnowledgeBase contract), so a list's ranks are its positions
+        fused: dict[int, float] = {}
         if not spec.fused:
             order = rows  # one list: its rows, in its order
         else:
             f = query_profile(self._fusion(spec), [v for _, v in lexical], [v for _, v in vector])
-            fused: dict[int, float] = {}
             for found, weight in ((lexical, f.lexical_weight), (vector, f.vector_weight)):
                 shares = _shares(f, [v for _, v in found], weight)
                 for (r, _), share in zip(found, shares, strict=True):
@@ -663,20 +668,31 @@ class Pipeline:
         if spec.reranker is not None and order:
             head = order[: self.settings.rerank_depth]
             cands = {r: _Candidate(r, refs[r]) for r in head}
+            # what the reranker may blend with: the value the head is ranked by, as
+            # an attempt sets it (the fused value, or the one list's score)
+            values = fused if spec.fused else dict(lexical or vector)
+            for r in head:
+                cands[r].fused = fused.get(r, 0.0)
+                cands[r].ranking = quantize(values.get(r, 0.0))
             for r, v in vector:
                 if r in cands:
                     cands[r].cosine = v
             self._confidences(spec, query, cands)
-            reranked = self._rerank(query, [cands[r] for r in head])  # all of the head
+            reranked = self._rerank(
+                spec.reranker, query, [cands[r] for r in head]
+            )  # all of the head
             order = [c.row for c in reranked] + order[len(head) :]
         return order, refs, exhausted
 
     # -- rerank ---------------------------------------------------------------
 
-    def _rerank(self, query: _Query, head: list[_Candidate]) -> list[_Candidate]:
-        """``head`` (the first ``rerank_depth`` candidates) in reranked order."""
+    def _rerank(self, reranker: str, query: _Query, head: list[_Candidate]) -> list[_Candidate]:
+        """``head`` (the first ``rerank_depth`` candidates, in ranked order) in the order
+        of ``reranker`` (``ragsnap.kb.rerankers``)."""
         chunks = self._chunks(head, tokens=True)
         w = self.settings.rerank_weights
+        best = max((c.ranking for c in head), default=0.0)
+        features: list[tuple[str, RerankFeatures]] = []
         for c in head:
             ch = chunks[c.row]
             if ch.tokens is None or ch.token_set is None:  # the KnowledgeBase contract
@@ -690,18 +706,22 @@ class Pipeline:
                 if len(self._meta_terms) >= _META_TERMS:  # a bound, not an eviction policy
                     self._meta_terms = {}
                 terms = self._meta_terms[meta] = frozenset(self.tokenizer.tokens(meta))
-            title = query.share_in(terms)
             coverage = query.share_in(ch.token_set)
-            phrase = query.phrase_share(ch.tokens)
-            ident = query.identifier_share(ch.text, coverage)
-            c.rerank = quantize(
-                w.confidence * c.exact_confidence
-                + w.phrase * phrase
-                + w.identifiers * ident
-                + w.title * title
-                + w.coverage * coverage
+            f = RerankFeatures(
+                fused_share=c.ranking / best if best > 0 else 0.0,
+                confidence=c.exact_confidence,
+                phrase=query.phrase_share(ch.tokens),
+                identifiers=query.identifier_share(ch.text, coverage),
+                title=query.share_in(terms),
+                coverage=coverage,
+                codes=query.code_share(ch.text),
             )
-        return sorted(head, key=lambda c: (-ticks(c.rerank or 0.0), c.ref.chunk_id))
+            features.append((c.ref.chunk_id, f))
+        out = []
+        for i, score in rerank_order(reranker, features, w):
+            head[i].rerank = score
+            out.append(head[i])
+        return out
 
     # -- the lookup -----------------------------------------------------------
 
@@ -833,7 +853,7 @@ class Pipeline:
         if spec.reranker is not None:
             before = ranked[: s.rerank_depth]
             before_json = [self._ranked_item(c, c.ranking) for c in before]
-            ranked = ranked.with_head(self._rerank(q, before))
+            ranked = ranked.with_head(self._rerank(spec.reranker, q, before))
             rerank_json = {
                 "applied": True,
                 "reranker": spec.reranker,
@@ -1211,6 +1231,18 @@ class _Query:
             return self.share_in(frozenset(chunk_tokens))
         have = set(itertools.pairwise(chunk_tokens))
         return len(self.pairs & have) / len(self.pairs)
+
+    @functools.cached_property
+    def codes(self) -> list[str]:
+        """The query's code words (``ragsnap.kb.rerankers.code_words``: heuristic-v2's)."""
+        return code_words(self.identifiers)
+
+    def code_share(self, text: str) -> float:
+        """Share of the query's code words found verbatim (case-insensitive); 0 if none."""
+        if not self.codes:
+            return 0.0
+        lowered = text.lower()
+        return sum(1 for w in self.codes if w.lower() in lowered) / len(self.codes)
 
     def identifier_share(self, text: str, fallback: float) -> float:
         """Share of code-like query words found verbatim (case-insensitive)."""

@@ -127,7 +127,7 @@ def test_settings_of_follows_the_method_and_its_overrides() -> None:
     config = Config()
     full = settings_of(config, "embedded")
     assert full["method"] == "hybrid+rerank"
-    assert full["lookup.reranker"] == "heuristic-v1"
+    assert full["lookup.reranker"] == "heuristic-v2"
     lexical = settings_of(config, "embedded", "lexical")
     assert lexical["lookup.fusion"] is None and lexical["lookup.rerankDepth"] is None
     stricter = Config(lookup=LookupSettings(min_score=0.5))
