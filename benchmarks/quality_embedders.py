@@ -79,7 +79,7 @@ print(json.dumps({"load_s": load, "wall_s": time.perf_counter() - w,
 """
 
 
-def cranfield_trial(work: Path, name: str, steps: Steps) -> Path:
+def cranfield_trial(work: Path, name: str, steps: Steps, reuse: bool) -> Path:
     methods: dict[str, Any] = {
         f"hybrid-v{w:02d}": {
             "retrievers": ["lexical", "vector"],
@@ -106,11 +106,40 @@ def cranfield_trial(work: Path, name: str, steps: Steps) -> Path:
     argv += ["--methods", ",".join([*METHODS, *methods]), "--depth", str(DEPTH)]
     argv += ["--runs-dir", str(runs), "--json-report", str(report), "--allow-outside"]
     argv += ["--repetitions", "1"]
+    if reuse and report.is_file():
+        return runs
     done, seconds = ragsnap_process(argv, work)
     if done.returncode not in (0, 1):
         raise SystemExit(f"cranfield trial {name}: {done.stderr[-2000:]}")
     steps.add(f"Cranfield trial, {name}", seconds)
     return runs
+
+
+def per_query_ap(work: Path, qrels: Path, run: Path) -> dict[str, float]:
+    argv = ["metrics", "--qrels", str(qrels), "--run", str(run), "-q", "-m", "map"]
+    done, _ = ragsnap_process(argv, work)
+    out: dict[str, float] = {}
+    for line in done.stdout.splitlines():
+        parts = [p.strip() for p in line.split("\t")]
+        if len(parts) == 3 and parts[0] == "map" and parts[1] != "all":
+            out[parts[1]] = float(parts[2])
+    return out
+
+
+def paired_p(work: Path, qrels: Path, a: Path, b: Path) -> tuple[float, float]:
+    """Mean AP difference b - a and its paired permutation p (ragsnap's own test)."""
+    from ragsnap.scoring.significance import SignificanceSettings, paired_test
+
+    left, right = per_query_ap(work, qrels, a), per_query_ap(work, qrels, b)
+    ids = sorted(set(left) & set(right))
+    result = paired_test(
+        [left[q] for q in ids],
+        [right[q] for q in ids],
+        SignificanceSettings(permutations=10000),
+        f"{a.name}|{b.name}",
+    )
+    diff = sum(right[q] - left[q] for q in ids) / len(ids)
+    return diff, result.p
 
 
 def metrics(work: Path, qrels: Path, run: Path) -> dict[str, float]:
@@ -125,8 +154,11 @@ def metrics(work: Path, qrels: Path, run: Path) -> dict[str, float]:
     return out
 
 
-def set_trial(work: Path, name: str, which: str, steps: Steps) -> dict[str, Any]:
+def set_trial(work: Path, name: str, which: str, steps: Steps, reuse: bool) -> dict[str, Any]:
     report = work / "reports" / f"{which}-{name}.json"
+    if reuse and report.is_file():
+        cached: dict[str, Any] = json.loads(report.read_text("utf-8"))
+        return cached
     if which == "example":
         argv = ["trial", "--config", str(REPO / "ragsnap.yaml")]
         argv += ["--cases", str(REPO / "cases" / "golden-cases.json"), "--embedder", name]
@@ -164,6 +196,15 @@ def throughput(work: Path, names: list[str], texts: list[str]) -> dict[str, list
     return out
 
 
+def cell(group: dict[str, Any] | None) -> str:
+    """``MAP / nDCG@10`` of a report group, ``-`` where it has none."""
+    found = (group or {}).get("metrics", {})
+    values = [(found.get(m) or {}).get("mean") for m in ("map", "ndcg@10")]
+    if any(v is None for v in values):
+        return "-"
+    return f"{values[0]:.3f} / {values[1]:.3f}"
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -174,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--skip-sets", action="store_true", help="Cranfield only")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep the trials whose report is in --work"
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.embedders.split(",") if n]
     print(f"Machine: {cpu_model()}, {os.cpu_count()} cores; load {load_average()}")
@@ -184,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         qrels_all = None
         rows: list[str] = []
         for name in names:
-            runs = cranfield_trial(work, name, steps)
+            runs = cranfield_trial(work, name, steps, args.reuse)
             qrels_all = runs / "qrels.txt"
             for split in SPLITS:
                 ids = {q for q, s in inputs.split_of.items() if s == split}
@@ -200,14 +244,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nCranfield (stemmer english), MAP and nDCG@10 by split\n")
         print("| embedder | method | split | MAP | nDCG@10 |\n|---|---|---|--:|--:|")
         print("\n".join(rows))
+        print("\nPaired permutation tests of AP (10,000 permutations), b - a\n")
+        print("| split | a | b | mean AP b - a | p |\n|---|---|---|--:|--:|")
+        pairs = [
+            (f"{x}/{m}", f"{y}/{m}")
+            for m in ("vector", "hybrid")
+            for x, y in (("hashing", "wordllama"), ("minilm", "wordllama"))
+            if x in names and y in names
+        ]
+        pairs += [(f"{n}/lexical", f"{n}/hybrid") for n in names]
+        for split in SPLITS:
+            qrels = work / "splits" / split / "qrels.txt"
+            for a, b in pairs:
+                (na, ma), (nb, mb) = a.split("/"), b.split("/")
+                part_a = work / "splits" / split / f"{na}--{ma}.trec"
+                part_b = work / "splits" / split / f"{nb}--{mb}.trec"
+                diff, p = paired_p(work, qrels, part_a, part_b)
+                print(f"| {split} | {a} | {b} | {diff:+.4f} | {p:.4f} |")
         if not args.skip_sets:
             for which in ("example", "goodbuddy"):
                 print(f"\n{which}: MAP / nDCG@10 by group\n")
-                print(
-                    "| embedder | method | all | dev | test | en | zh |\n|---|---|--:|--:|--:|--:|--:|"
-                )
+                print("| embedder | method | all | dev | test | en | zh |")
+                print("|---|---|--:|--:|--:|--:|--:|")
                 for name in names:
-                    data = set_trial(work, name, which, steps)
+                    data = set_trial(work, name, which, steps, args.reuse)
                     for method in METHODS:
                         if method not in data["methods"]:
                             continue
@@ -215,15 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         groups = [entry["summary"]]
                         for key, group in (("split", "dev"), ("split", "test")):
                             groups.append(entry["groups"].get(key, {}).get(group))
-                        for lang in ("en", "zh"):
-                            groups.append(entry["groups"].get("language", {}).get(lang))
-                        cells = [
-                            "-"
-                            if g is None or "map" not in g["metrics"]
-                            else f"{g['metrics']['map']['mean']:.3f} / "
-                            f"{g['metrics']['ndcg@10']['mean']:.3f}"
-                            for g in groups
-                        ]
+                        languages = entry["groups"].get("language", {})
+                        for lang in ("en", "zh"):  # GoodBuddy's Chinese is zh-CN
+                            key = next((k for k in sorted(languages) if k.startswith(lang)), "")
+                            groups.append(languages.get(key))
+                        cells = [cell(g) for g in groups]
                         print(f"| {name} | {method} | " + " | ".join(cells) + " |")
         print(f"\nThroughput: {len(inputs.texts)} Cranfield texts; load {load_average()}\n")
         result = throughput(work, names, inputs.texts)
