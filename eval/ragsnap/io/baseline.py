@@ -98,6 +98,8 @@ _HEAD = b'  "cases": [\n'
 _BETWEEN = b"\n    },\n    {\n"
 _LAST = b"\n    }\n  ]"
 _CHUNK = 1 << 20
+#: how far into the file the rows must begin (else the file is read whole)
+_HEAD_LIMIT = 1 << 20
 
 
 def _read_chunked(path: Path) -> dict[str, Any]:
@@ -127,13 +129,20 @@ def _read_chunked(path: Path) -> dict[str, Any]:
         if buffer.startswith(b"\xef\xbb\xbf"):
             buffer = buffer[3:]
         at = buffer.find(_HEAD)
-        if at == -1:
-            raise _NotCut  # the rows do not begin in the first chunk
+        while at == -1:  # the fields before ``cases`` (none, with the writer's sorted keys)
+            more = read(_CHUNK)
+            if not more or len(buffer) > _HEAD_LIMIT:
+                raise _NotCut
+            total += len(more)
+            buffer += more
+            at = buffer.find(_HEAD, max(0, len(buffer) - len(more) - len(_HEAD)))
         head = buffer[: at + len(_HEAD) - 2]  # up to ``"cases": ``, without the ``[``
         start = at + len(_HEAD) - 1  # the newline before the first row's ``{``
         while True:
             cut = buffer.find(_BETWEEN, start)
-            last = buffer.find(_LAST, start, cut if cut != -1 else len(buffer))
+            # the writer has no ``_LAST`` before the last row, and a row cut elsewhere
+            # does not parse alone: so only the rows' end is looked for, not each row's
+            last = -1 if cut != -1 else buffer.find(_LAST, start)
             if last == -1 and cut == -1:  # the row goes on in the next chunk
                 more = read(_CHUNK)
                 total += len(more)
@@ -151,10 +160,13 @@ def _read_chunked(path: Path) -> dict[str, Any]:
             seen.add(row["id"])
             cases.append(_cut(row, shared))
             if last != -1:
-                more = read(limit + 1 - total)
-                if total + len(more) > limit:
-                    raise _NotCut
-                tail = buffer[last + len(_LAST) :] + more
+                rest = [buffer[last + len(_LAST) :]]
+                while more := read(_CHUNK):  # the report's closing fields: a few KB
+                    total += len(more)
+                    if total > limit:
+                        raise _NotCut
+                    rest.append(more)
+                tail = b"".join(rest)
                 break
             start = end + 1  # after the comma: the next row's newline
     top = loads(head + b"[]" + tail)
@@ -266,8 +278,11 @@ def _cut(row: dict[str, Any], shared: dict[str, str]) -> dict[str, Any]:
     coverage = out.get("coverage")
     if type(coverage) is dict:
         for items in coverage.values():
-            for item in items:
-                for name, value in item.items():
+            for item in items:  # {"target", "rank"} or {"target", "chunk"} (the schema's)
+                if type(item) is not dict:
+                    continue
+                for name in ("target", "chunk") if len(item) == 2 else item:
+                    value = item.get(name)
                     if type(value) is str:
                         item[name] = keep(value, value)
     return out
