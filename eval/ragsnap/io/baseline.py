@@ -17,9 +17,18 @@ allocation of a run. ``load_baseline`` reads it row by row instead:
    and its privacy view read), each string shared with the rows before it (a
    source name is one object however many rows list it); the parsed row is dropped.
 
-The bytes are the only copy of the whole report held at once. Anything the fast
-path does not accept (a file that is missing, is not JSON, not a report, of
-another version, fails the schema, has a duplicate case) is read again by
+The bytes are the only copy of the whole report held at once; a report laid out
+as ragsnap's writer lays it out (``write_json``: sorted keys, two-space indents, one
+case row per four-space ``{`` ... ``}``) is not even held whole: ``_read_chunked``
+reads it 1 MiB at a time and cuts the rows at the writer's ``},`` lines (what
+``_read`` does, at a bounded memory: no 23 MB of bytes on top of the rows). A cut
+is taken only as what JSON's grammar makes it: every piece must parse as one value
+on its own, so the pieces joined by commas are the array, and the rest of the file
+with ``[]`` and then ``[null]`` in the array's place must parse with ``cases`` being
+``[]`` and ``[None]``, so the array is the top level's ``cases``. A file laid out
+otherwise is read whole (``_read``). Anything the fast path does not accept (a
+file that is missing, is not JSON, not a report, of another version, fails the
+schema, has a duplicate case) is read again by
 ``load_report``, which raises its error: the messages are the ones
 ``load_report`` gives, and nothing it rejects is accepted here.
 """
@@ -27,13 +36,15 @@ another version, fails the schema, has a duplicate case) is read again by
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..models import REPORT_KIND, REPORT_SCHEMA_VERSION
 from .inputs import load_report
-from .jsonio import read_bytes
+from .jsonio import MAX_INPUT_BYTES, read_bytes
 from .schema import load_schema
 
 __all__ = ["DIFF_CASE_FIELDS", "load_baseline"]
@@ -77,12 +88,114 @@ class _Rejected(Exception):
     """The fast path does not accept the file; ``load_report`` explains why."""
 
 
+class _NotCut(Exception):
+    """The file is not laid out as ``_read_chunked`` cuts it; ``_read`` reads it."""
+
+
+#: the writer's layout (``ragsnap.io.jsonio.write_json``): where the rows begin, the
+#: line between two rows, and the end of the last row and of the array
+_HEAD = b'  "cases": [\n'
+_BETWEEN = b"\n    },\n    {\n"
+_LAST = b"\n    }\n  ]"
+_CHUNK = 1 << 20
+#: how far into the file the rows must begin (else the file is read whole)
+_HEAD_LIMIT = 1 << 20
+
+
+def _read_chunked(path: Path) -> dict[str, Any]:
+    """``_read``'s result, the file read ``_CHUNK`` bytes at a time and its rows cut at
+    the writer's lines (module docstring); ``_NotCut`` when it is laid out otherwise,
+    ``_Rejected`` (or any error) when the fast path does not accept it."""
+    import orjson
+
+    name = os.fspath(path)
+    info = os.stat(name)  # noqa: PTH116 - never blocks, unlike opening a FIFO
+    limit = MAX_INPUT_BYTES["file"]
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        raise _NotCut
+    loads = orjson.loads
+    validators: dict[bool, Callable[[Any], bool]] = {
+        False: _validators("report")[1],
+        True: _validators("private-report")[1],
+    }
+    private: bool | None = None  # which kind of rows: the first row's, checked at the end
+    shared: dict[str, str] = {}
+    cases: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    with open(name, "rb") as file:  # noqa: PTH123 - os-level, as read_bytes
+        read = file.read
+        buffer = read(_CHUNK)
+        total = len(buffer)
+        if buffer.startswith(b"\xef\xbb\xbf"):
+            buffer = buffer[3:]
+        at = buffer.find(_HEAD)
+        while at == -1:  # the fields before ``cases`` (none, with the writer's sorted keys)
+            more = read(_CHUNK)
+            if not more or len(buffer) > _HEAD_LIMIT:
+                raise _NotCut
+            total += len(more)
+            buffer += more
+            at = buffer.find(_HEAD, max(0, len(buffer) - len(more) - len(_HEAD)))
+        head = buffer[: at + len(_HEAD) - 2]  # up to ``"cases": ``, without the ``[``
+        start = at + len(_HEAD) - 1  # the newline before the first row's ``{``
+        while True:
+            cut = buffer.find(_BETWEEN, start)
+            # the writer has no ``_LAST`` before the last row, and a row cut elsewhere
+            # does not parse alone: so only the rows' end is looked for, not each row's
+            last = -1 if cut != -1 else buffer.find(_LAST, start)
+            if last == -1 and cut == -1:  # the row goes on in the next chunk
+                more = read(_CHUNK)
+                total += len(more)
+                if not more or total > limit:
+                    raise _NotCut
+                buffer = buffer[start:] + more
+                start = 0
+                continue
+            end = (cut if last == -1 else last) + 6  # just after the row's ``}``
+            row = loads(buffer[start:end])
+            if private is None:
+                private = not validators[False](row)
+            if not validators[private](row) or row["id"] in seen:
+                raise _Rejected
+            seen.add(row["id"])
+            cases.append(_cut(row, shared))
+            if last != -1:
+                rest = [buffer[last + len(_LAST) :]]
+                while more := read(_CHUNK):  # the report's closing fields: a few KB
+                    total += len(more)
+                    if total > limit:
+                        raise _NotCut
+                    rest.append(more)
+                tail = b"".join(rest)
+                break
+            start = end + 1  # after the comma: the next row's newline
+    top = loads(head + b"[]" + tail)
+    if type(top) is not dict or top.get("cases") != []:
+        raise _NotCut
+    if loads(head + b"[null]" + tail).get("cases") != [None]:
+        raise _NotCut  # the array cut out is not the top level's ``cases``
+    if top.get("kind") != REPORT_KIND or top.get("schemaVersion") != REPORT_SCHEMA_VERSION:
+        raise _Rejected
+    if (top.get("privacy") is True) != bool(private):
+        raise _NotCut  # the rows were checked against the other kind's schema
+    top_valid = _validators("private-report" if private else "report")[0]
+    del top["cases"]
+    top["cases"] = []  # last, as ``_read`` puts it
+    if not top_valid(top):
+        raise _Rejected
+    top["cases"] = cases
+    return top
+
+
 def load_baseline(path: Path, role: str = "baseline") -> dict[str, Any]:
     """``load_report(path, role)`` as the diff reads it: every top-level field, and
     each case row with only ``DIFF_CASE_FIELDS`` (module docstring). Raises
     ``load_report``'s ``InputError`` for a file it rejects."""
     try:
-        return _read(path)
+        try:
+            return _read_chunked(path)
+        except _NotCut:  # not the writer's layout: its bytes whole
+            return _read(path)
     except Exception:  # any failure: the full reader names it, or reads the file
         return _kept(load_report(path, role))
 
@@ -165,8 +278,11 @@ def _cut(row: dict[str, Any], shared: dict[str, str]) -> dict[str, Any]:
     coverage = out.get("coverage")
     if type(coverage) is dict:
         for items in coverage.values():
-            for item in items:
-                for name, value in item.items():
+            for item in items:  # {"target", "rank"} or {"target", "chunk"} (the schema's)
+                if type(item) is not dict:
+                    continue
+                for name in ("target", "chunk") if len(item) == 2 else item:
+                    value = item.get(name)
                     if type(value) is str:
                         item[name] = keep(value, value)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import random
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,17 @@ import pytest
 
 from conftest import REPO, mutate_json, write_json
 from ragsnap.errors import InputError
-from ragsnap.io.baseline import DIFF_CASE_FIELDS, _kept, _read, load_baseline
+from ragsnap.io import baseline
+from ragsnap.io.baseline import (
+    DIFF_CASE_FIELDS,
+    _kept,
+    _NotCut,
+    _read,
+    _read_chunked,
+    load_baseline,
+)
 from ragsnap.io.inputs import load_report
+from ragsnap.io.jsonio import write_outputs
 from ragsnap.scoring.privacy import private_report
 
 BASELINE = REPO / "reports" / "baseline.json"
@@ -58,6 +68,57 @@ def test_a_private_report_and_a_byte_order_mark_are_read_too(tmp_path: Path) -> 
     fast = _read(private)
     assert fast["privacy"] is True and "query" not in fast["cases"][0]
     assert fast == _kept(load_report(private, "baseline"))
+
+
+@pytest.mark.parametrize("chunk", [7, 100, 4096, 1 << 20])
+def test_the_writers_layout_is_read_in_chunks_as_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Rows cut across chunk boundaries anywhere: the same report as ``_read``, for a
+    report and a private one (with a byte order mark) the writer laid out."""
+    monkeypatch.setattr(baseline, "_CHUNK", chunk)
+    assert _read_chunked(BASELINE) == _read(BASELINE)
+    private = tmp_path / "private.json"
+    write_outputs({private: private_report(report())})
+    private.write_bytes(b"\xef\xbb\xbf" + private.read_bytes())
+    fast = _read_chunked(private)
+    assert fast["privacy"] is True and fast == _read(private)
+    assert list(fast) == list(_read(private))  # the keys in the same order too
+
+
+def test_a_layout_it_cannot_cut_is_read_whole(tmp_path: Path) -> None:
+    compact = tmp_path / "compact.json"
+    compact.write_bytes(orjson.dumps(report()))
+    with pytest.raises(_NotCut):
+        _read_chunked(compact)
+    assert load_baseline(compact) == _read(compact)
+    # a nested "cases" array laid out as the top level's: the [] / [null] check refuses it
+    nested = tmp_path / "nested.json"
+    first, second = (
+        b"\n    " + orjson.dumps(row, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        for row in report()["cases"][:2]
+    )
+    text = b'{"note": {\n  "cases": [' + first + b"," + second + b"\n  ]\n}, "
+    nested.write_bytes(text + orjson.dumps(report())[1:])
+    with pytest.raises(_NotCut):
+        _read_chunked(nested)
+    assert outcome(load_baseline, nested) == outcome(load_report, nested)
+    assert outcome(load_report, nested)[0] == "error"  # "note" is not a report field
+
+
+def test_a_large_report_is_not_held_whole_while_its_rows_are_read(tmp_path: Path) -> None:
+    data = report()
+    rows = [dict(row, id=f"{row['id']}-{n}") for n in range(100) for row in data["cases"]]
+    path = tmp_path / "large.json"
+    write_outputs({path: {**data, "cases": rows}})
+    size = path.stat().st_size
+    peaks = {}
+    for read in (_read, _read_chunked):
+        tracemalloc.start()
+        read(path)
+        peaks[read.__name__] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks["_read_chunked"] < peaks["_read"] - size // 2, (peaks, size)
 
 
 def _write(path: Path, data: Any) -> Path:
