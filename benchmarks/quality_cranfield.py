@@ -80,6 +80,7 @@ exits with a message (status 1) only when something could not be measured.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import concurrent.futures
 import json
 import os
@@ -117,7 +118,11 @@ PYTREC = {"map": "map", "ndcg@10": "ndcg_cut_10", "P@10": "P_10", "recall@1000":
 #: the same measures in the trial report's ``summary.metrics`` (P@10 is not there)
 REPORT = {"map": "map", "ndcg@10": "ndcg@10", "recall@1000": "recall@1000"}
 ANALYZERS = {"none": None, "english": "english"}
-EMBEDDERS = {"hashing": {"kind": "hashing"}, "minilm": {"kind": "sentence-transformer"}}
+EMBEDDERS = {
+    "hashing": {"kind": "hashing"},
+    "wordllama": {"kind": "wordllama"},  # extra ragsnap[wordllama]: run when installed
+    "minilm": {"kind": "sentence-transformer"},
+}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -469,7 +474,7 @@ def significance_table(work: Path, embedders: Sequence[str], analyzer: str = "en
     (``ragsnap.scoring.significance.paired_test``: a two-sided randomization test,
     1,000 sign flips, seed 0, and a 95 % bootstrap interval), from the run files of a
     finished run in ``work``; the issue's target is hybrid >= max(lexical, vector) -
-    0.002 MAP."""
+    0.002 MAP. Then hybrid+rerank against hybrid with the same test (target: >=)."""
     from ragsnap.scoring.significance import SignificanceSettings, paired_test
 
     settings = SignificanceSettings()
@@ -485,11 +490,13 @@ def significance_table(work: Path, embedders: Sequence[str], analyzer: str = "en
         "hybrid - lexical (p) | hybrid - vector (p) | >= max - 0.002 |"
     )
     print("|---|---|---|--:|--:|--:|--:|--:|---|")
+    reranks: list[str] = []
     for embedder in embedders:
         runs = {
             "lexical": work / "runs" / f"{analyzer}-hashing" / "lexical.trec",
             "vector": work / "runs" / f"{analyzer}-{embedder}" / "vector.trec",
             "hybrid": work / "runs" / f"{analyzer}-{embedder}" / "hybrid.trec",
+            "hybrid+rerank": work / "runs" / f"{analyzer}-{embedder}" / "hybrid+rerank.trec",
         }
         for split in ("dev", "test"):
             ids = {q for q, s in split_of.items() if s == split}
@@ -517,6 +524,21 @@ def significance_table(work: Path, embedders: Sequence[str], analyzer: str = "en
                     f"{mean['lexical']:.4f} | {mean['vector']:.4f} | {cells[0]} | {cells[1]} | "
                     f"{'PASS' if ok else 'FAIL'} |"
                 )
+                test = paired_test(
+                    col["hybrid"], col["hybrid+rerank"], settings, f"{embedder}/{split}/{m}/rerank"
+                )
+                delta = mean["hybrid+rerank"] - mean["hybrid"]
+                reranks.append(
+                    f"| {embedder} | {split} | {label} | {mean['hybrid+rerank']:.4f} | "
+                    f"{mean['hybrid']:.4f} | {delta:+.4f} (p {test.p:.3f}) | "
+                    f"{'PASS' if delta >= 0 else 'FAIL'} |"
+                )
+    print(
+        f"\nhybrid+rerank vs hybrid (analyzer {analyzer}), the same paired test per split:\n"
+    )
+    print("| embedder | split | measure | hybrid+rerank | hybrid | difference (p) | >= hybrid |")
+    print("|---|---|---|--:|--:|--:|---|")
+    print("\n".join(reranks))
 
 
 def pytrec_values(qrels: Path, run: Path) -> dict[str, float] | None:
@@ -541,16 +563,16 @@ def pytrec_values(qrels: Path, run: Path) -> dict[str, float] | None:
 # --------------------------------------------------------------------------- GoodBuddy
 
 
-def goodbuddy_config(work: Path) -> Path:
-    """cases/goodbuddy/ragsnap.yaml with the MiniLM embedder and absolute paths."""
+def goodbuddy_config(work: Path, embedder: str) -> Path:
+    """cases/goodbuddy/ragsnap.yaml with ``embedder`` and absolute paths."""
     base = GOODBUDDY_DIR
     data = yaml.safe_load((base / "ragsnap.yaml").read_text("utf-8"))
-    folder = work / "goodbuddy"
+    folder = work / f"goodbuddy-{embedder}"
     folder.mkdir(parents=True, exist_ok=True)
     kb = data.setdefault("kb", {})
     kb["path"] = str(folder / "goodbuddy.sqlite")
     kb["seedDocs"] = str((base / kb.get("seedDocs", "corpus.jsonl")).resolve())
-    kb["embedder"] = {"kind": "sentence-transformer"}
+    kb["embedder"] = dict(EMBEDDERS[embedder])
     trial = data.get("trial", {})
     for key in ("aliases", "gates"):
         if isinstance(trial.get(key), str):
@@ -565,7 +587,9 @@ def goodbuddy_config(work: Path) -> Path:
 
 
 def run_goodbuddy(work: Path, embedder: str, steps: Steps) -> dict[str, Any]:
-    config = GOODBUDDY_DIR / "ragsnap.yaml" if embedder == "hashing" else goodbuddy_config(work)
+    config = (
+        GOODBUDDY_DIR / "ragsnap.yaml" if embedder == "hashing" else goodbuddy_config(work, embedder)
+    )
     report = work / "reports" / f"goodbuddy-{embedder}.json"
     argv = [
         "trial",
@@ -617,7 +641,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skip-minilm",
         action="store_true",
-        help="hashing embedder only (no MiniLM trials, no RRF peer): a quick run",
+        help="no MiniLM trials, no RRF peer: a quick run (hashing, and wordllama when "
+        "its extra is installed)",
     )
     parser.add_argument(
         "--milvus",
@@ -643,7 +668,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not (args.data / "cran.all.1400").is_file():
         raise SystemExit(f"Cranfield not found in {args.data} (this script never downloads)")
-    embedders = ["hashing"] if args.skip_minilm else ["hashing", "minilm"]
+    embedders = ["hashing"]
+    if importlib.util.find_spec("wordllama") is not None:
+        embedders.append("wordllama")  # the extra ragsnap[wordllama]
+    if not args.skip_minilm:
+        embedders.append("minilm")
     started = time.perf_counter()
     steps = Steps()
     print("Machine: " + "; ".join(cpu_lines()))
