@@ -191,15 +191,16 @@ def finish_selection(
     limit: int,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The positions and values of a compiled selection (``_numba_kernels.select``):
-    as it gave them, or, when it left the sort to numpy, from its keys (the ticks
+    as it gave them, or, when it left the sort to the caller, from its keys (the ticks
     below the highest, shifted up past the rank's bits, or'ed with the rank; distinct):
-    sorted, cut at ``limit``, and each read back as its rank's position (``by_rank``:
-    ``positions_by_rank``) and that position's value in ``values``.
-    Integers sort the same on every machine, whatever instructions numpy uses."""
+    sorted (``_numba_kernels.sort_keys``, a radix sort), cut at ``limit``, and each
+    read back as its rank's position (``by_rank``: ``positions_by_rank``) and that
+    position's value in ``values``. Distinct integers have one ascending order, on
+    every machine."""
     positions, found, keys = selected
     if len(keys) == 0:
         return positions, found
-    keys.sort()
+    _numba_kernels()["sort_keys"](keys)
     mask = (1 << (len(by_rank) - 1).bit_length()) - 1  # the rank's bits (``rank_bits``)
     positions = by_rank[keys[:limit] & mask]  # by rank, best first
     return positions, values[positions]
@@ -349,6 +350,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
+                sort_keys=compiled.sort_keys,
                 coarse_dots=compiled.coarse_dots,
                 full_dots=compiled.full_dots,
                 shortlist_top=compiled.shortlist_top,

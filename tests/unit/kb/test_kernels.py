@@ -454,8 +454,9 @@ def test_compiled_select_orders_by_ticks_then_rank_with_either_sort() -> None:
     rank's bits, or'ed with the rank) when that fits in 63 bits, and by rank then stably by ticks
     when the ticks span too far: both give the order a plain sort of (-ticks, rank)
     gives, ties in ticks and all, for counts below and above the limit. Over
-    ``NUMPY_SORT`` candidates the keys are sorted by numpy and read back as
-    positions and values (``finish_selection``): the same lists."""
+    ``NUMPY_SORT`` candidates the keys are sorted by the compiled radix sort
+    (``sort_keys``) and read back as positions and values (``finish_selection``): the
+    same lists."""
     require_numba()
     from ragsnap.kb._numba_kernels import NUMPY_SORT, select
     from ragsnap.kb.kernels import finish_selection, positions_by_rank
@@ -487,6 +488,32 @@ def test_compiled_select_orders_by_ticks_then_rank_with_either_sort() -> None:
     empty = np.zeros(0, dtype=np.int64)
     got = select(empty, empty.astype(np.float64), empty, 0, ranks, 5)
     assert len(got[0]) == len(got[1]) == len(got[2]) == 0
+
+
+def test_the_compiled_radix_sort_gives_numpy_s_order_of_distinct_keys() -> None:
+    """``sort_keys`` (a selection's sort keys: non-negative, distinct) sorts in place
+    to numpy's order whatever the keys' width (one to eight bytes: an odd and an even
+    number of passes), including keys that differ only in their highest byte or their
+    lowest, and tied ticks told apart by the rank in the low bits."""
+    require_numba()
+    from ragsnap.kb._numba_kernels import sort_keys
+
+    rng = np.random.default_rng(7)
+    for count in (0, 1, 2, 3, 257, 1_000, 4_000):
+        for high in (2, 256, 2**16 + 1, 2**40, 2**63 - 1):
+            keys = rng.choice(min(high, 10**9), min(count, high), replace=False).astype(np.int64)
+            keys = keys * (high // min(high, 10**9))  # spread over the top bytes too
+            want = np.sort(keys)
+            sort_keys(keys)
+            assert keys.tobytes() == want.tobytes(), (count, high)
+    ticks = np.array([5, 5, 5, 0, 0, 9], dtype=np.int64)  # ticks below the highest
+    ranks = np.array([4, 2, 9, 1, 3, 0], dtype=np.int64)
+    keys = (ticks << 4) | ranks
+    sort_keys(keys)
+    assert (keys & 15).tolist() == [1, 3, 2, 4, 9, 0]  # ties by rank
+    keys = np.array([2**62 + 1, 1, 2**62, 0], dtype=np.int64)
+    sort_keys(keys)
+    assert keys.tolist() == [0, 1, 2**62, 2**62 + 1]
 
 
 @pytest.mark.parametrize("kernel", ["numba", "numpy"])
