@@ -80,8 +80,8 @@ exits with a message (status 1) only when something could not be measured.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import concurrent.futures
+import importlib.util
 import json
 import os
 import platform
@@ -533,9 +533,7 @@ def significance_table(work: Path, embedders: Sequence[str], analyzer: str = "en
                     f"{mean['hybrid']:.4f} | {delta:+.4f} (p {test.p:.3f}) | "
                     f"{'PASS' if delta >= 0 else 'FAIL'} |"
                 )
-    print(
-        f"\nhybrid+rerank vs hybrid (analyzer {analyzer}), the same paired test per split:\n"
-    )
+    print(f"\nhybrid+rerank vs hybrid (analyzer {analyzer}), the same paired test per split:\n")
     print("| embedder | split | measure | hybrid+rerank | hybrid | difference (p) | >= hybrid |")
     print("|---|---|---|--:|--:|--:|---|")
     print("\n".join(reranks))
@@ -578,18 +576,19 @@ def goodbuddy_config(work: Path, embedder: str) -> Path:
         if isinstance(trial.get(key), str):
             trial[key] = str((base / trial[key]).resolve())
     for spec in (data.get("methods") or {}).values():
-        embedder = spec.get("embedder") or {}
-        if isinstance(embedder.get("path"), str):
-            embedder["path"] = str((base / embedder["path"]).resolve())
+        vectors = spec.get("embedder") or {}
+        if isinstance(vectors.get("path"), str):
+            vectors["path"] = str((base / vectors["path"]).resolve())
     path = folder / "ragsnap.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 
 
 def run_goodbuddy(work: Path, embedder: str, steps: Steps) -> dict[str, Any]:
-    config = (
-        GOODBUDDY_DIR / "ragsnap.yaml" if embedder == "hashing" else goodbuddy_config(work, embedder)
-    )
+    if embedder == "hashing":
+        config = GOODBUDDY_DIR / "ragsnap.yaml"
+    else:
+        config = goodbuddy_config(work, embedder)
     report = work / "reports" / f"goodbuddy-{embedder}.json"
     argv = [
         "trial",
@@ -645,6 +644,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "its extra is installed)",
     )
     parser.add_argument(
+        "--embedders",
+        metavar="LIST",
+        help="comma-separated embedders to run (hashing always; of "
+        f"{', '.join(EMBEDDERS)}); default: every installed one, less MiniLM with "
+        "--skip-minilm",
+    )
+    parser.add_argument(
         "--milvus",
         action="store_true",
         help="also Milvus Lite's lexical runs (extra milvus; about 3 minutes each)",
@@ -668,11 +674,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not (args.data / "cran.all.1400").is_file():
         raise SystemExit(f"Cranfield not found in {args.data} (this script never downloads)")
-    embedders = ["hashing"]
-    if importlib.util.find_spec("wordllama") is not None:
-        embedders.append("wordllama")  # the extra ragsnap[wordllama]
-    if not args.skip_minilm:
-        embedders.append("minilm")
+    if args.embedders:
+        embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
+        unknown = [e for e in embedders if e not in EMBEDDERS]
+        if unknown or "hashing" not in embedders:
+            raise SystemExit(f"--embedders: hashing plus any of {', '.join(EMBEDDERS)}")
+    else:
+        embedders = ["hashing"]
+        if importlib.util.find_spec("wordllama") is not None:
+            embedders.append("wordllama")  # the extra ragsnap[wordllama]
+        if not args.skip_minilm:
+            embedders.append("minilm")
     started = time.perf_counter()
     steps = Steps()
     print("Machine: " + "; ".join(cpu_lines()))
