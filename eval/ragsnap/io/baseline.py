@@ -13,9 +13,16 @@ allocation of a run. ``load_baseline`` reads it row by row instead:
 3. each row is parsed, validated against the schema's case definition
    (``#/definitions/case``, what the schema's ``cases`` items refer to, so the
    document is valid exactly when its top level and every row are), checked for a
-   duplicate ``id``, and kept as a dict of only ``DIFF_CASE_FIELDS`` (what the diff
-   and its privacy view read), each string shared with the rows before it (a
+   duplicate ``id``, and kept as a ``BaselineRow`` of only ``DIFF_CASE_FIELDS`` (what
+   the diff and its privacy view read), each string shared with the rows before it (a
    source name is one object however many rows list it); the parsed row is dropped.
+
+A ``BaselineRow`` is a read-only mapping over one tuple of the fields' values (a
+missing field is absent from it, as from the row): it reads, compares and iterates as
+the dict of those fields does, at about a quarter of a 25-key dict's memory. Its
+``coverage`` entries (``{"target", "rank"}`` or ``{"target", "chunk"}``) are kept the
+same way (``_Pair``: equal to the entry's dict, a third of its memory), and its empty
+lists (coverage, sources, reasons) are one list (read, never changed: the diff is pure).
 
 The bytes are the only copy of the whole report held at once; a report laid out
 as ragsnap's writer lays it out (``write_json``: sorted keys, two-space indents, one
@@ -38,7 +45,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +54,7 @@ from .inputs import load_report
 from .jsonio import MAX_INPUT_BYTES, read_bytes
 from .schema import load_schema
 
-__all__ = ["DIFF_CASE_FIELDS", "load_baseline"]
+__all__ = ["DIFF_CASE_FIELDS", "BaselineRow", "load_baseline"]
 
 #: the fields of a baseline's case row that the diff (``ragsnap.scoring.diff``) and
 #: its privacy view (``ragsnap.scoring.privacy.private_diff``) read; the rest of a row
@@ -79,6 +86,114 @@ DIFF_CASE_FIELDS = (
     "metrics",
     "coverage",
 )
+
+#: each field's place in a ``BaselineRow``'s values
+_INDEX = {name: at for at, name in enumerate(DIFF_CASE_FIELDS)}
+
+
+class _Missing:
+    """A ``BaselineRow``'s value for a field its row does not have: one object, also
+    through a copy or a pickle."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_MISSING"
+
+
+_MISSING: Any = _Missing()
+
+
+class BaselineRow(Mapping[str, Any]):
+    """A kept baseline case row: a read-only mapping of the ``DIFF_CASE_FIELDS`` the row
+    has, held as one tuple in ``DIFF_CASE_FIELDS``' order (``_MISSING`` for a field it
+    does not have) instead of a dict (module docstring). It equals the dict of those
+    fields."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._values[_INDEX[key]]
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        at = _INDEX.get(key)
+        if at is None:
+            return default
+        value = self._values[at]
+        return default if value is _MISSING else value
+
+    def __contains__(self, key: object) -> bool:
+        at = _INDEX.get(key) if type(key) is str else None
+        return at is not None and self._values[at] is not _MISSING
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, v in zip(DIFF_CASE_FIELDS, self._values, strict=True) if v is not _MISSING)
+
+    def __len__(self) -> int:
+        return sum(v is not _MISSING for v in self._values)
+
+    def __repr__(self) -> str:
+        return f"BaselineRow({dict(self)!r})"
+
+    def __reduce__(self) -> Any:  # copy and pickle as what it is
+        return (BaselineRow, (self._values,))
+
+
+class _Pair(Mapping[str, Any]):
+    """A kept coverage entry, ``{"target": ..., key: value}`` (``key``: ``rank`` or
+    ``chunk``), as a read-only mapping that equals that dict."""
+
+    __slots__ = ("_key", "_target", "_value")
+
+    def __init__(self, target: Any, key: str, value: Any) -> None:
+        self._target, self._key, self._value = target, key, value
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "target":
+            return self._target
+        if key == self._key:
+            return self._value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((self._key, "target"))  # sorted, as the writer lays the entry out
+
+    def __len__(self) -> int:
+        return 2
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is _Pair:
+            return (self._key, self._target, self._value) == (
+                other._key,
+                other._target,
+                other._value,
+            )
+        if type(other) is dict:
+            return (
+                len(other) == 2
+                and other.get("target", _MISSING) == self._target
+                and other.get(self._key, _MISSING) == self._value
+            )
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self) -> Any:  # copy and pickle as what it is
+        return (_Pair, (self._target, self._key, self._value))
+
+
+#: the one empty list of every kept row (its coverage, sources, reasons)
+_EMPTY: list[Any] = []
+
 
 #: what a report schema's ``cases`` must say for rows to be validated one at a time
 _CASES_SCHEMA = {"type": "array", "items": {"$ref": "#/definitions/case"}}
@@ -120,7 +235,7 @@ def _read_chunked(path: Path) -> dict[str, Any]:
     }
     private: bool | None = None  # which kind of rows: the first row's, checked at the end
     shared: dict[str, str] = {}
-    cases: list[dict[str, Any]] = []
+    cases: list[BaselineRow] = []
     seen: set[str] = set()
     with open(name, "rb") as file:  # noqa: PTH123 - os-level, as read_bytes
         read = file.read
@@ -261,7 +376,7 @@ _STRINGS = (
 _STRING_LISTS = ("topSources", "matchedSources", "reasons", "fallbackReasons")
 
 
-def _cut(row: dict[str, Any], shared: dict[str, str]) -> dict[str, Any]:
+def _cut(row: dict[str, Any], shared: dict[str, str]) -> BaselineRow:
     """A parsed case row with only ``DIFF_CASE_FIELDS``, each string that repeats across
     rows (a source name, a category, a coverage target or chunk id) replaced by the equal
     one seen first, so it is one object however many rows hold it."""
@@ -275,17 +390,30 @@ def _cut(row: dict[str, Any], shared: dict[str, str]) -> dict[str, Any]:
         value = out.get(key)
         if value:
             out[key] = [keep(item, item) if type(item) is str else item for item in value]
+        elif type(value) is list:
+            out[key] = _EMPTY
     coverage = out.get("coverage")
     if type(coverage) is dict:
-        for items in coverage.values():
-            for item in items:  # {"target", "rank"} or {"target", "chunk"} (the schema's)
-                if type(item) is not dict:
-                    continue
-                for name in ("target", "chunk") if len(item) == 2 else item:
-                    value = item.get(name)
-                    if type(value) is str:
-                        item[name] = keep(value, value)
-    return out
+        for name, items in coverage.items():
+            if type(items) is list:
+                coverage[name] = [_pair(item, keep) for item in items] if items else _EMPTY
+    return BaselineRow(tuple([out.get(key, _MISSING) for key in DIFF_CASE_FIELDS]))
+
+
+def _pair(item: Any, keep: Callable[[str, str], str]) -> Any:
+    """A coverage entry (``{"target", "rank"}`` or ``{"target", "chunk"}``, the schema's)
+    as a ``_Pair``, its strings shared (``keep``); anything else as it is."""
+    if type(item) is not dict or len(item) != 2 or "target" not in item:
+        return item
+    key = "rank" if "rank" in item else "chunk" if "chunk" in item else None
+    if key is None:
+        return item
+    target, value = item["target"], item[key]
+    if type(target) is str:
+        target = keep(target, target)
+    if type(value) is str:
+        value = keep(value, value)
+    return _Pair(target, key, value)
 
 
 def _kept(report: dict[str, Any]) -> dict[str, Any]:
