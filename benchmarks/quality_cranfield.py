@@ -80,8 +80,8 @@ exits with a message (status 1) only when something could not be measured.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import concurrent.futures
+import importlib.util
 import json
 import os
 import platform
@@ -533,9 +533,7 @@ def significance_table(work: Path, embedders: Sequence[str], analyzer: str = "en
                     f"{mean['hybrid']:.4f} | {delta:+.4f} (p {test.p:.3f}) | "
                     f"{'PASS' if delta >= 0 else 'FAIL'} |"
                 )
-    print(
-        f"\nhybrid+rerank vs hybrid (analyzer {analyzer}), the same paired test per split:\n"
-    )
+    print(f"\nhybrid+rerank vs hybrid (analyzer {analyzer}), the same paired test per split:\n")
     print("| embedder | split | measure | hybrid+rerank | hybrid | difference (p) | >= hybrid |")
     print("|---|---|---|--:|--:|--:|---|")
     print("\n".join(reranks))
@@ -588,7 +586,9 @@ def goodbuddy_config(work: Path, embedder: str) -> Path:
 
 def run_goodbuddy(work: Path, embedder: str, steps: Steps) -> dict[str, Any]:
     config = (
-        GOODBUDDY_DIR / "ragsnap.yaml" if embedder == "hashing" else goodbuddy_config(work, embedder)
+        GOODBUDDY_DIR / "ragsnap.yaml"
+        if embedder == "hashing"
+        else goodbuddy_config(work, embedder)
     )
     report = work / "reports" / f"goodbuddy-{embedder}.json"
     argv = [
