@@ -97,6 +97,24 @@ def sort_keys(keys: Any) -> None:
 
 
 @_jit
+def finish_keys(keys: Any, mask: int, by_rank: Any, values: Any, limit: int) -> tuple[Any, Any]:
+    """``select``'s sort keys sorted (``sort_keys``, in place), cut at ``limit`` and
+    read back in the same pass: each key's rank (its low bits, ``mask``), that rank's
+    position (``by_rank``) and the position's value in ``values``, best first. The
+    lists numpy's ``by_rank[keys[:limit] & mask]`` and ``values[positions]`` give,
+    without their temporary arrays (``kernels.finish_selection``)."""
+    sort_keys(keys)
+    m = min(limit, keys.shape[0])
+    positions = np.empty(m, dtype=np.int64)
+    found = np.empty(m, dtype=values.dtype)
+    for i in range(m):
+        p = by_rank[keys[i] & mask]
+        positions[i] = p
+        found[i] = values[p]
+    return positions, found
+
+
+@_jit
 def rank_bits(n: int) -> int:
     """How many low bits a sort key gives the rank (of ``n``): a key is the ticks below
     the highest shifted up by this many, or'ed with the rank, so a mask reads the rank
@@ -352,6 +370,24 @@ def first_appearances(keys: Any, depth: int, seen: Any) -> tuple[int, int]:
             targets += 1
     for i in range(keys.shape[0]):
         seen[keys[i]] = False
+    return targets, cut
+
+
+@_jit
+def first_appearances_at(codes: Any, positions: Any, depth: int, seen: Any) -> tuple[int, int]:
+    """``first_appearances`` of ``codes[positions]``, read where they lie (no gathered
+    copy of the ranking's codes)."""
+    targets = 0
+    cut = positions.shape[0]
+    for i in range(positions.shape[0]):
+        k = codes[positions[i]]
+        if not seen[k]:
+            seen[k] = True
+            if targets == depth:
+                cut = i
+            targets += 1
+    for i in range(positions.shape[0]):
+        seen[codes[positions[i]]] = False
     return targets, cut
 
 

@@ -195,15 +195,15 @@ def finish_selection(
     below the highest, shifted up past the rank's bits, or'ed with the rank; distinct):
     sorted (``_numba_kernels.sort_keys``, a radix sort), cut at ``limit``, and each
     read back as its rank's position (``by_rank``: ``positions_by_rank``) and that
-    position's value in ``values``. Distinct integers have one ascending order, on
-    every machine."""
+    position's value in ``values``, in one compiled call (``finish_keys``). Distinct
+    integers have one ascending order, on every machine."""
     positions, found, keys = selected
     if len(keys) == 0:
         return positions, found
-    _numba_kernels()["sort_keys"](keys)
     mask = (1 << (len(by_rank) - 1).bit_length()) - 1  # the rank's bits (``rank_bits``)
-    positions = by_rank[keys[:limit] & mask]  # by rank, best first
-    return positions, values[positions]
+    got: tuple[NDArray[np.int64], NDArray[np.float64]]
+    got = _numba_kernels()["finish_keys"](keys, mask, by_rank, values, limit)
+    return got
 
 
 def positions_by_rank(ranks: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -214,7 +214,11 @@ def positions_by_rank(ranks: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def first_appearances(
-    keys: NDArray[np.int64], depth: int, kernel: str, seen: NDArray[np.bool_] | None = None
+    keys: NDArray[np.int64],
+    depth: int,
+    kernel: str,
+    seen: NDArray[np.bool_] | None = None,
+    positions: NDArray[np.int64] | None = None,
 ) -> tuple[int, int]:
     """How many distinct values ``keys`` (small non-negative integers) holds, and the
     index where the ``depth + 1``-th of them first appears (``len(keys)`` when there
@@ -222,7 +226,16 @@ def first_appearances(
     compiled; numpy sorts (``np.unique``). Both give the same two integers.
 
     ``seen``: the compiled pass's scratch, one False per possible value, False again
-    on return (a caller keeps one for many calls); made here when not given."""
+    on return (a caller keeps one for many calls); made here when not given.
+    ``positions``: the values are ``keys[positions]`` (the compiled pass reads them
+    where they lie; numpy gathers them)."""
+    if positions is not None:
+        if kernel == "numba" and len(positions) > 0:
+            if seen is None:
+                seen = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
+            found = _numba_kernels()["first_appearances_at"](keys, positions, depth, seen)
+            return int(found[0]), int(found[1])
+        keys = keys[positions]
     if len(keys) == 0:
         return 0, 0
     if kernel == "numba":
@@ -347,6 +360,8 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 code_range=compiled.code_range,
                 coverage_grid=compiled.coverage_grid,
                 first_appearances=compiled.first_appearances,
+                first_appearances_at=compiled.first_appearances_at,
+                finish_keys=compiled.finish_keys,
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,

@@ -550,6 +550,58 @@ def test_first_appearances_count_targets_and_find_where_a_ranking_ends(kernel: s
     assert first_appearances(np.zeros(0, dtype=np.int64), 3, kernel) == (0, 0)
 
 
+def test_the_compiled_cut_to_documents_is_the_numpy_path_s_with_ties_at_the_cut() -> None:
+    """A deep ranking's compiled end (``finish_keys``: the sort keys sorted, cut and
+    read back as positions and values in one call; ``first_appearances_at``: the cut
+    to distinct documents read at the positions, no gathered codes) gives the numpy
+    path's lists and integers, and a walk's, when many candidates tie in ticks across
+    the depth's cut and their documents alternate there."""
+    require_numba()
+    from ragsnap.kb._numba_kernels import select
+    from ragsnap.kb.kernels import _order, finish_selection, first_appearances, positions_by_rank
+
+    rng = np.random.default_rng(44)
+    n = 6_000
+    ranks = rng.permutation(n).astype(np.int64)
+    by_rank = positions_by_rank(ranks)
+    checked = 0
+    for count, limit in ((300, 1_000), (1_700, 1_000), (3_000, 1_000), (2_000, 257)):
+        cand = rng.choice(n, count, replace=False).astype(np.int64)
+        ticks = rng.integers(0, 40, count).astype(np.int64)  # few values: ties everywhere
+        ticks[rng.choice(count, count // 3, replace=False)] = 20  # a third tied at 20
+        values = ticks / 1e6
+        dense = np.zeros(n)
+        dense[cand] = values
+        selected = select(cand.copy(), values.copy(), ticks.copy(), count, ranks, limit)
+        assert len(selected[2]) > 0  # left to the compiled sort and read-back
+        got_pos, got_values = finish_selection(selected, dense, by_rank, limit)
+        want_pos, want_values = _order(cand, values, ranks, limit)
+        assert got_pos.tolist() == want_pos.tolist(), (count, limit)
+        assert got_values.tobytes() == want_values.tobytes()
+        # documents: few, so the cut falls inside runs of tied chunks of one document
+        codes = rng.integers(0, 60, n).astype(np.int64)
+        seen = np.zeros(60, dtype=np.bool_)
+        for depth in (1, 5, 30, 59, 60, 500):
+            walk: list[int] = []
+            cut = len(got_pos)
+            for i, code in enumerate(codes[got_pos].tolist()):
+                if code not in walk:
+                    if len(walk) == depth:
+                        cut = i
+                    walk.append(code)
+            want = (len(walk), cut)
+            assert first_appearances(codes, depth, "numba", seen, got_pos) == want
+            assert first_appearances(codes, depth, "numba", None, got_pos) == want
+            assert first_appearances(codes, depth, "numpy", None, got_pos) == want
+            assert first_appearances(codes[got_pos], depth, "numba", seen) == want
+            assert not seen.any()
+            checked += cut < len(got_pos)
+    assert checked > 4  # cuts inside the list, not only at its end
+    empty = np.zeros(0, dtype=np.int64)
+    assert first_appearances(empty, 3, "numba", None, empty) == (0, 0)
+    assert first_appearances(np.arange(4), 3, "numpy", None, empty) == (0, 0)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_selection_from_a_narrower_one_s_limit_gives_the_same_top(seed: int) -> None:
     """A lookup retries the same terms under a filter that admits more: the compiled

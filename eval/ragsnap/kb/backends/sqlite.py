@@ -423,8 +423,9 @@ class _Index:
             cut, targets = min(depth, count), count
         elif distinct in ("doc_id", "source"):
             # the first chunk of target depth + 1 ends the ranking
-            keys = self.keys(distinct)[positions]
-            targets, cut = first_appearances(keys, depth, self.kernel, self.key_seen[distinct])
+            codes = self.keys(distinct)  # read at ``positions`` (compiled: no gather)
+            seen = self.key_seen[distinct]
+            targets, cut = first_appearances(codes, depth, self.kernel, seen, positions)
         else:
             raise ValueError(f"distinct must be chunk_id, doc_id or source, not {distinct!r}")
         if self.ref_objects is None:  # a thousand refs gathered in C, when read
