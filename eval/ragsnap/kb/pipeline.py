@@ -336,6 +336,30 @@ def describe_method(
     }
 
 
+def _evidence_block(
+    rank: int, ch: StoredChunk, score: float, confidence: float, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """One evidence block of a lookupResult: ``ch``'s chunk fields, ``score`` (at most
+    the score above it), the label of ``confidence`` (``score_label``, inlined) and
+    ``meta`` with the chunk's category and kbScope added."""
+    if ch.category is not None:
+        meta["category"] = ch.category
+    if ch.kb_scope is not None:
+        meta["kbScope"] = ch.kb_scope
+    return {
+        "rank": rank,
+        "chunkId": ch.chunk_id,
+        "docId": ch.doc_id,
+        "source": ch.source,
+        "title": ch.title,
+        "breadcrumb": ch.breadcrumb,
+        "text": ch.text,
+        "score": score,
+        "scoreLabel": "high" if confidence >= 0.6 else "medium" if confidence >= 0.4 else "low",
+        "metadata": meta,
+    }
+
+
 class Pipeline:
     """Runs lookups against one store with one embedder and tokenizer."""
 
@@ -969,28 +993,7 @@ class Pipeline:
             else:  # the vector list's value is the cosine
                 meta["cosine"] = score
                 meta["vectorRank"] = i + 1
-            if ch.category is not None:
-                meta["category"] = ch.category
-            if ch.kb_scope is not None:
-                meta["kbScope"] = ch.kb_scope
-            blocks.append(
-                {
-                    "rank": rank,
-                    "chunkId": ch.chunk_id,
-                    "docId": ch.doc_id,
-                    "source": ch.source,
-                    "title": ch.title,
-                    "breadcrumb": ch.breadcrumb,
-                    "text": ch.text,
-                    "score": ceiling,
-                    "scoreLabel": "high"
-                    if confidence >= 0.6
-                    else "medium"
-                    if confidence >= 0.4
-                    else "low",
-                    "metadata": meta,
-                }
-            )
+            blocks.append(_evidence_block(rank, ch, ceiling, confidence, meta))
         return items, blocks
 
     @staticmethod
@@ -1057,29 +1060,7 @@ class Pipeline:
                 meta["cosine"] = round(c.cosine * per_unit) / per_unit
             if c.vector_rank is not None:
                 meta["vectorRank"] = c.vector_rank
-            if ch.category is not None:
-                meta["category"] = ch.category
-            if ch.kb_scope is not None:
-                meta["kbScope"] = ch.kb_scope
-            blocks.append(
-                {
-                    "rank": rank,
-                    "chunkId": ch.chunk_id,
-                    "docId": ch.doc_id,
-                    "source": ch.source,
-                    "title": ch.title,
-                    "breadcrumb": ch.breadcrumb,
-                    "text": ch.text,
-                    "score": ceiling,  # min(score, the ceiling above)
-                    # score_label, inlined
-                    "scoreLabel": "high"
-                    if confidence >= 0.6
-                    else "medium"
-                    if confidence >= 0.4
-                    else "low",
-                    "metadata": meta,
-                }
-            )
+            blocks.append(_evidence_block(rank, ch, ceiling, confidence, meta))
         return blocks
 
     def _context(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
