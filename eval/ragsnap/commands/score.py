@@ -108,6 +108,7 @@ def _run(args: argparse.Namespace) -> int:
             "fixturesSha256": scored.sha256,
         },
         config.known_failures,
+        frozen=True,
     )
     generators = scored.generators
     # What streaming saves is lost if the case results outlive the report: they are in
