@@ -237,7 +237,7 @@ class FloatsUnder(dict[str, Any]):
 class FrozenRow(Mapping[str, Any]):
     """A ``FloatsUnder`` row held compactly: a read-only mapping over one tuple of its
     values and a key tuple shared by every row with the same keys in the same order
-    (about a quarter of a 30-key dict's memory). It reads, iterates (in its keys'
+    (about 40 % of a 30-key dict's memory). It reads, iterates (in its keys'
     order) and compares as the dict it was made from; its values are that dict's, not
     copied. ``round_floats`` writes it as that ``FloatsUnder`` row.
 

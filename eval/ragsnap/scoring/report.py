@@ -296,7 +296,7 @@ def build_report(
 ) -> dict[str, Any]:
     """Assemble the JSON score report from scored cases; ``known_failures`` is the
     ``knownFailures`` mode its ``outcome`` counts with. With ``frozen`` each case row is
-    a ``FrozenRow`` (read-only, a quarter of a row dict's memory; read and written as
+    a ``FrozenRow`` (read-only, 40 % of a row dict's memory; read and written as
     the row): for a report only read until it is written (``ragsnap score``)."""
     cases: list[Mapping[str, Any]] = (
         [_frozen_entry(r) for r in results] if frozen else [case_entry(r) for r in results]
