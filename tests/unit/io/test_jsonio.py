@@ -14,6 +14,7 @@ from ragsnap.errors import InputError, OutputError, UsageError
 from ragsnap.io.jsonio import (
     MAX_INPUT_BYTES,
     FloatsUnder,
+    FrozenRow,
     _write_body,
     check_outputs,
     dump_json,
@@ -176,6 +177,38 @@ def test_floats_under_rounds_only_its_float_keys() -> None:
     unrounded = FloatsUnder({"other": [1, "b"], "m": None}, ("m",))
     assert round_floats(unrounded) is unrounded  # nothing under its float keys
     assert dump_json([row, unrounded]) == dump_json([dict(row), dict(unrounded)])
+
+
+def test_frozen_row_reads_compares_and_writes_as_its_row(tmp_path: Path) -> None:
+    """A ``FrozenRow`` reads, iterates (in its row's key order), compares and is written
+    as the ``FloatsUnder`` row it was made from, its values not copied; rows of one
+    shape share their keys; a copy or a pickle is a ``FrozenRow`` again."""
+    import copy
+    import pickle
+
+    source = FloatsUnder(
+        {"z": "first", "m": {"x": 1 / 3, "y": None}, "n": [1, "a"], "a": None}, ("m",)
+    )
+    row = FrozenRow.of(source)
+    assert row == source and source == row and dict(row) == source
+    assert list(row) == ["z", "m", "n", "a"] and len(row) == 4
+    assert row["n"] is source["n"] and row.get("a", 5) is None and row.get("q", 5) == 5
+    assert "a" in row and "q" not in row and 1 not in row
+    with pytest.raises(KeyError):
+        row["q"]
+    assert row != {**source, "a": 1} and row != {"z": "first"}
+    assert row.float_keys == ("m",)
+    other = FrozenRow.of(FloatsUnder({**source, "z": "second"}, ("m",)))
+    assert other._shape is row._shape and other != row
+    assert round_floats(row) == round_floats(source)
+    assert dump_json([row, other]) == dump_json([source, dict(other)])
+    rows = {"cases": [row] * 70, "b": [other]}
+    write_json(tmp_path / "r.json", rows)
+    assert (tmp_path / "r.json").read_bytes() == dump_json(
+        {"cases": [source] * 70, "b": [dict(other)]}
+    )
+    for again in (copy.deepcopy(row), pickle.loads(pickle.dumps(row))):
+        assert type(again) is FrozenRow and again == source and list(again) == list(source)
 
 
 def _random_value(rng: random.Random, depth: int = 0) -> Any:

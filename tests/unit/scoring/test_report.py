@@ -164,7 +164,7 @@ def _floats(value: Any, pointer: str = "") -> list[str]:
 def test_case_rows_hold_floats_only_where_they_say() -> None:
     """The writer rounds only a case row's ``CASE_FLOAT_KEYS`` (``FloatsUnder``): every
     float of every kind of row is there, and the bytes are those of a full walk."""
-    from ragsnap.io.jsonio import FloatsUnder, dump_json
+    from ragsnap.io.jsonio import FloatsUnder, FrozenRow, dump_json
     from ragsnap.scoring.report import CASE_FLOAT_KEYS
 
     judged = make_case(
@@ -209,3 +209,8 @@ def test_case_rows_hold_floats_only_where_they_say() -> None:
     assert _floats(report["cases"][0]) == ["/metrics/ndcg@10"]
     plain = copy.deepcopy({**report, "cases": [dict(row) for row in report["cases"]]})
     assert dump_json(report) == dump_json(plain)
+    # ``frozen`` (what ``ragsnap score`` holds): the same report, read and written alike
+    frozen = build_report(results, [], INPUTS, frozen=True)
+    assert all(type(row) is FrozenRow for row in frozen["cases"])
+    assert frozen == report and dump_json(frozen) == dump_json(report)
+    assert render_markdown(frozen) == render_markdown(report)
