@@ -185,7 +185,7 @@ def test_default_mapping_against_ragsnap_serve(served: Served) -> None:
             "pipelineVersion": health["pipelineVersion"],
             "settings": health["settings"],
         }
-        assert generator["settings"]["reranker"] == "heuristic-v1"
+        assert generator["settings"]["reranker"] == "heuristic-v2"
 
         query = "hikari maximum pool size"
         result = http.lookup(query, kb_scope="rag-eval", top_k=3)

@@ -205,12 +205,18 @@ def test_a_two_line_edit_rewrites_only_what_moved_and_the_diff_names_the_regress
     after = {p.name: p.read_bytes() for p in fixtures.iterdir()}
     assert after.pop("_manifest.json") != manifest  # every fixture now records the new corpus
     rewritten = sorted(name for name in after if after[name] != before[name])
-    # every rewritten fixture changed in ranking or identity; none for arithmetic alone
+    # every rewritten fixture changed beyond the tolerance: in ranking or identity, or
+    # (heuristic-v2's scores are shares of the head's best, which BM25's corpus
+    # statistics move) a score by more than 1e-4; none for drift within it
     for name in rewritten:
         comparison = compare_fixtures(json.loads(before[name]), json.loads(after[name]))
+        assert comparison.changed, (name, comparison.within_tolerance)
         kinds = {change.kind for change in comparison.changes}
-        assert kinds & {"rank", "identity"}, (name, [c.describe() for c in comparison.changes])
-    assert len(rewritten) <= 8, rewritten  # 27 of the 29 of then (before the semantic comparison)
+        assert kinds <= {"rank", "identity", "number"}, (name, kinds)
+    # 13 of 30: 7 moved in rank or identity, 6 by scores alone (heuristic-v2's shares of
+    # the head's best follow the corpus's BM25 statistics; heuristic-v1's did not: 8 then);
+    # 27 of 29 before the semantic comparison
+    assert len(rewritten) <= 13, rewritten
     assert f"{len(rewritten)} changed, 0 new, {30 - len(rewritten)} unchanged" in run.out
     # the edited sentence's case: its fixture moved, its line says how
     hikari = case_line(run, "db-hikari-max-pool-size-key")
