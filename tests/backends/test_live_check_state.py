@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 
-from conftest import REPO, Run, Served, make_case, write_json
+from conftest import REPO, Run, Served, make_case, write_json, write_seed_docs
 from ragsnap.cli import main
 from ragsnap.io.locks import writer_lock
 from ragsnap.io.schema import validate
@@ -45,14 +45,7 @@ STATE = "st/s.json"
 
 def write_project(folder: Path) -> None:
     """Seed documents, golden cases and a private state folder in ``folder``."""
-    docs = folder / "seed-docs"
-    docs.mkdir()
-    for source, text in TOPICS.items():
-        (docs / f"{source}.md").write_text(
-            f"---\nsource: {source}\ntitle: {source}\nkb_scope: {SCOPE}\n---\n# {source}\n\n"
-            f"{text}\n",
-            encoding="utf-8",
-        )
+    write_seed_docs(folder / "seed-docs", TOPICS, SCOPE)
     cases = [
         make_case(case_id, query=query, expectedSources=[source], kbScope=SCOPE, topK=3)
         for case_id, (query, source) in CASES.items()
