@@ -3,7 +3,7 @@
 Every module of ``eval/ragsnap`` belongs to a layer: a root module (``errors``,
 ``models``, ``settings``, ``config``, ``cli``, ``pytest_plugin``) or a capability
 subpackage (``io``, ``ir``, ``kb``, ``snapshot``, ``scoring``, ``importers``, ``live``,
-``commands``). A module may import from its own layer and from layers below it,
+``trial``, ``audit``, ``commands``). A module may import from its own layer and from layers below it,
 never from a layer above or beside it, including imports deferred into a
 function or kept for type checking. The Layout table of docs/development.md
 names every subpackage.
@@ -34,11 +34,12 @@ LAYERS = {
     "live": 5,
     "trial": 5,
     "config": 6,
-    "commands": 7,
-    "cli": 8,
-    "pytest_plugin": 8,
-    "__main__": 9,
-    "__init__": 9,
+    "audit": 7,
+    "commands": 8,
+    "cli": 9,
+    "pytest_plugin": 9,
+    "__main__": 10,
+    "__init__": 10,
 }
 
 #: ``__version__`` is the package's first statement, imported by the CLI and the
