@@ -110,8 +110,8 @@ _SCALE = 1_000_000
 _BISECTIONS = 48
 #: binomial weights below this share of the mode's are dropped
 _NEGLIGIBLE = 1e-18
-#: a changed-case count whose rejection probability is 1 to double precision
-_CERTAIN = 1.0
+#: ``reject(k)`` this close to 1 is taken as 1 (and holds for every larger ``k``)
+_CERTAIN = 1e-15
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,13 +250,14 @@ def _rejections(permutations: int, alpha: float) -> tuple[float, ...]:
         return ()
     out = [0.0, 0.0]  # no change, or one (whose flips always tie it)
     k = 2
-    while out[-1] < _CERTAIN and k < 1100:
+    while out[-1] < 1.0:
         low, probs = _binomial(permutations, math.ldexp(1.0, 1 - k))
         total = 0.0
         for offset, prob in enumerate(probs):
             if low + offset <= limit:
                 total += prob
-        out.append(min(1.0, total))
+        # p = 2**(1-k) underflows long before k = 1100: certain by then
+        out.append(1.0 if 1.0 - total <= _CERTAIN or k >= 1100 else total)
         k += 1
     return tuple(out)
 
@@ -467,9 +468,11 @@ def power_section(
 
 
 def _size(metric: str, value: float) -> str:
+    """A drop: percentage points for a rate, three decimals for a mean (one more
+    digit below 1 pp or 0.01, so a small MDE is never shown as 0)."""
     if metric in HIGHER_IS_BETTER or metric in LOWER_IS_BETTER:
-        return f"{value * 100:.1f} pp"
-    return f"{value:.3f}"
+        return f"{value * 100:.1f} pp" if value >= 0.01 else f"{value * 100:.2f} pp"
+    return f"{value:.3f}" if value >= 0.01 else f"{value:.4f}"
 
 
 def power_markdown(section: Mapping[str, Any]) -> list[str]:
@@ -512,10 +515,12 @@ def power_markdown(section: Mapping[str, Any]) -> list[str]:
                 if row["mde"] is not None
                 else f"no drop detectable ({row['mdeReason']})"
             )
+            target = _size(metric, drop)
             if needed is None:
-                todo = f"a drop of {_size(metric, drop)} is not detectable ({row['casesNeededReason']})"
+                todo = f"a drop of {target} is not detectable ({row['casesNeededReason']})"
             else:
-                todo = f"add {max(0, needed - row['cases'])} cases like these to detect {_size(metric, drop)}"
+                more = max(0, needed - row["cases"])
+                todo = f"add {more} cases like these to detect {target}"
             advice.append(f"- {metric}: {what}; {todo}.")
     lines.append(
         markdown_table(
