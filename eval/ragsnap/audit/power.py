@@ -42,20 +42,34 @@ test needs), with the reason.
 per-case differences ``c`` between the two reports (current minus baseline,
 cases that have the metric in both) are run-to-run churn: changes the next PR
 brings whatever it does. The model adds it as noise: every case that does not
-lose its room moves by a churn draw of second moment ``s2 = mean(c**2)`` and a
-random sign (the null is symmetric). The changed cases then move both ways, so
-the power is approximated by the normal approximation of the sign-flip test
-(the test statistic ``S = sum d`` against ``z * sqrt(V)``, ``V = sum d**2``
-its null variance, ``z`` the two-sided ``alpha`` quantile), at the expected
-moments over ``n`` cases with room mean ``r``, squared room mean ``r2``:
+lose its room moves by a churn draw (from the observed ``c``, with a random
+sign: the null is symmetric). The changed cases then move both ways, so the
+power comes from the normal approximation of the sign-flip test: it rejects
+when ``W = S - z sqrt(V) > 0``, ``S`` the summed drop, ``V = sum d**2`` the
+null variance of the flipped sums, ``z`` the two-sided ``alpha`` quantile.
+Per case the drop ``X`` is its room ``r`` with probability ``q``, else a churn
+draw, so with ``r1..r4`` the means of ``r**1..4`` over the ``n`` cases and
+``s2``, ``s4`` the churn's second and fourth moments (``p = 1 - q``):
 
-    E[S] = n q r,  E[V] = n (q r2 + (1 - q) s2),  Var[S] = n (q (1 - q) r2 + (1 - q) s2)
-    power(q) = min(exact power above, Phi((E[S] - z sqrt(E[V])) / sqrt(Var[S])))
+    E[S] = n q r1              Var[S] = n (q p r2 + p s2)
+    E[V] = n (q r2 + p s2)     Var[V] = n (q r4 + p s4 - (q r2 + p s2)**2)
+    Cov[S, V] = n q p (r3 - s2 r1)
 
-(the exact no-churn power caps it, since the normal approximation is too
-optimistic when few cases change). Without churn, or when every shared case
-is equal, the exact formula is used alone (``method`` ``exact``; with churn
-``normal``).
+and ``sqrt(V)`` is linearised around ``E[V]`` (delta method, with its
+second-order mean term), so ``W`` is normal with
+
+    E[W] = E[S] - g - z (sqrt(E[V]) - Var[V] / (8 E[V]**1.5))
+    Var[W] = Var[S] + z**2 Var[V] / (4 E[V]) - z Cov[S, V] / sqrt(E[V])
+    power(q) = min(exact power above, Phi(E[W] / sqrt(Var[W])))
+
+where ``g`` (``lattice``, the gcd of the rooms and churn moves: 1 for a 0/1
+metric, ~0 for a graded one) is the continuity correction of sums that move in
+steps of ``2 g``. The exact no-churn power caps it (the normal approximation
+is too optimistic when few cases change). Without churn, or when every shared
+case is equal, the exact formula is used alone (``method`` ``exact``; with
+churn ``normal``). Checked by simulation (tests): at the reported MDE the real
+test detects 0.77 to 0.90 of regressions with churn (conservative where the
+cap binds), against 0.78 to 0.83 without.
 
 **Cases needed** for a drop ``drop``: ``q = drop / mean room`` (null when
 ``q > 1``: the metric cannot drop that far), and the smallest ``N`` such that
@@ -119,21 +133,34 @@ class Population:
     """What the power of one aggregate depends on (values in metric units).
 
     ``cases``: cases with a value; ``losable``: those with room (not at the
-    worst value); ``room_mean`` and ``room_square_mean``: the mean room and
-    mean squared room over ``cases``; ``churn_square_mean``: the churn's second
-    moment ``s2`` (0 without churn).
+    worst value); ``rooms``: the means over ``cases`` of the room ``r`` and of
+    ``r**2``, ``r**3``, ``r**4``; ``churn``: the churn's second and fourth
+    moments ``s2``, ``s4`` (zeros without churn).
     """
 
     cases: int
     losable: int
-    room_mean: float
-    room_square_mean: float
-    churn_square_mean: float = 0.0
+    rooms: tuple[float, float, float, float]
+    churn: tuple[float, float] = (0.0, 0.0)
+    #: the greatest common divisor of the rooms and churn moves (a case's difference
+    #: is a multiple of it, the test's sums one of twice it): 1 for a 0/1 metric
+    lattice: float = 0.0
+
+    @property
+    def room_mean(self) -> float:
+        """The mean room: the largest drop of the mean."""
+        return self.rooms[0]
 
     def scaled(self, cases: int) -> Population:
         """``cases`` cases like these: the same room distribution and churn,
         ``floor(cases * losable / self.cases)`` of them with room."""
         return replace(self, cases=cases, losable=cases * self.losable // self.cases)
+
+
+def _moments(values: Sequence[int], powers: Sequence[int]) -> list[float]:
+    """Means of ``values**p`` (whole millionths) in metric units: exact integer sums,
+    one division each."""
+    return [sum(v**p for v in values) / len(values) / _SCALE**p for p in powers]
 
 
 def population(
@@ -143,17 +170,17 @@ def population(
     when ``lower_is_better``) and the per-case ``churn`` differences (any sign)."""
     worst = _SCALE if lower_is_better else 0
     rooms = [abs(round(v * _SCALE) - worst) for v in values]
+    if not rooms:
+        return Population(0, 0, (0.0, 0.0, 0.0, 0.0))
     moves = [round(c * _SCALE) for c in churn]
-    n = len(rooms)
-    if n == 0:
-        return Population(0, 0, 0.0, 0.0, 0.0)
-    churn_square = sum(c * c for c in moves) / len(moves) / _SCALE**2 if moves else 0.0
+    r1, r2, r3, r4 = _moments(rooms, (1, 2, 3, 4))
+    s2, s4 = _moments(moves, (2, 4)) if moves else (0.0, 0.0)
     return Population(
-        cases=n,
+        cases=len(rooms),
         losable=sum(1 for r in rooms if r > 0),
-        room_mean=sum(rooms) / n / _SCALE,
-        room_square_mean=sum(r * r for r in rooms) / n / _SCALE**2,
-        churn_square_mean=churn_square,
+        rooms=(r1, r2, r3, r4),
+        churn=(s2, s4),
+        lattice=math.gcd(*rooms, *moves) / _SCALE,
     )
 
 
@@ -274,21 +301,38 @@ def _exact_power(losable: int, q: float, settings: SignificanceSettings) -> floa
     return min(1.0, total)
 
 
+def _churned_power(pop: Population, q: float, z: float) -> float:
+    """The normal approximation of the sign-flip test's power with churn (module
+    docstring): ``W = S - z sqrt(V)`` linearised around ``E[V]``."""
+    n = pop.cases
+    r1, r2, r3, r4 = pop.rooms
+    s2, s4 = pop.churn
+    p = 1.0 - q
+    shift = n * q * r1
+    var_s = n * (q * p * r2 + p * s2)
+    second = q * r2 + p * s2
+    mean_v = n * second
+    var_v = n * (q * r4 + p * s4 - second * second)
+    cov_sv = n * q * p * (r3 - s2 * r1)
+    if mean_v <= 0.0:
+        return 0.0
+    root = math.sqrt(mean_v)
+    # continuity correction: the flipped sums move in steps of 2 * lattice
+    mean_w = shift - pop.lattice - z * (root - var_v / (8.0 * mean_v * root))
+    var_w = var_s + z * z * var_v / (4.0 * mean_v) - z * cov_sv / root
+    if var_w <= 0.0:
+        return 1.0 if mean_w > 0.0 else 0.0
+    return _normal_cdf(mean_w / math.sqrt(var_w))
+
+
 def detection_power(pop: Population, q: float, settings: SignificanceSettings) -> float:
     """The probability that the diff's paired test detects a regression of strength
     ``q`` (each case losing its room with probability ``q``) on ``pop``."""
     exact = _exact_power(pop.losable, q, settings)
-    if pop.churn_square_mean <= 0.0 or exact <= 0.0:
+    if pop.churn[0] <= 0.0 or exact <= 0.0:
         return exact
-    n = pop.cases
     z = _normal_quantile(1.0 - settings.alpha / 2.0)
-    shift = n * q * pop.room_mean
-    null_variance = n * (q * pop.room_square_mean + (1.0 - q) * pop.churn_square_mean)
-    spread = n * (q * (1.0 - q) * pop.room_square_mean + (1.0 - q) * pop.churn_square_mean)
-    if spread <= 0.0:
-        return exact
-    normal = _normal_cdf((shift - z * math.sqrt(null_variance)) / math.sqrt(spread))
-    return min(exact, normal)
+    return min(exact, _churned_power(pop, q, z))
 
 
 def _unreachable(pop: Population, settings: SignificanceSettings, power: float) -> str | None:
@@ -418,10 +462,8 @@ def _row(
         "casesNeeded": needed,
         "casesNeededReason": needed_reason,
         "churnCases": len(churn) if before is not None else None,
-        "churn": (
-            round(math.sqrt(pop.churn_square_mean), 6) if before is not None and churn else None
-        ),
-        "method": "normal" if pop.churn_square_mean > 0.0 else "exact",
+        "churn": (round(math.sqrt(pop.churn[0]), 6) if before is not None and churn else None),
+        "method": "normal" if pop.churn[0] > 0.0 else "exact",
     }
 
 

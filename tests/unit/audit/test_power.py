@@ -13,7 +13,6 @@ import pytest
 from conftest import REPO
 from ragsnap.audit.power import (
     MODEL,
-    Population,
     cases_needed,
     detection_power,
     loss_share,
@@ -114,29 +113,36 @@ def test_the_simulation_agrees_at_other_settings(settings: SignificanceSettings)
 
 
 @pytest.mark.parametrize("cases", [30, 200, 1000])
-def test_with_churn_the_mde_is_conservative(cases: int) -> None:
-    """With churn the power is approximated (normal approximation, capped by the exact
-    no-churn power); the approximation must not over-promise: at the reported MDE
-    the real test detects at least 0.8 - 0.065 of the regressions (same tolerance as
-    above). Measured 0.95 / 0.90 / 0.85 at 30 / 200 / 1000 cases (conservative)."""
-    values = values_for("graded", cases, seed=cases)
+@pytest.mark.parametrize("kind", ["binary", "graded"])
+def test_with_churn_the_detection_rate_is_near_the_target(kind: str, cases: int) -> None:
+    """With churn the power is approximated (normal approximation with the delta method,
+    capped by the exact no-churn power; module docstring). At the reported MDE the real
+    test detects 0.8 - 0.065 to 0.8 + 0.12 of the regressions: the same lower tolerance
+    as above (the approximation must not over-promise), a wider upper one because the
+    cap is conservative by design where few cases change. Measured: binary (20% of
+    cases churn by 1) 0.78 / 0.83 / 0.77, graded (30% churn, sd 0.1) 0.90 / 0.77 / 0.81
+    at 30 / 200 / 1000 cases."""
+    values = values_for(kind, cases, seed=cases)
     rng = np.random.default_rng(cases + 7)
-    churn = np.round(np.where(rng.random(cases) < 0.3, rng.normal(0.0, 0.1, cases), 0.0), 6)
+    if kind == "binary":
+        churn = np.where(rng.random(cases) < 0.2, 1.0, 0.0)
+    else:
+        churn = np.round(np.where(rng.random(cases) < 0.3, rng.normal(0.0, 0.1, cases), 0.0), 6)
     pop = population(values.tolist(), churn=churn.tolist())
-    assert pop.churn_square_mean > 0
+    assert pop.churn[0] > 0
     q = loss_share(pop, SETTINGS)
     assert q is not None
     # churn makes a drop harder to see than without it
-    assert q > (loss_share(population(values.tolist()), SETTINGS) or 0.0)
-    rate = detection_rate(values, q, churn=churn, seed=cases + 2)
-    assert rate >= 0.8 - TOLERANCE, (cases, q, rate)
+    assert q >= (loss_share(population(values.tolist()), SETTINGS) or 0.0)
+    rate = detection_rate(values, q, churn=churn, seed=cases + 8)
+    assert 0.8 - TOLERANCE <= rate <= 0.92, (cases, q, rate)
 
 
 def test_the_exact_power_steps_at_six_changed_cases() -> None:
     """At alpha 0.05 and 1000 sign flips the test needs 6 same-sign changes (p = 2/2**k):
     30 cases of which exactly 5 or 6 can lose their value."""
-    five = Population(cases=30, losable=5, room_mean=5 / 30, room_square_mean=5 / 30)
-    six = Population(cases=30, losable=6, room_mean=6 / 30, room_square_mean=6 / 30)
+    five = population([1.0] * 5 + [0.0] * 25)
+    six = population([1.0] * 6 + [0.0] * 24)
     assert detection_power(five, 1.0, SETTINGS) < 0.05
     assert detection_power(six, 1.0, SETTINGS) > 0.99
     assert minimum_detectable_effect(five, SETTINGS) is None
