@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -278,7 +279,8 @@ def report_of(cases: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def rows(section: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {row["metric"]: row for row in section["rows"]}
+    """The overall rows by metric."""
+    return {row["metric"]: row for row in section["rows"] if row["scope"] == "all"}
 
 
 def test_edge_cases_are_null_with_a_reason() -> None:
@@ -321,3 +323,31 @@ def test_bad_settings_are_refused() -> None:
         power_section(report, SETTINGS, power=1.0)
     with pytest.raises(ValueError, match="drop"):
         power_section(report, SETTINGS, drop=0.0)
+
+
+def test_churn_from_a_baseline_widens_the_mde() -> None:
+    """A baseline whose cases differ from the report's: the differences are churn, the
+    power is approximated (``normal``), and more cases are needed than without churn
+    (at 25 cases the exact cap binds, so the MDE itself is no smaller)."""
+    report = load_baseline()
+    older = copy.deepcopy(report)
+    for index, row in enumerate(older["cases"]):
+        if index % 3 == 0 and row["metrics"] is not None:
+            row["metrics"]["ndcg@10"] = max(0.0, row["metrics"]["ndcg@10"] - 0.2)
+    plain = rows(power_section(report, SETTINGS))["ndcg@10"]
+    churned = rows(power_section(report, SETTINGS, baseline=older))["ndcg@10"]
+    assert plain["method"] == "exact" and plain["churn"] is None and plain["churnCases"] is None
+    assert churned["method"] == "normal" and churned["churnCases"] == 25
+    assert churned["churn"] > 0.05
+    assert churned["mde"] >= plain["mde"]
+    assert churned["casesNeeded"] > plain["casesNeeded"]
+
+
+def test_the_normal_cdf_needs_no_libm() -> None:
+    """The series CDF (basic IEEE arithmetic only) agrees with ``math.erf``."""
+    from ragsnap.audit.power import _normal_cdf, _normal_quantile
+
+    for step in range(-900, 901, 7):
+        x = step / 100
+        assert _normal_cdf(x) == pytest.approx(0.5 * (1 + math.erf(x / math.sqrt(2))), abs=1e-12)
+    assert _normal_quantile(0.975) == pytest.approx(1.959964, abs=1e-6)
