@@ -80,7 +80,11 @@ doubling and bisection over ``N`` (power grows with ``N``), up to
 
 **Scope of the number.** ``alpha`` is per row: the diff corrects the p-values
 of all rows one diff tests (Holm by default), so when a regression moves many
-rows the effective threshold of the weakest is lower and its MDE larger.
+rows the effective threshold of the weakest is lower and its MDE larger. The
+MDE is the test's alone: the diff also leaves a move below its noise floor
+(``diff.noiseFloor``, 0.001 by default) untested, and fails a run on any case
+regression whatever the test says. The model averages over the test's random
+sign flips (the diff's are fixed per row name), so ``seed`` plays no part.
 
 **Machine independence.** Values are taken as whole millionths (as the diff
 does), sums are exact integers, the loops run in a fixed order, and the
