@@ -5,11 +5,13 @@ config edit, an indexer change, a half-finished re-seed or a reranker bug does t
 a team's retrieval. A mutation reads the project (``Project``: the configuration,
 the audited method, the seed documents, the golden cases) and returns the
 project as the fault leaves it (``Variant``), or ``NotApplicable`` with the
-reason (no stemmer configured, a method without a reranker, a single category
-...): never skipped silently. The runner (``ragsnap.audit.runner``) seeds a
-scratch store for a mutation that changes the index (``index=True``: the
-tokenizer, the chunking, the documents or their indexed text) and reuses the
-control store for one that changes only the lookup.
+reason (no stemmer configured, a method without a reranker, a single category,
+a fault that provably changes nothing, such as a chunk size that cuts no section
+differently: an equivalent mutant no case could catch): never skipped silently.
+The runner (``ragsnap.audit.runner``) seeds a scratch store for a mutation that
+changes the index (``index=True``: the tokenizer, the chunking, the documents or
+their indexed text) and reuses the control store for one that changes only the
+lookup.
 
 Mutations are registered by name (``MUTATIONS``, ``register``); a name is
 stable, kebab-case, and never changes what it means. The catalogue, by stage:
@@ -313,6 +315,11 @@ def _rechunked(project: Project, factor: float) -> Variant | NotApplicable:
     new = replace(old, max_chars=size, overlap_chars=overlap)
     if new == old:
         return NotApplicable(f"chunking.maxChars {old.max_chars} cannot be changed by {factor}")
+    before = [[c.text for c in chunk_document(doc, old)] for doc in project.docs]
+    if before == [[c.text for c in chunk_document(doc, new)] for doc in project.docs]:
+        return NotApplicable(
+            f"no section is cut differently at maxChars {size}: every chunk stays as it is"
+        )
     return Variant(
         _kb(project, chunking=new),
         project.docs,
@@ -691,8 +698,8 @@ _CATALOGUE: tuple[
         "topK cut by one",
         "evidence",
         False,
-        "no case needs its last evidence slot: expect several sources (or keywords from "
-        "several chunks) so the K-th block matters",
+        "no case needs its last evidence slot: judge every chunk that answers a case "
+        "(graded judgments), so losing the K-th block lowers its recall and nDCG",
         _top_k_cut,
     ),
     (

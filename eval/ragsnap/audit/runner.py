@@ -78,6 +78,8 @@ __all__ = [
 RETRIEVED_AT = "2000-01-01T00:00:00Z"
 #: at most this many case ids are named in a message
 _NAMED = 8
+#: at most this many case ids are shown in a table cell
+_SHOWN = 4
 
 
 class BaselineMismatch(InputError):
@@ -130,6 +132,16 @@ class MutationResult:
         """The cases that caught it: regressed or failing the run, sorted."""
         return tuple(sorted({*self.regressed_cases, *self.failing_cases}))
 
+    @property
+    def caught_requiring_significance(self) -> bool:
+        """Whether it is caught with ``significance.require`` on: by a case, or by an
+        aggregate drop whose (adjusted) paired test is significant."""
+        return bool(
+            self.regressed_cases
+            or self.failing_cases
+            or any(row.significant for row in self.aggregate_regressions)
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -139,6 +151,9 @@ class MutationResult:
             "reason": self.reason,
             "caught": self.caught if self.applicable else None,
             "caughtBy": list(self.caught_by),
+            "caughtRequiringSignificance": (
+                self.caught_requiring_significance if self.applicable else None
+            ),
             "regressedCases": list(self.regressed_cases),
             "failingCases": list(self.failing_cases),
             "aggregateRegressions": [row.to_json() for row in self.aggregate_regressions],
@@ -545,22 +560,26 @@ def mutation_section(run: AuditRun) -> dict[str, Any]:
 
 
 def _caught_by(result: Mapping[str, Any]) -> str:
+    """The cases that caught a mutation (the first few), then its aggregate
+    regressions (the first two, with the adjusted p of their paired test)."""
     if not result["applicable"]:
         return ""
     cases: list[str] = result["caughtBy"]
     parts = [
-        ", ".join(cases[:_NAMED]) + (f" +{len(cases) - _NAMED}" if len(cases) > _NAMED else "")
+        ", ".join(cases[:_SHOWN]) + (f" +{len(cases) - _SHOWN}" if len(cases) > _SHOWN else "")
     ]
     rows = result["aggregateRegressions"]
-    if rows:
-        shown = [
-            f"{row['scope']} {row['metric']}"
-            + ("" if row["delta"] is None else f" {row['delta']:+.3f}")
-            for row in rows[:2]
-        ]
-        parts.append(
-            "aggregate: " + "; ".join(shown) + (f" +{len(rows) - 2}" if len(rows) > 2 else "")
-        )
+    shown = []
+    for row in rows[:2]:
+        text = f"{row['scope']} {row['metric']}"
+        if row["delta"] is not None:
+            text += f" {row['delta']:+.3f}"
+        if row["pAdjusted"] is not None:
+            text += f" (p {row['pAdjusted']:.3f})"
+        shown.append(text)
+    if shown:
+        more = f" +{len(rows) - 2}" if len(rows) > 2 else ""
+        parts.append("aggregates: " + "; ".join(shown) + more)
     return " · ".join(part for part in parts if part)
 
 
