@@ -193,7 +193,14 @@ class AuditRun:
 
 class CachedEmbedder:
     """An embedder that embeds each distinct text once (module docstring): documents
-    keyed by their exact text (and chunk id for frozen vectors), queries by text."""
+    keyed by their exact text (and chunk id for frozen vectors), queries by text.
+
+    A batch's new texts are embedded together, in their order: a document of the
+    control store is embedded as ``ragsnap seed`` embeds it (its chunks in one batch),
+    except a text an earlier document already had, which keeps that vector (the same
+    for every embedder whose vector of a text does not depend on its batch, as the
+    hashing embedder's; the control check would say so if it did).
+    """
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
@@ -214,8 +221,11 @@ class CachedEmbedder:
         import numpy as np
 
         keys = [self._key(t, i) for t, i in zip(texts, ids, strict=True)]
-        missing = [n for n, key in enumerate(keys) if key not in self._documents]
-        missing = list({keys[n]: n for n in reversed(missing)}.values())[::-1]
+        first: dict[tuple[str, str], int] = {}  # each new key's first place, in order
+        for n, key in enumerate(keys):
+            if key not in self._documents:
+                first.setdefault(key, n)
+        missing = list(first.values())
         if missing:
             rows = self.inner.embed_documents(
                 [texts[n] for n in missing], [ids[n] for n in missing]

@@ -17,6 +17,7 @@ from ragsnap.audit.mutations import MUTATIONS
 from ragsnap.audit.runner import (
     AuditRun,
     BaselineMismatch,
+    CachedEmbedder,
     mutation_markdown,
     mutation_section,
     run_audit,
@@ -166,3 +167,20 @@ def test_the_example_projects_control_is_clean(
     assert context["caught"] is False and context["advice"]
     assert doubled["applicable"] is False and "every chunk stays" in doubled["reason"]
     assert (section["caught"], section["applicable"], section["cases"]) == (1, 2, 30)
+
+
+def test_the_cached_embedder_embeds_each_text_once_with_the_same_vectors() -> None:
+    from ragsnap.kb.embedders import make_embedder
+
+    inner = make_embedder({"kind": "hashing"})
+    cached = CachedEmbedder(make_embedder({"kind": "hashing"}))
+    texts, ids = ["alpha beta", "gamma", "alpha beta"], ["a#0", "a#1", "b#0"]
+    first = cached.embed_documents(texts, ids)
+    assert cached.embedded == [2, 0]  # a repeated text once
+    assert (first == inner.embed_documents(texts, ids)).all()
+    again = cached.embed_documents(["gamma", "delta"], ["c#0", "c#1"])  # one new text
+    assert cached.embedded == [3, 0]
+    assert (again[0] == first[1]).all()
+    assert (cached.embed_query("q") == cached.embed_query("q")).all()
+    assert cached.embedded == [3, 1]
+    assert cached.fingerprint == inner.fingerprint
