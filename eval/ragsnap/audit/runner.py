@@ -23,7 +23,9 @@ or ``method``):
 
 **Caught** is what makes the PR check exit 1: a case or aggregate regression in
 the diff (``diff["regressed"]``), or a case failing the run. A mutation's
-``caughtBy`` are its regressed and failing cases. The mutation score is caught /
+``caughtBy`` are its regressed and failing cases; ``caughtRequiringSignificance``
+says whether it is still caught with ``significance.require`` on (by a case, or by
+an aggregate drop whose adjusted p is below alpha). The mutation score is caught /
 applicable; a mutation that does not apply to the project is listed with the reason,
 never counted.
 
@@ -608,7 +610,15 @@ def mutation_markdown(section: Mapping[str, Any]) -> list[str]:
     )
     rows = []
     for result in section["results"]:
-        caught = "n/a" if not result["applicable"] else "yes" if result["caught"] else "**no**"
+        caught = (
+            "n/a"
+            if not result["applicable"]
+            else "**no**"
+            if not result["caught"]
+            else "yes"
+            if result["caughtRequiringSignificance"]
+            else "yes, not significant"
+        )
         note = result["reason"] if not result["applicable"] else result["advice"] or ""
         rows.append([result["name"], result["stage"], caught, _caught_by(result), note])
     table = markdown_table(["mutation", "stage", "caught", "caught by", "advice"], rows)
@@ -616,9 +626,15 @@ def mutation_markdown(section: Mapping[str, Any]) -> list[str]:
     lines = [
         head
         + (f"; {skipped} not applicable" if skipped else "")
-        + f" (method {section['method']}, "
-        f"{section['cases']} cases).",
+        + f" (method {section['method']}, {section['cases']} cases).",
         "",
         *table.splitlines(),
     ]
+    if any(r["caught"] and not r["caughtRequiringSignificance"] for r in section["results"]):
+        lines += [
+            "",
+            "*yes, not significant*: caught only by aggregate drops beyond the tolerance whose "
+            "paired test is not significant; with `significance.require: true` the check "
+            "would pass.",
+        ]
     return lines

@@ -107,6 +107,14 @@ def test_the_tiny_projects_outcome_is_the_designed_one(
         else:  # uncaught: advice, and nothing regressed
             assert result.advice and not result.aggregate_regressions
     assert (run.caught, run.applicable) == (15, 19)
+    # caught by aggregates alone, none significant over 6 cases: with
+    # significance.require the check would pass
+    weak = {r.name for r in run.results if r.caught and not r.caught_requiring_significance}
+    assert weak == {name for name, by in TINY_OUTCOME.items() if by == ()}
+    lines = mutation_markdown(mutation_section(run))
+    assert "| chunks-doubled " in "\n".join(lines) and lines[-1].startswith(
+        "*yes, not significant*"
+    )
     # the scratch stores are gone
     assert not list((tiny / ".ragsnap").glob(".ragsnap-audit-*"))
 
