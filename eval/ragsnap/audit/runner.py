@@ -12,8 +12,8 @@ or ``method``):
    baseline as ``ragsnap score --compare-to`` does (the configuration's tolerances,
    noise floor and significance). A control whose diff moved anything, or with a
    case failing the run, means the baseline is not what the pipeline gives now:
-   ``BaselineMismatch`` (exit 2), run ``ragsnap snapshot`` and ``ragsnap accept``
-   first.
+   an ``InputError`` on the baseline (exit 2): run ``ragsnap seed``, ``ragsnap
+   snapshot`` and ``ragsnap accept`` first.
 2. **Each mutation** (``ragsnap.audit.mutations``): a fault that changes the index
    gets its own scratch store, seeded from the variant's documents, chunker and
    tokenizer, and deleted after use; a lookup-only fault reuses the control store.
@@ -68,7 +68,6 @@ __all__ = [
     "RETRIEVED_AT",
     "AggregateRegression",
     "AuditRun",
-    "BaselineMismatch",
     "CachedEmbedder",
     "MutationResult",
     "mutation_markdown",
@@ -82,11 +81,6 @@ RETRIEVED_AT = "2000-01-01T00:00:00Z"
 _NAMED = 8
 #: at most this many case ids are shown in a table cell
 _SHOWN = 4
-
-
-class BaselineMismatch(InputError):
-    """The unchanged pipeline does not give the baseline: nothing can be measured
-    against it (exit 2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,26 +377,26 @@ def _named(ids: Sequence[str]) -> str:
 def _check_control(
     diff: Mapping[str, Any], report: Mapping[str, Any], config: Config, where: str
 ) -> None:
-    """Refuse a control that is not the baseline (``BaselineMismatch``)."""
+    """Refuse a control that is not the baseline (an ``InputError`` on ``where``)."""
     fix = (
         "the baseline is not what the pipeline gives now; run `ragsnap seed`, "
         "`ragsnap snapshot` and `ragsnap accept` first, then audit again"
     )
     moved = [c["id"] for c in diff["cases"]]
     if moved:
-        raise BaselineMismatch(
+        raise InputError(
             where,
             f"the unchanged pipeline moves {len(moved)} case(s) against it ({_named(moved)})",
             fix,
         )
     rows = [f"{r['scope']} {r['metric']}" for r in diff["aggregates"] if r["status"] != "unchanged"]
     if rows:
-        raise BaselineMismatch(
+        raise InputError(
             where, f"the unchanged pipeline moves {len(rows)} aggregate(s) ({_named(rows)})", fix
         )
     failing = _failing(report, config.known_failures)
     if failing:
-        raise BaselineMismatch(
+        raise InputError(
             where,
             f"the PR check fails already on the unchanged pipeline: {len(failing)} case(s) "
             f"fail the run ({_named(failing)})",

@@ -16,14 +16,13 @@ from conftest import REPO, run_cli
 from ragsnap.audit.mutations import MUTATIONS
 from ragsnap.audit.runner import (
     AuditRun,
-    BaselineMismatch,
     CachedEmbedder,
     mutation_markdown,
     mutation_section,
     run_audit,
 )
 from ragsnap.config import Config, load_config
-from ragsnap.errors import UsageError
+from ragsnap.errors import InputError, UsageError
 from ragsnap.io.inputs import CaseSet, load_cases
 
 #: The tiny project's outcome: mutation -> the cases that catch it (an empty tuple:
@@ -147,7 +146,7 @@ def test_a_baseline_the_pipeline_does_not_give_is_refused(
     config, cases, baseline = _inputs(tiny)
     moved = copy.deepcopy(baseline)
     moved["cases"][0]["firstExpectedRank"] = 2  # the pipeline gives 1
-    with pytest.raises(BaselineMismatch, match=r"ragsnap snapshot.*ragsnap accept"):
+    with pytest.raises(InputError, match=r"ragsnap snapshot.*ragsnap accept"):
         run_audit(config, cases, moved, workdir=tiny / ".ragsnap", progress=False)
 
 
