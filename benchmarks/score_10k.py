@@ -1293,7 +1293,7 @@ def prepare(settings: Settings) -> None:
 
 #: functions whose cumulative time the profile lists as the shares of a ragsnap run
 PROFILE_SHARES = (
-    ("reading, validating, hashing, scoring the fixtures (streamed)", "_score_stream"),
+    ("reading, validating, hashing, scoring the fixtures (streamed)", "score_stream"),
     ("  of which score_case", "score_case"),
     ("  of which orjson.loads", "<orjson.loads>"),
     ("  of which SHA-256", "<built-in method _hashlib.openssl_sha256>"),
@@ -1334,7 +1334,8 @@ def print_profile_shares(stats: pstats.Stats, total: float) -> None:
 PHASES = (
     "load_cases_document",
     "load_fixtures",
-    "_score_stream",
+    "score_stream",
+    "score_report",
     "load_report",
     "load_baseline",
     "check_labels_before_scoring",

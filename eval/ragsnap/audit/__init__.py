@@ -13,6 +13,8 @@ own pipeline:
                     (pure: a trial report in)
 ``mutations``       the catalogue of retrieval faults (each a realistic breakage of
                     the embedded pipeline, with the kind of case that catches it)
+``faults``          the pipeline faults mutations name (a wrong L0 hint, a reversed
+                    reranker), registered by name
 ``runner``          each mutation re-seeded and re-snapshotted in a scratch store,
                     scored and diffed against the project's baseline as the PR
                     check would (the I/O shell of the audit)

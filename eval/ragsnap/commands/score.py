@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -52,12 +50,10 @@ from ..io.inputs import FixtureStream, load_cases_document
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.reads import labelled, reads_of
 from ..ir.metrics import parse_measures
-from ..models import GoldenCase
-from ..scoring.casemetrics import CaseRanking, case_ranking, graded_metrics, is_judged
-from ..scoring.hits import CaseResult, score_case
 from ..scoring.privacy import evaluation_definition, is_private, private_diff, private_report
-from ..scoring.report import build_report, render_markdown
+from ..scoring.report import render_markdown
 from ..scoring.review import render_diff_markdown
+from ..scoring.stream import score_report, score_stream
 from ..scoring.summary import diff_lines, score_lines
 from . import DEFAULT_DIFF_JSON, DEFAULT_DIFF_MARKDOWN, gc_paused
 from ._labels import check_labels_before_scoring
@@ -82,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config, embedder=getattr(args, "embedder", None))
     case_set, document = load_cases_document(args.cases)
     privacy = getattr(args, "privacy", False)
-    scored = _score_stream(
+    scored = score_stream(
         case_set.cases, FixtureStream(args.fixtures), config.skip_expectations, privacy
     )
     labels = check_labels_before_scoring(
@@ -93,14 +89,10 @@ def _run(args: argparse.Namespace) -> int:
     staleness = check_fixture_digests(
         config, scored.digests, scored.cited, args.fixtures, case_ids, labels.seed
     )
-    graded = graded_metrics(case_set.cases, scored.rankings, parse_measures(config.measures))
-    results = [
-        _with_metrics(scored.results[case.id], graded.get(case.id)) for case in case_set.cases
-    ]
-    orphans = scored.orphans
-    report = build_report(
-        results,
-        orphans,
+    report = score_report(
+        case_set.cases,
+        scored,
+        parse_measures(config.measures),
         {
             "cases": args.cases.as_posix(),
             "casesSha256": case_set.sha256,
@@ -119,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
     # 10,000 cases), row by row into the fields the diff reads (``load_baseline``): its
     # bytes are the run's largest allocation, so they come after the case results and
     # the cases are gone, not on top of them.
-    del results, scored, graded, case_set, case_ids
+    del scored, case_set, case_ids
     baseline = None if args.compare_to is None else load_baseline(args.compare_to, "baseline")
     report["labelCheck"] = labels.to_json()
     if staleness.stale:  # notes depend on where it runs: the terminal's, not the report's
@@ -170,83 +162,3 @@ def _run(args: argparse.Namespace) -> int:
     failed = report["outcome"]["casesFailingRun"] > 0  # by the knownFailures mode
     regressed = diff is not None and diff["regressed"]
     return 1 if failed or regressed or staleness.stale else 0
-
-
-@dataclass(slots=True)
-class _Scored:
-    """What ``_score_stream`` keeps of the fixtures: each case's result (graded
-    metrics still to come), the judged cases' rankings, the sources each fixture's
-    evidence cites and its file's SHA-256 (the provenance check), the fixtures no case
-    names, the fixtures' generators (the privacy view) and the folder's SHA-256."""
-
-    results: dict[str, CaseResult]
-    rankings: dict[str, CaseRanking]
-    cited: dict[str, tuple[str, ...]]
-    digests: dict[str, str]
-    orphans: list[str]
-    generators: list[dict[str, Any]]
-    sha256: str
-
-
-def _score_stream(
-    cases: Sequence[GoldenCase],
-    stream: FixtureStream,
-    skip: Collection[str],
-    keep_generators: bool = False,
-) -> _Scored:
-    """Score each case as its fixture is read, then drop the fixture: only the results
-    and digests are kept (``_Scored``), not the fixtures' blocks and texts; their
-    generator blocks only with ``keep_generators`` (the privacy view's definition). A
-    case without a fixture is scored as missing."""
-    by_id = {case.id: case for case in cases}
-    results: dict[str, CaseResult] = {}
-    rankings: dict[str, CaseRanking] = {}
-    cited: dict[str, tuple[str, ...]] = {}
-    orphans: list[str] = []
-    generators: list[dict[str, Any]] = []
-    shared: dict[str, str] = {}
-    for fixture in stream:
-        if keep_generators and fixture.generator is not None:
-            generators.append(fixture.generator)
-        case = by_id.get(fixture.case_id)
-        if case is None:
-            orphans.append(fixture.case_id)
-            continue
-        blocks = fixture.lookup.evidence_blocks
-        keep = shared.setdefault  # a source name kept once, however many cases cite it
-        cited[case.id] = tuple([keep(block.source, block.source) for block in blocks])
-        if is_judged(case):
-            rankings[case.id] = case_ranking(case, blocks)
-        results[case.id] = _shared(score_case(case, fixture, None, skip=skip), shared)
-    for case in cases:
-        if case.id not in results:
-            results[case.id] = score_case(case, None, None, skip=skip)
-    return _Scored(results, rankings, cited, stream.digests, orphans, generators, stream.sha256)
-
-
-def _with_metrics(result: CaseResult, metrics: dict[str, float | None] | None) -> CaseResult:
-    """``result`` with its case's graded metrics (``score_case``'s ``metrics``)."""
-    return result if metrics is None else replace(result, metrics=metrics)
-
-
-def _shared(result: CaseResult, shared: dict[str, str]) -> CaseResult:
-    """``result``, just made by ``score_case``, with the strings it keeps of its fixture
-    (source names, the selected attempt, the evidence status, fallback reasons) replaced
-    by the equal strings kept before: a source is one object however many cases list it,
-    and no string of a dropped fixture outlives it (the fixtures' strings, kept one per
-    case, were 20 MiB at 10,000 cases, scattered over memory the stream had freed).
-
-    The result is not shared yet, so its frozen fields are set in place, as a frozen
-    dataclass's own ``__post_init__`` sets them (``dataclasses.replace`` cost three
-    times as much)."""
-    keep = shared.setdefault
-    put = object.__setattr__
-    for name in ("top_sources", "context_sources", "matched_sources", "fallback_reasons"):
-        values = getattr(result, name)
-        if values:
-            put(result, name, tuple([keep(value, value) for value in values]))
-    for name in ("rerank_top_source", "selected_attempt", "evidence_status"):
-        value = getattr(result, name)
-        if value is not None:
-            put(result, name, keep(value, value))
-    return result

@@ -1,11 +1,11 @@
-"""The score command's fixture stream (ragsnap.commands.score._score_stream)."""
+"""The score command's fixture stream (ragsnap.scoring.stream.score_stream)."""
 
 from __future__ import annotations
 
 from conftest import Project, block, make_case, make_fixture
-from ragsnap.commands.score import _score_stream
 from ragsnap.io.inputs import FixtureStream, load_cases, load_fixtures
 from ragsnap.scoring.hits import score_case
+from ragsnap.scoring.stream import score_stream
 
 
 def test_the_stream_keeps_one_string_per_source_and_the_same_results(project: Project) -> None:
@@ -14,7 +14,7 @@ def test_the_stream_keeps_one_string_per_source_and_the_same_results(project: Pr
         blocks = [block(1, "mysql-pool"), block(2, "redis-pool")]
         project.write_fixture(make_fixture(case_id, blocks, fallback=["too few hits"]))
     cases = load_cases(project.cases).cases
-    scored = _score_stream(cases, FixtureStream(project.fixtures), ())
+    scored = score_stream(cases, FixtureStream(project.fixtures), ())
     fixtures = load_fixtures(project.fixtures).fixtures
     for case in cases:  # what score_case gives, a case without a fixture too
         assert scored.results[case.id] == score_case(case, fixtures.get(case.id), None)
