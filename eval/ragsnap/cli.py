@@ -57,6 +57,8 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .commands import (
+    DEFAULT_AUDIT_JSON,
+    DEFAULT_AUDIT_MARKDOWN,
     DEFAULT_BASELINE,
     DEFAULT_CASES,
     DEFAULT_DIFF_JSON,
@@ -469,7 +471,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "review": ("diff", "trend", "explain", "lookup"),
     "data": ("import", "metrics", "export-run"),
     "live": ("serve", "prepare", "live-check"),
-    "experiments": ("trial",),
+    "experiments": ("trial", "audit"),
 }
 HAPPY_PATH = (
     "The happy path: `ragsnap init`, then `ragsnap seed && ragsnap snapshot && ragsnap "
@@ -1185,6 +1187,83 @@ def _live_check(live: argparse.ArgumentParser) -> None:
     _add(live, "--max-bytes")
     _add(live, "--allow-outside")
     _add_privacy(live)
+
+
+@_command(
+    "audit",
+    help="could the golden set catch a regression? detectable effects, discriminative "
+    "power, a mutation score",
+)
+def _audit(audit: argparse.ArgumentParser) -> None:
+    """Audit the golden set itself. From the baseline (and --report, a current score
+    report against it): each aggregate metric's minimum detectable effect under the
+    diff's paired test and the cases a drop of --drop needs. With --trial: each
+    measure's discriminative power over the trial's methods and its swap rate between
+    the dev and test splits. Then a mutation audit: each retrieval fault of the
+    catalogue (stemming off, a wrong category hint, topK cut by one, a stale index ...)
+    injected into the embedded pipeline in a scratch store, snapshotted, scored and
+    diffed against the baseline as the PR check would; the mutation score is the share
+    the check catches, and each uncaught fault comes with the kind of case that would
+    catch it. Exits 1 when the mutation score is below --fail-under.
+    """
+    _add(audit, "--cases")
+    _add(audit, "--config", help=f"settings file {_SETTINGS}")
+    _add(audit, "--embedder")
+    _add(
+        audit,
+        "--baseline",
+        **_FILE,
+        default=DEFAULT_BASELINE,
+        help=f"the committed baseline score report the PR check compares against "
+        f"(default: {DEFAULT_BASELINE})",
+    )
+    _add(
+        audit,
+        "--report",
+        **_FILE,
+        help="a current score report of the same cases: its per-case differences from the "
+        "baseline are the noise the detectable effects allow for (default: none)",
+    )
+    _add(
+        audit,
+        "--trial",
+        **_FILE,
+        help="a trial report (`ragsnap trial --split all`) for discriminative power and "
+        "dev/test swap rates per measure (default: none, that part is skipped)",
+    )
+    _add(
+        audit,
+        "--mutations",
+        metavar="A,B,...",
+        help="the mutations to run, by name, or all or none (default: all)",
+    )
+    _add_method(audit, "the mutated ")
+    _add(
+        audit,
+        "--drop",
+        type=_within(float, 0, 1, "a share"),
+        default=0.02,
+        metavar="X",
+        help="the drop the case counts are computed for (default: 0.02, two points)",
+    )
+    _add(
+        audit,
+        "--power",
+        type=_within(float, 0, 1, "a probability"),
+        default=0.8,
+        metavar="P",
+        help="the probability of detection a minimum detectable effect has (default: 0.8)",
+    )
+    _add(
+        audit,
+        "--fail-under",
+        type=_within(float, 0, 1, "a share"),
+        metavar="X",
+        help="exit 1 when the mutation score is below X (default: never)",
+    )
+    _add_reports(audit, DEFAULT_AUDIT_JSON, DEFAULT_AUDIT_MARKDOWN, "audit report")
+    _add_html(audit, what="the detectable effects, the measures, the mutations and their advice")
+    _add(audit, "--allow-outside")
 
 
 @_command("trial", help="compare retrieval methods on one corpus: measured, pinned, gated")

@@ -116,6 +116,7 @@ __all__ = [
     "loss_share",
     "minimum_detectable_effect",
     "population",
+    "power_advice",
     "power_markdown",
     "power_section",
 ]
@@ -521,6 +522,28 @@ def _size(metric: str, value: float) -> str:
     return f"{value:.3f}" if value >= 0.01 else f"{value:.4f}"
 
 
+def power_advice(section: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(metric, advice) for each overall row whose MDE is above ``drop`` or null: the
+    MDE and how many cases like these a drop of ``drop`` needs."""
+    drop = section["settings"]["drop"]
+    advice = []
+    for row in section["rows"]:
+        if row["scope"] != "all" or (row["mde"] is not None and row["mde"] <= drop):
+            continue
+        metric, needed = row["metric"], row["casesNeeded"]
+        if row["mde"] is not None:
+            what = f"MDE {_size(metric, row['mde'])}"
+        else:
+            what = f"no drop detectable ({row['mdeReason']})"
+        target = _size(metric, drop)
+        if needed is None:
+            todo = f"a drop of {target} is not detectable ({row['casesNeededReason']})"
+        else:
+            todo = f"add {max(0, needed - row['cases'])} cases like these to detect {target}"
+        advice.append((metric, f"{what}; {todo}"))
+    return advice
+
+
 def power_markdown(section: Mapping[str, Any]) -> list[str]:
     """The section as Markdown lines: what MDE means, a table of the overall rows
     and the per-split rows, and advice where a metric's MDE exceeds ``drop``."""
@@ -536,38 +559,19 @@ def power_markdown(section: Mapping[str, Any]) -> list[str]:
         f"unless a case fails. Where the MDE is above {drop:g}, add cases.",
         "",
     ]
-    table = []
-    advice = []
-    for row in section["rows"]:
-        metric = row["metric"]
-        mde = "n/a" if row["mde"] is None else _size(metric, row["mde"])
-        needed = row["casesNeeded"]
-        table.append(
-            [
-                row["scope"],
-                metric,
-                row["cases"],
-                "n/a" if row["mean"] is None else f"{row['mean']:.3f}",
-                mde,
-                "n/a" if needed is None else needed,
-                "-" if row["churn"] is None else f"{row['churn']:.3f}",
-            ]
-        )
-        if row["scope"] != "all":
-            continue
-        if row["mde"] is None or row["mde"] > drop:
-            what = (
-                f"MDE {mde}"
-                if row["mde"] is not None
-                else f"no drop detectable ({row['mdeReason']})"
-            )
-            target = _size(metric, drop)
-            if needed is None:
-                todo = f"a drop of {target} is not detectable ({row['casesNeededReason']})"
-            else:
-                more = max(0, needed - row["cases"])
-                todo = f"add {more} cases like these to detect {target}"
-            advice.append(f"- {metric}: {what}; {todo}.")
+    table = [
+        [
+            row["scope"],
+            row["metric"],
+            row["cases"],
+            "n/a" if row["mean"] is None else f"{row['mean']:.3f}",
+            "n/a" if row["mde"] is None else _size(row["metric"], row["mde"]),
+            "n/a" if row["casesNeeded"] is None else row["casesNeeded"],
+            "-" if row["churn"] is None else f"{row['churn']:.3f}",
+        ]
+        for row in section["rows"]
+    ]
+    advice = [f"- {metric}: {text}." for metric, text in power_advice(section)]
     lines.append(
         markdown_table(
             ["scope", "metric", "cases", "mean", "MDE", f"cases for {drop:g}", "churn"], table

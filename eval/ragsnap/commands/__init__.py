@@ -33,6 +33,8 @@ DEFAULT_TRIAL_MARKDOWN = Path("reports/trial.md")
 DEFAULT_TRIAL_DIFF_JSON = Path("reports/trial-diff.json")
 DEFAULT_TRIAL_DIFF_MARKDOWN = Path("reports/trial-diff.md")
 DEFAULT_TREND_MARKDOWN = Path("reports/trend.md")
+DEFAULT_AUDIT_JSON = Path("reports/audit.json")
+DEFAULT_AUDIT_MARKDOWN = Path("reports/audit.md")
 
 
 def select_cases(

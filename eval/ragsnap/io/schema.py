@@ -35,6 +35,7 @@ SCHEMA_NAMES = (
     "trial-report",
     "trial-diff",
     "check-report",
+    "audit-report",
     "private-report",
     "private-diff-report",
     "private-trial-report",
