@@ -1195,8 +1195,8 @@ def _live_check(live: argparse.ArgumentParser) -> None:
     "power, a mutation score",
 )
 def _audit(audit: argparse.ArgumentParser) -> None:
-    """Audit the golden set itself. From the baseline (and --report, a current score
-    report against it): each aggregate metric's minimum detectable effect under the
+    """Audit the golden set itself. From the baseline (and --current, a current score
+    report of the same cases): each aggregate metric's minimum detectable effect under the
     diff's paired test and the cases a drop of --drop needs. With --trial: each
     measure's discriminative power over the trial's methods and its swap rate between
     the dev and test splits. Then a mutation audit: each retrieval fault of the
@@ -1219,10 +1219,11 @@ def _audit(audit: argparse.ArgumentParser) -> None:
     )
     _add(
         audit,
-        "--report",
+        "--current",
         **_FILE,
-        help="a current score report of the same cases: its per-case differences from the "
-        "baseline are the noise the detectable effects allow for (default: none)",
+        help="a current score report of the same cases (`ragsnap score`'s): its per-case "
+        "differences from the baseline are the churn the detectable effects allow for "
+        "(default: none)",
     )
     _add(
         audit,

@@ -128,7 +128,7 @@ def test_a_current_report_brings_its_churn(tmp_path: Path) -> None:
     root = _example(tmp_path)
     score = run_cli("score", cwd=root)
     assert score.code == 0, score.out + score.err
-    run = run_cli("audit", "--report", "reports/current.json", "--mutations", "none", cwd=root)
+    run = run_cli("audit", "--current", "reports/current.json", "--mutations", "none", cwd=root)
     assert run.code == 0, run.err
     power = _report(root)["power"]
     assert power["baselineCases"] == 30
@@ -180,3 +180,11 @@ def test_the_mutation_audit_needs_the_embedded_pipeline(tmp_path: Path) -> None:
     assert "kb.backend" in run.err and "embedded" in run.err
     # without mutations the other parts run for any backend
     assert run_cli("audit", "--mutations", "none", cwd=root).code == 0
+
+
+def test_the_docs_list_every_mutation() -> None:
+    from ragsnap.audit.mutations import MUTATIONS
+
+    page = (REPO / "docs/audit.md").read_text(encoding="utf-8")
+    missing = [name for name in MUTATIONS if f"| `{name}` |" not in page]
+    assert not missing, f"add {missing} to the catalogue table of docs/audit.md"

@@ -3,7 +3,7 @@
 Three parts, each from what the project already has (``ragsnap.audit``):
 
 * **power** (always): from the baseline's per-case values (and, with
-  ``--report``, the per-case differences of a current score report against it),
+  ``--current``, the per-case differences of a current score report against it),
   each aggregate metric's minimum detectable effect under the diff's paired
   test, and how many cases a drop of ``--drop`` needs;
 * **discrimination** (with ``--trial``): each measure's discriminative power over
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     names = _mutation_names(args.mutations)
     case_set, _document = load_cases_document(args.cases)
     baseline = load_report(args.baseline, "baseline")
-    current = None if args.report is None else load_report(args.report, "current report")
+    current = None if args.current is None else load_report(args.current, "current report")
     trial = None if args.trial is None else load_trial_report(args.trial, "trial report")
     outputs = [args.json_report, args.markdown_report]
     if args.html_report is not None:
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             "cases": args.cases.as_posix(),
             "casesSha256": case_set.sha256,
             "baseline": args.baseline.as_posix(),
-            "report": None if args.report is None else args.report.as_posix(),
+            "report": None if args.current is None else args.current.as_posix(),
             "trial": None if args.trial is None else args.trial.as_posix(),
         },
         settings={
