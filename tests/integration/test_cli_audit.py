@@ -156,6 +156,23 @@ def test_an_unknown_mutation_is_bad_input_and_writes_nothing(tmp_path: Path) -> 
     assert not (root / "reports/audit.json").exists()
 
 
+def test_without_a_baseline_only_the_parts_that_need_none_run(tmp_path: Path) -> None:
+    root = _example(tmp_path)
+    (root / "reports/baseline.json").unlink()
+    run = run_cli("audit", cwd=root)
+    assert run.code == 2
+    assert "reports/baseline.json does not exist" in run.err and "ragsnap accept" in run.err
+    assert "--mutations none" in run.err
+    run = run_cli("audit", "--mutations", "none", "--html-report", "reports/a.html", cwd=root)
+    assert run.code == 0, run.err
+    report = _report(root)
+    assert report["power"] is None and report["inputs"]["baseline"] is None
+    assert "ragsnap accept" in report["notes"][0]
+    # an explicit baseline that is not there is a mistake, not a choice
+    run = run_cli("audit", "--mutations", "none", "--baseline", "reports/old.json", cwd=root)
+    assert run.code == 2 and "reports/old.json" in run.err
+
+
 def test_a_baseline_the_pipeline_no_longer_gives_is_bad_input(tmp_path: Path) -> None:
     root = _example(tmp_path)
     config = root / "ragsnap.yaml"

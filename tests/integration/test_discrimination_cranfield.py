@@ -136,7 +136,23 @@ def cranfield_trial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         cwd=work,
     )
     assert run.code == 0, run.out + run.err
+    # the audit of that trial, as a user runs it: no baseline yet, no mutations
+    run = run_cli(
+        "audit",
+        "--config",
+        "imp/ragsnap.yaml",
+        "--cases",
+        "imp/golden-cases.json",
+        "--trial",
+        "trial.json",
+        "--mutations",
+        "none",
+        cwd=work,
+    )
+    assert run.code == 0, run.out + run.err
+    audit = json.loads((work / "reports/audit.json").read_text(encoding="utf-8"))
     trial: dict[str, Any] = json.loads((work / "trial.json").read_text(encoding="utf-8"))
+    trial["audit"] = audit  # what `ragsnap audit --trial` reported of it
     return trial
 
 
@@ -150,7 +166,10 @@ def test_cranfield_power_and_swap_rates_match_a_reimplementation(
     assert splits == {"dev", "test"}
     settings = SignificanceSettings(**trial["significance"]["settings"])
 
+    audit = trial.pop("audit")
     section = discrimination_section(trial, settings)
+    assert audit["discrimination"] == section  # the report holds what the module computes
+    assert audit["power"] is None and "ragsnap accept" in audit["notes"][0]
     expected = _by_hand(trial, settings)
 
     assert section["pairs"] == 6

@@ -32,7 +32,7 @@ AUDIT_SCHEMA_VERSION = 1
 
 
 def _advice(
-    power: Mapping[str, Any],
+    power: Mapping[str, Any] | None,
     discrimination: Mapping[str, Any] | None,
     mutations: Mapping[str, Any] | None,
 ) -> list[dict[str, str]]:
@@ -42,7 +42,7 @@ def _advice(
         for entry in mutations["results"]:
             if entry["applicable"] and not entry["caught"] and entry["advice"]:
                 out.append({"part": "mutations", "subject": entry["name"], "text": entry["advice"]})
-    for metric, text in power_advice(power):
+    for metric, text in [] if power is None else power_advice(power):
         out.append({"part": "power", "subject": metric, "text": text})
     if discrimination is not None and discrimination["reason"] is None:
         recommended = discrimination["recommended"]
@@ -61,7 +61,7 @@ def build_audit_report(
     *,
     inputs: Mapping[str, Any],
     settings: Mapping[str, Any],
-    power: Mapping[str, Any],
+    power: Mapping[str, Any] | None,
     discrimination: Mapping[str, Any] | None,
     mutations: Mapping[str, Any] | None,
     notes: Sequence[str] = (),
@@ -73,7 +73,7 @@ def build_audit_report(
         "kind": AUDIT_KIND,
         "inputs": dict(inputs),
         "settings": dict(settings),
-        "power": dict(power),
+        "power": None if power is None else dict(power),
         "discrimination": None if discrimination is None else dict(discrimination),
         "mutations": None if mutations is None else dict(mutations),
         "advice": _advice(power, discrimination, mutations),
@@ -85,7 +85,10 @@ def build_audit_report(
 def render_audit_markdown(report: Mapping[str, Any]) -> str:
     """The Markdown audit report: the verdict, then one section per part, then advice."""
     lines = ["# ragsnap audit", "", *_verdict(report), ""]
-    lines += power_markdown(report["power"])
+    if report["power"] is None:
+        lines += ["## Minimum detectable effect", "", "Not computed: no score report.", ""]
+    else:
+        lines += power_markdown(report["power"])
     if report["discrimination"] is None:
         lines += ["## Discriminative power", ""]
         lines += ["Not run: pass `--trial REPORT` (a `ragsnap trial --split all` report).", ""]
@@ -113,7 +116,8 @@ def _verdict(report: Mapping[str, Any]) -> list[str]:
     mutations = report["mutations"]
     if mutations is not None:
         out.append(_score_line(mutations))
-    rows = [row for row in report["power"]["rows"] if row["scope"] == "all"]
+    power = report["power"]
+    rows = [] if power is None else [row for row in power["rows"] if row["scope"] == "all"]
     drop = report["settings"]["drop"]
     seen = [r for r in rows if r["mde"] is not None and r["mde"] <= drop]
     if rows and not seen:
@@ -277,7 +281,9 @@ def render_audit_html(report: Mapping[str, Any]) -> str:
         score = mutations["score"]
         cards.append(("mutation score", "n/a" if score is None else f"{score:.0%}"))
         cards.append(("mutations not caught", uncaught))
-    cards.append(("cases", report["power"]["rows"][0]["cases"] if report["power"]["rows"] else 0))
+    power = report["power"]
+    if power is not None and power["rows"]:
+        cards.append(("cases", power["rows"][0]["cases"]))
     return render(
         "audit.html.j2",
         title="ragsnap audit",
@@ -286,7 +292,7 @@ def render_audit_html(report: Mapping[str, Any]) -> str:
         card_items=cards,
         advice=[[(a["part"], ""), (a["subject"], ""), (a["text"], "")] for a in report["advice"]],
         mutations=_mutations_html(mutations),
-        power=_power_html(report["power"]),
+        power=None if power is None else _power_html(power),
         discrimination=_discrimination_html(report["discrimination"]),
         notes=report["notes"],
         cases_sha=report["inputs"]["casesSha256"][:16],

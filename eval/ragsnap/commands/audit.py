@@ -35,9 +35,14 @@ from ..io.inputs import load_cases_document, load_report, load_trial_report
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.reads import labelled, reads_of
 from ..io.schema import validate
+from . import DEFAULT_BASELINE
 
 __all__ = ["run"]
 
+_NO_BASELINE = (
+    "detectable effects were not computed: {} does not exist (`ragsnap accept` writes it) "
+    "and no --current report was given"
+)
 _NO_TRIAL = (
     "discriminative power was not measured: run `ragsnap trial --split all` and pass its "
     "report with --trial"
@@ -61,6 +66,20 @@ def _mutation_names(given: str | None) -> list[str] | None:
     return names
 
 
+def _baseline(args: argparse.Namespace, names: list[str] | None) -> dict[str, Any] | None:
+    """The baseline score report; None when the default one does not exist and nothing
+    needs it (``--mutations none``: a trial's measures audited before any baseline)."""
+    if args.baseline == DEFAULT_BASELINE and not args.baseline.exists() and names == []:
+        return None
+    if not args.baseline.exists() and names != []:
+        raise UsageError(
+            f"the mutation audit diffs against the baseline, and {args.baseline} does not "
+            "exist: run `ragsnap seed && ragsnap snapshot && ragsnap accept` to write it, "
+            "pass --baseline FILE, or audit without mutations (--mutations none)"
+        )
+    return load_report(args.baseline, "baseline")
+
+
 def run(args: argparse.Namespace) -> int:
     """Audit the golden set; return 1 when the mutation score is below --fail-under."""
     from ..audit.discrimination import discrimination_section
@@ -76,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, embedder=getattr(args, "embedder", None))
     names = _mutation_names(args.mutations)
     case_set, _document = load_cases_document(args.cases)
-    baseline = load_report(args.baseline, "baseline")
+    baseline = _baseline(args, names)
     current = None if args.current is None else load_report(args.current, "current report")
     trial = None if args.trial is None else load_trial_report(args.trial, "trial report")
     outputs = [args.json_report, args.markdown_report]
@@ -90,12 +109,17 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     significance = config.significance
-    power = power_section(
-        current if current is not None else baseline,
-        significance,
-        power=args.power,
-        drop=args.drop,
-        baseline=baseline if current is not None else None,
+    scored = current if current is not None else baseline
+    power = (
+        None
+        if scored is None
+        else power_section(
+            scored,
+            significance,
+            power=args.power,
+            drop=args.drop,
+            baseline=baseline if current is not None else None,
+        )
     )
     discrimination = None if trial is None else discrimination_section(trial, significance)
     mutations = None
@@ -103,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if names != []:
         from ..audit.runner import mutation_section, run_audit
 
+        assert baseline is not None  # _baseline insists on one when mutations run
         audit = run_audit(
             config,
             case_set,
@@ -123,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         inputs={
             "cases": args.cases.as_posix(),
             "casesSha256": case_set.sha256,
-            "baseline": args.baseline.as_posix(),
+            "baseline": None if baseline is None else args.baseline.as_posix(),
             "report": None if args.current is None else args.current.as_posix(),
             "trial": None if args.trial is None else args.trial.as_posix(),
         },
@@ -137,7 +162,10 @@ def run(args: argparse.Namespace) -> int:
         power=power,
         discrimination=discrimination,
         mutations=mutations,
-        notes=[] if trial is not None else [_NO_TRIAL],
+        notes=[
+            *([] if scored is not None else [_NO_BASELINE.format(args.baseline.as_posix())]),
+            *([] if trial is not None else [_NO_TRIAL]),
+        ],
         timing=timing,
     )
     validate(report, "audit-report", args.json_report, "audit report")
