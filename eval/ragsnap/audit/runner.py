@@ -10,10 +10,12 @@ or ``method``):
    fixtures as ``ragsnap score`` does (``ragsnap.scoring.stream``, ``scoring.skip``
    and ``knownFailures`` of the configuration) and diffs the report against the
    baseline as ``ragsnap score --compare-to`` does (the configuration's tolerances,
-   noise floor and significance). A control whose diff moved anything, or with a
-   case failing the run, means the baseline is not what the pipeline gives now:
-   an ``InputError`` on the baseline (exit 2): run ``ragsnap seed``, ``ragsnap
-   snapshot`` and ``ragsnap accept`` first.
+   noise floor and significance). A control whose diff moved anything means the
+   baseline is not what the pipeline gives now: an ``InputError`` on the baseline
+   (exit 2): run ``ragsnap seed``, ``ragsnap snapshot`` and ``ragsnap accept``
+   first. Cases that fail the run on the control already (a check that is red
+   before any change: an imported IR collection's hard queries) are recorded
+   (``controlFailing``) and not counted again.
 2. **Each mutation** (``ragsnap.audit.mutations``): a fault that changes the index
    gets its own scratch store, seeded from the variant's documents, chunker and
    tokenizer, and deleted after use; a lookup-only fault reuses the control store.
@@ -22,7 +24,8 @@ or ``method``):
    diffed as in 1.
 
 **Caught** is what makes the PR check exit 1: a case or aggregate regression in
-the diff (``diff["regressed"]``), or a case failing the run. A mutation's
+the diff (``diff["regressed"]``), or a case newly failing the run (one that passed,
+or was an expected failure, on the control). A mutation's
 ``caughtBy`` are its regressed and failing cases; ``caughtRequiringSignificance``
 says whether it is still caught with ``significance.require`` on (by a case, or by
 an aggregate drop whose adjusted p is below alpha). The mutation score is caught /
@@ -169,6 +172,8 @@ class AuditRun:
     results: tuple[MutationResult, ...]
     control_seconds: float
     seconds: float
+    #: the cases that fail the run on the unchanged pipeline already (not counted again)
+    control_failing: tuple[str, ...] = ()
 
     @property
     def applicable(self) -> int:
@@ -376,8 +381,10 @@ def _named(ids: Sequence[str]) -> str:
 
 def _check_control(
     diff: Mapping[str, Any], report: Mapping[str, Any], config: Config, where: str
-) -> None:
-    """Refuse a control that is not the baseline (an ``InputError`` on ``where``)."""
+) -> tuple[str, ...]:
+    """Refuse a control that is not the baseline (an ``InputError`` on ``where``);
+    return the cases that fail the run on it already (a PR check that is red before
+    any change: a mutation is caught by a case only when that case newly fails)."""
     fix = (
         "the baseline is not what the pipeline gives now; run `ragsnap seed`, "
         "`ragsnap snapshot` and `ragsnap accept` first, then audit again"
@@ -394,14 +401,7 @@ def _check_control(
         raise InputError(
             where, f"the unchanged pipeline moves {len(rows)} aggregate(s) ({_named(rows)})", fix
         )
-    failing = _failing(report, config.known_failures)
-    if failing:
-        raise InputError(
-            where,
-            f"the PR check fails already on the unchanged pipeline: {len(failing)} case(s) "
-            f"fail the run ({_named(failing)})",
-            "fix them or mark them knownFailure, then audit again",
-        )
+    return tuple(_failing(report, config.known_failures))
 
 
 @contextmanager
@@ -421,9 +421,11 @@ def _result(
     report: Mapping[str, Any],
     config: Config,
     seconds: float,
+    already: Sequence[str] = (),
 ) -> MutationResult:
     regressed = tuple(c["id"] for c in diff["cases"] if c["status"] == "regression")
-    failing = tuple(_failing(report, config.known_failures))
+    before = set(already)
+    failing = tuple(i for i in _failing(report, config.known_failures) if i not in before)
     rows = []
     for row in diff["aggregates"]:
         if row["status"] != "regression":
@@ -498,7 +500,9 @@ def run_audit(
             report = _report(
                 _Source(_pipeline(control, config, embedder, None), None), config, cases, "control"
             )
-            _check_control(_diff(baseline_report, report, config), report, config, baseline_label)
+            already = _check_control(
+                _diff(baseline_report, report, config), report, config, baseline_label
+            )
             control_seconds = time.perf_counter() - started
             if bar is not None:
                 bar.advance()
@@ -529,7 +533,13 @@ def run_audit(
                     diff = _diff(baseline_report, mutated, config)
                     results.append(
                         _result(
-                            mutation, applied, diff, mutated, config, time.perf_counter() - begun
+                            mutation,
+                            applied,
+                            diff,
+                            mutated,
+                            config,
+                            time.perf_counter() - begun,
+                            already,
                         )
                     )
                 if bar is not None:
@@ -539,7 +549,12 @@ def run_audit(
     if bar is not None:
         bar.close()
     return AuditRun(
-        spec.name, len(cases.cases), tuple(results), control_seconds, time.perf_counter() - started
+        spec.name,
+        len(cases.cases),
+        tuple(results),
+        control_seconds,
+        time.perf_counter() - started,
+        already,
     )
 
 
@@ -556,6 +571,7 @@ def mutation_section(run: AuditRun) -> dict[str, Any]:
         "applicable": run.applicable,
         "caught": run.caught,
         "score": None if run.score is None else round(run.score, 6),
+        "controlFailing": list(run.control_failing),
         "results": [result.to_json() for result in run.results],
         "seconds": {
             "total": round(run.seconds, 3),

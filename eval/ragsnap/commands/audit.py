@@ -66,6 +66,19 @@ def _mutation_names(given: str | None) -> list[str] | None:
     return names
 
 
+def _failing_note(mutations: dict[str, Any] | None) -> list[str]:
+    """A note when cases fail the run before any mutation: the check is red already."""
+    failing = [] if mutations is None else mutations["controlFailing"]
+    if not failing:
+        return []
+    shown = ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
+    return [
+        f"{len(failing)} case(s) fail the run on the unchanged pipeline ({shown}): the PR check "
+        "is red before any change, and a mutation counts as caught by a case only when it "
+        "newly fails; fix them or mark them knownFailure"
+    ]
+
+
 def _baseline(args: argparse.Namespace, names: list[str] | None) -> dict[str, Any] | None:
     """The baseline score report; None when the default one does not exist and nothing
     needs it (``--mutations none``: a trial's measures audited before any baseline)."""
@@ -163,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         discrimination=discrimination,
         mutations=mutations,
         notes=[
+            *_failing_note(mutations),
             *([] if scored is not None else [_NO_BASELINE.format(args.baseline.as_posix())]),
             *([] if trial is not None else [_NO_TRIAL]),
         ],

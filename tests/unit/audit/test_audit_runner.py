@@ -191,3 +191,31 @@ def test_the_cached_embedder_embeds_each_text_once_with_the_same_vectors() -> No
     assert (cached.embed_query("q") == cached.embed_query("q")).all()
     assert cached.embedded == [3, 1]
     assert cached.fingerprint == inner.fingerprint
+
+
+def test_cases_failing_on_the_control_are_recorded_not_counted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that is red before any change (an imported collection's hard queries):
+    the audit runs, names those cases, and a mutation is caught by a case only when
+    that case newly fails."""
+    root = write_project(tmp_path)
+    path = root / "cases" / "golden-cases.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    for entry in document["cases"] if isinstance(document, dict) else document:
+        if entry["id"] == "failover-top":  # a top source it never gets: fails on the control
+            entry["expectedRerankTopSource"] = "redis-eviction"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    for step in (["seed"], ["snapshot", "--skip-eval"], ["accept"]):
+        run = run_cli(*step, cwd=root)
+        assert run.code == 0, run.out + run.err
+    run = _audit(root, monkeypatch, names=["stale-document", "min-score-raised"])
+    assert run.control_failing == ("failover-top",)
+    assert mutation_section(run)["controlFailing"] == ["failover-top"]
+    for result in run.results:
+        assert "failover-top" not in result.failing_cases, result
+    outcome = {r.name: r.caught_by for r in run.results}
+    assert outcome == {
+        "stale-document": TINY_OUTCOME["stale-document"],
+        "min-score-raised": TINY_OUTCOME["min-score-raised"],
+    }
