@@ -258,12 +258,21 @@ def _mutations_html(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 caught,
                 (r["changedCases"], "num"),
                 (by, ""),
-                (r["advice"] or r["reason"] or r["detail"] or "", ""),
+                (r["detail"] or r["reason"] or "", ""),
+                (r["advice"] or "", ""),
             ]
         )
     return {
         "chart": "",
-        "head": ["mutation", "stage", "PR check", "cases changed", "caught by", "advice"],
+        "head": [
+            "mutation",
+            "stage",
+            "PR check",
+            "cases changed",
+            "caught by",
+            "what changed",
+            "what to add",
+        ],
         "rows": rows,
         "note": f"Method {section['method']}, {section['cases']} cases; each mutation "
         "re-snapshotted in a scratch store and diffed against the baseline as the PR check.",
