@@ -205,3 +205,21 @@ def test_the_docs_list_every_mutation() -> None:
     page = (REPO / "docs/audit.md").read_text(encoding="utf-8")
     missing = [name for name in MUTATIONS if f"| `{name}` |" not in page]
     assert not missing, f"add {missing} to the catalogue table of docs/audit.md"
+
+
+@pytest.mark.slow  # a real browser
+def test_the_audit_page_draws_in_chromium(audited: tuple[Path, Any]) -> None:
+    from browser import Chromium, chromium_or_skip
+
+    executable = chromium_or_skip()
+    root, _ = audited
+    report = _report(root)
+    with Chromium(executable) as browser:
+        browser.load(root / "reports/audit.html")
+        rows = browser.evaluate("document.querySelectorAll('table')[1].rows.length")
+        bars = browser.evaluate("document.querySelectorAll('svg[data-chart=\"mde\"] rect').length")
+        verdict = browser.evaluate("document.getElementById('verdict').textContent")
+        assert browser.errors() == [], browser.errors()
+    assert rows == 1 + len(report["mutations"]["results"])  # the header, one per mutation
+    assert bars > 0
+    assert verdict.startswith("Mutation score")
