@@ -186,6 +186,14 @@ def test_a_baseline_the_pipeline_no_longer_gives_is_bad_input(tmp_path: Path) ->
     assert not (root / "reports/audit.json").exists()
 
 
+def test_another_method_than_the_baselines_says_so(tmp_path: Path) -> None:
+    root = _example(tmp_path)
+    run = run_cli("audit", "--method", "lexical", "--mutations", "top-k-cut", cwd=root)
+    assert run.code == 2, run.out + run.err
+    assert "the baseline comes from lookup.method hybrid+rerank" in run.err
+    assert "drop --method" in run.err
+
+
 def test_the_mutation_audit_needs_the_embedded_pipeline(tmp_path: Path) -> None:
     root = _example(tmp_path)
     config = root / "ragsnap.yaml"

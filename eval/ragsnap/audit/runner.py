@@ -380,7 +380,11 @@ def _named(ids: Sequence[str]) -> str:
 
 
 def _check_control(
-    diff: Mapping[str, Any], report: Mapping[str, Any], config: Config, where: str
+    diff: Mapping[str, Any],
+    report: Mapping[str, Any],
+    config: Config,
+    where: str,
+    configured: str | None = None,
 ) -> tuple[str, ...]:
     """Refuse a control that is not the baseline (an ``InputError`` on ``where``);
     return the cases that fail the run on it already (a PR check that is red before
@@ -389,6 +393,12 @@ def _check_control(
         "the baseline is not what the pipeline gives now; run `ragsnap seed`, "
         "`ragsnap snapshot` and `ragsnap accept` first, then audit again"
     )
+    if configured is not None and configured != config.lookup.method:
+        fix = (
+            f"the baseline comes from lookup.method {configured}, the audit runs "
+            f"{config.lookup.method}: audit the method the baseline was captured with (drop "
+            f"--method), or snapshot and accept with --method {config.lookup.method} first"
+        )
     moved = [c["id"] for c in diff["cases"]]
     if moved:
         raise InputError(
@@ -484,6 +494,7 @@ def run_audit(
             "(kb.backend: embedded, or --backend embedded), whose baseline it compares with"
         )
     mutations = select_mutations(names)
+    configured = config.lookup.method
     if method is not None:
         config = dataclasses.replace(
             config, lookup=dataclasses.replace(config.lookup, method=method)
@@ -501,7 +512,7 @@ def run_audit(
                 _Source(_pipeline(control, config, embedder, None), None), config, cases, "control"
             )
             already = _check_control(
-                _diff(baseline_report, report, config), report, config, baseline_label
+                _diff(baseline_report, report, config), report, config, baseline_label, configured
             )
             control_seconds = time.perf_counter() - started
             if bar is not None:
