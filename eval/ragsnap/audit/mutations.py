@@ -361,6 +361,12 @@ def _wrong_hint(project: Project) -> Variant | NotApplicable:
 def _hints_off(project: Project) -> Variant | NotApplicable:
     if not project.config.lookup.hints:
         return NotApplicable("L0 hints are off already (lookup.hints: false)")
+    if not _categories(project):
+        # hints are read from categorised documents only: none, no hint, nothing to lose
+        return NotApplicable(
+            "no seed document has a category: an L0 hint never fires, so turning hints "
+            "off changes nothing"
+        )
     return Variant(_lookup(project, hints=False), project.docs, "lookup.hints true -> false")
 
 

@@ -227,6 +227,11 @@ def test_a_mutation_that_does_not_apply_says_why() -> None:
     assert "hints are off" in reason("wrong-category-hint", no_hints)
     one_category = dataclasses.replace(PROJECT, docs=DOCS[1:])
     assert "1 category" in reason("wrong-category-hint", one_category)
+    assert isinstance(MUTATIONS["hints-off"].apply(one_category), Variant)
+    uncategorised = dataclasses.replace(
+        PROJECT, docs=tuple(dataclasses.replace(doc, category=None) for doc in DOCS)
+    )
+    assert "no seed document has a category" in reason("hints-off", uncategorised)
     unstemmed = dataclasses.replace(
         PROJECT, config=dataclasses.replace(config, kb=dataclasses.replace(config.kb, stemmer=None))
     )
