@@ -365,6 +365,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
+                select_kept=compiled.select_kept,
                 sort_keys=compiled.sort_keys,
                 coarse_dots=compiled.coarse_dots,
                 full_dots=compiled.full_dots,
@@ -382,7 +383,9 @@ class Bm25Kernel:
 
     The scores of the last query are kept: a lookup asks for the same terms under
     two filters (the hinted category, then the scope) and, in a trial, once more
-    deeper; only the selection runs again. Callers serialise calls (the store's lock).
+    deeper; only the selection runs again, and (compiled) it reads the scores the
+    first selection gathered from the scattered positions, in order
+    (``_numba_kernels.select_kept``). Callers serialise calls (the store's lock).
     Every weight is positive (BM25's are, with either idf): the compiled sum knows a
     chunk it has not met by its score of 0.0.
     """
@@ -411,11 +414,18 @@ class Bm25Kernel:
         if self.kernel == "numba":
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
+            self._select_kept = fns["select_kept"]
             self._by_rank = positions_by_rank(ranks)  # a long selection's sort keys, read back
             self._no_filter = np.zeros(1, dtype=np.bool_)  # ``allowed`` when none is given
             # one spare entry: accumulate writes touched[m] before it knows m moves on
             self._buffer = np.zeros(n + 1, dtype=np.int64)
             self._count = 0
+            #: the scores of the touched positions in their order, kept by the first
+            #: selection of the last terms (``_kept`` says it ran) for the next ones
+            self._every = np.zeros(n + 1, dtype=np.float64)
+            self._kept = False
+        #: compiled selections that read those kept scores (no gather of their own)
+        self.kept_reads = 0
         #: a compiled selection of the last terms that held every chunk its filter (the
         #: mask object, or None) admits, sorted: any later one of them under that filter
         #: is a cut of it (a lookup's list after its deep ranking)
@@ -441,6 +451,7 @@ class Bm25Kernel:
             )
         self._last = key
         self._ordered = None
+        self._kept = False
         self.passes += 1
 
     def top(
@@ -471,16 +482,32 @@ class Bm25Kernel:
             return ordered[1][:limit], ordered[2][:limit]
         # a value more than a tick below ``at_least`` cannot reach it on the grid
         floor = -np.inf if at_least is None else (at_least - 1) / TICKS_PER_UNIT
-        out = self._select(
-            self._scores,
-            self._buffer,
-            self._count,
-            allowed if allowed is not None else self._no_filter,
-            allowed is not None,
-            self.ranks,
-            limit,
-            floor,
-        )
+        mask = allowed if allowed is not None else self._no_filter
+        if self._kept:  # the scores in touched order: read in order, not gathered again
+            out = self._select_kept(
+                self._every,
+                self._buffer,
+                self._count,
+                mask,
+                allowed is not None,
+                self.ranks,
+                limit,
+                floor,
+            )
+            self.kept_reads += 1
+        else:
+            out = self._select(
+                self._scores,
+                self._buffer,
+                self._count,
+                mask,
+                allowed is not None,
+                self.ranks,
+                limit,
+                floor,
+                self._every,
+            )
+            self._kept = True
         positions, values = finish_selection(out, self._scores, self._by_rank, limit)
         if at_least is None and len(positions) < limit:  # every one the filter admits
             positions.flags.writeable = values.flags.writeable = False  # handed out in cuts
