@@ -366,6 +366,8 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 term_codes=compiled.term_codes,
                 select_touched=compiled.select_touched,
                 select_kept=compiled.select_kept,
+                select_touched_running=compiled.select_touched_running,
+                select_kept_running=compiled.select_kept_running,
                 sort_keys=compiled.sort_keys,
                 coarse_dots=compiled.coarse_dots,
                 full_dots=compiled.full_dots,
@@ -373,6 +375,13 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 top=compiled.top,
             )
     return _compiled
+
+
+def _numba_running_limit() -> int:
+    """``_numba_kernels.RUNNING_LIMIT`` (the compiled selections' switch)."""
+    from . import _numba_kernels as compiled
+
+    return int(compiled.RUNNING_LIMIT)
 
 
 # --------------------------------------------------------------------------- the kernels
@@ -415,6 +424,9 @@ class Bm25Kernel:
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
             self._select_kept = fns["select_kept"]
+            self._running_limit = _numba_running_limit()
+            self._select_running = fns["select_touched_running"]
+            self._select_kept_running = fns["select_kept_running"]
             self._by_rank = positions_by_rank(ranks)  # a long selection's sort keys, read back
             self._no_filter = np.zeros(1, dtype=np.bool_)  # ``allowed`` when none is given
             # one spare entry: accumulate writes touched[m] before it knows m moves on
@@ -470,7 +482,10 @@ class Bm25Kernel:
         more than); the compiled selection skips the rest. The result is the same.
 
         A compiled selection that held every admitted chunk is kept (read-only) until
-        other terms are searched; a later selection under the same filter cuts it."""
+        other terms are searched; a later selection under the same filter cuts it.
+        A compiled selection of at most ``RUNNING_LIMIT`` (a lookup's candidates) keeps
+        a running bound and ranks only what can reach it
+        (``_numba_kernels.select_touched_running``); the result is the same."""
         self._scored(terms)
         if self.kernel == "numpy":
             positions = self._touched
@@ -483,8 +498,9 @@ class Bm25Kernel:
         # a value more than a tick below ``at_least`` cannot reach it on the grid
         floor = -np.inf if at_least is None else (at_least - 1) / TICKS_PER_UNIT
         mask = allowed if allowed is not None else self._no_filter
+        running = limit <= self._running_limit  # a lookup's list: a running bound
         if self._kept:  # the scores in touched order: read in order, not gathered again
-            out = self._select_kept(
+            out = (self._select_kept_running if running else self._select_kept)(
                 self._every,
                 self._buffer,
                 self._count,
@@ -496,7 +512,7 @@ class Bm25Kernel:
             )
             self.kept_reads += 1
         else:
-            out = self._select(
+            out = (self._select_running if running else self._select)(
                 self._scores,
                 self._buffer,
                 self._count,

@@ -691,6 +691,58 @@ def test_later_selections_of_the_same_terms_read_the_kept_scores_and_select_the_
     assert reads > 60
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_short_selection_s_running_bound_keeps_what_the_full_selection_keeps(
+    seed: int,
+) -> None:
+    """A selection of at most ``RUNNING_LIMIT`` passes over scores more than a margin
+    under the best ``limit`` seen so far; a score less than a tick under the
+    ``limit``-th best can share its grid ticks, and then its chunk id decides: the
+    running selections (gathering, or reading kept scores) give the full selection's
+    arrays exactly, with scores crowded a hair either side of a few grid ticks, in
+    ascending order (the bound rises at every score) and at random, under a mask, none
+    and a floor."""
+    require_numba()
+    from ragsnap.kb._numba_kernels import (
+        RUNNING_LIMIT,
+        select_kept,
+        select_kept_running,
+        select_touched,
+        select_touched_running,
+    )
+
+    rng = np.random.default_rng(500 + seed)
+    n = 4_000
+    ranks = rng.permutation(n).astype(np.int64)
+    ticks = rng.integers(1_000, 1_004, n)  # four grid ticks, each crowded
+    scores = ticks / 1e6 + rng.choice([0.0, 4.9e-7, -4.9e-7, 2e-7, -2e-7, 9e-7], n)
+    touched = rng.permutation(n).astype(np.int64)
+    rising = touched[np.argsort(scores[touched], kind="stable")]  # the bound rises each time
+    allowed = rng.random(n) < 0.6
+    no_filter = np.zeros(1, dtype=np.bool_)
+    checked = 0
+    for order in (touched, rising):
+        for limit in (1, 2, 7, 50, RUNNING_LIMIT):
+            for mask, use in ((allowed, True), (no_filter, False)):
+                for floor in (-np.inf, 1_002 / 1e6 - 1e-6):
+                    m = len(order)
+                    every, again = np.empty(n + 1), np.empty(n + 1)
+                    want = select_touched(scores, order, m, mask, use, ranks, limit, floor, every)
+                    got = select_touched_running(
+                        scores, order, m, mask, use, ranks, limit, floor, again
+                    )
+                    kept = select_kept(every, order, m, mask, use, ranks, limit, floor)
+                    kept_running = select_kept_running(
+                        every, order, m, mask, use, ranks, limit, floor
+                    )
+                    assert every[:m].tobytes() == again[:m].tobytes()
+                    for other in (got, kept, kept_running):
+                        for a, b in zip(want, other, strict=True):
+                            assert a.tobytes() == b.tobytes(), (seed, limit, use, floor)
+                    checked += 1
+    assert checked == 40
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_selection_that_held_every_admitted_chunk_gives_every_later_cut(seed: int) -> None:
     """A compiled selection that found fewer than its limit held every chunk its
