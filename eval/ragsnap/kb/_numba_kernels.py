@@ -162,9 +162,33 @@ def select(
 
 
 @_jit
-def term_codes(indptr: Any, docs: Any, terms: Any, bits: Any, positions: Any, out: Any) -> None:
+def term_bitsets(indptr: Any, docs: Any, common: Any, n: int) -> Any:
+    """One bit per position for each of the terms ``common``: row ``k``'s bit ``p`` (byte
+    ``p >> 3``, bit ``p & 7``) set when ``common[k]``'s postings hold position ``p``."""
+    out = np.zeros((common.shape[0], (n + 7) >> 3), dtype=np.uint8)
+    for k in range(common.shape[0]):
+        t = common[k]
+        for p in range(indptr[t], indptr[t + 1]):
+            d = docs[p]
+            out[k, d >> 3] |= np.uint8(1) << np.uint8(d & 7)
+    return out
+
+
+@_jit
+def term_codes(
+    indptr: Any,
+    docs: Any,
+    terms: Any,
+    bits: Any,
+    positions: Any,
+    out: Any,
+    bitset_row: Any,
+    bitsets: Any,
+) -> None:
     """``out[j]``: bit ``bits[i]`` set for every term ``terms[i]`` whose postings (in
-    position order) hold ``positions[j]``: each term's postings walked once, forward,
+    position order) hold ``positions[j]``. A common term (``bitset_row[term]`` not -1)
+    is read from its row of ``bitsets`` (``term_bitsets``): one byte a position. Any
+    other term's postings are walked once, forward,
     through the positions in sorted order, galloping (an exponential, then a binary
     search) from where the last one was found (the few a lookup asks for land in
     far-apart stretches of a common term's postings; a walk forward reads them in the
@@ -175,6 +199,13 @@ def term_codes(indptr: Any, docs: Any, terms: Any, bits: Any, positions: Any, ou
     for i in range(terms.shape[0]):
         lo, end = indptr[terms[i]], indptr[terms[i] + 1]
         flag = np.int64(1) << bits[i]
+        row = bitset_row[terms[i]]
+        if row >= 0:
+            for j in range(positions.shape[0]):
+                p = positions[j]
+                if (bitsets[row, p >> 3] >> (p & 7)) & 1:
+                    out[j] |= flag
+            continue
         for k in range(order.shape[0]):
             if lo >= end:
                 break

@@ -364,6 +364,7 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 finish_keys=compiled.finish_keys,
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
+                term_bitsets=compiled.term_bitsets,
                 select_touched=compiled.select_touched,
                 select_kept=compiled.select_kept,
                 select_touched_running=compiled.select_touched_running,
@@ -375,6 +376,12 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 top=compiled.top,
             )
     return _compiled
+
+
+#: a term in at least 1 / BITSET_SHARE of the chunks gets a bit per chunk for the
+#: compiled ``term_codes``: its bitset then takes no more bytes than its postings' chunk
+#: numbers (int32: 32 bits each)
+BITSET_SHARE = 32
 
 
 def _numba_running_limit() -> int:
@@ -424,6 +431,7 @@ class Bm25Kernel:
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
             self._select_kept = fns["select_kept"]
+            self._term_codes = fns["term_codes"]
             self._running_limit = _numba_running_limit()
             self._select_running = fns["select_touched_running"]
             self._select_kept_running = fns["select_kept_running"]
@@ -436,6 +444,8 @@ class Bm25Kernel:
             #: selection of the last terms (``_kept`` says it ran) for the next ones
             self._every = np.zeros(n + 1, dtype=np.float64)
             self._kept = False
+        #: each term's row of the common terms' bitsets, and the bitsets (``term_codes``)
+        self._bitsets: tuple[NDArray[np.int32], NDArray[np.uint8]] | None = None
         #: compiled selections that read those kept scores (no gather of their own)
         self.kept_reads = 0
         #: a compiled selection of the last terms that held every chunk its filter (the
@@ -559,6 +569,21 @@ class Bm25Kernel:
             kept = moved
         return kept
 
+    def _common_bitsets(self) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
+        """Each term's row in the bitsets (-1: none), and a bit per chunk for every term
+        in at least ``1 / BITSET_SHARE`` of them (``_numba_kernels.term_bitsets``): no more
+        bytes than those terms' postings take, made on the first compiled ``term_codes``.
+        A lookup's few candidates then cost a byte read each for a common term, where its
+        long postings cost a galloping search each (a 100,000-chunk lookup's slowest
+        kernel step after the sum and the selection)."""
+        df = np.diff(self.indptr)
+        n = len(self.ranks)
+        common = np.flatnonzero(df * BITSET_SHARE >= max(n, 1)).astype(np.int64)
+        row = np.full(len(df), -1, dtype=np.int32)
+        row[common] = np.arange(len(common), dtype=np.int32)
+        bitsets = _numba_kernels()["term_bitsets"](self.indptr, self.docs, common, n)
+        return row, bitsets
+
     def term_codes(
         self, terms: NDArray[np.int64], bits: NDArray[np.int64], positions: NDArray[np.int64]
     ) -> NDArray[np.int64]:
@@ -566,12 +591,18 @@ class Bm25Kernel:
         chunk holds, found in each term's postings (in position order: numba walks them
         forward, numpy searches them), so a lookup learns which query terms a candidate
         holds without reading it (``kept_codes`` has them for what the last search
-        found). Both paths give the same integers."""
+        found). The compiled path reads a common term (in at least ``1 / BITSET_SHARE`` of
+        the chunks) from a bit per chunk instead (``_common_bitsets``). Both paths give
+        the same integers."""
         out = np.zeros(len(positions), dtype=np.int64)
         if self.kernel == "numba":
             if not positions.flags.writeable:  # a kept selection's (``top``): numba would
                 positions = positions.copy()  # load a read-only variant, ms the first time
-            _numba_kernels()["term_codes"](self.indptr, self.docs, terms, bits, positions, out)
+            if self._bitsets is None:
+                self._bitsets = self._common_bitsets()
+            row, bitsets = self._bitsets
+            fn = self._term_codes
+            fn(self.indptr, self.docs, terms, bits, positions, out, row, bitsets)
             return out
         for term, bit in zip(terms.tolist(), bits.tolist(), strict=True):
             docs = self.docs[self.indptr[term] : self.indptr[term + 1]]
