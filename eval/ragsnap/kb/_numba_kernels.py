@@ -162,9 +162,33 @@ def select(
 
 
 @_jit
-def term_codes(indptr: Any, docs: Any, terms: Any, bits: Any, positions: Any, out: Any) -> None:
+def term_bitsets(indptr: Any, docs: Any, common: Any, n: int) -> Any:
+    """One bit per position for each of the terms ``common``: row ``k``'s bit ``p`` (byte
+    ``p >> 3``, bit ``p & 7``) set when ``common[k]``'s postings hold position ``p``."""
+    out = np.zeros((common.shape[0], (n + 7) >> 3), dtype=np.uint8)
+    for k in range(common.shape[0]):
+        t = common[k]
+        for p in range(indptr[t], indptr[t + 1]):
+            d = docs[p]
+            out[k, d >> 3] |= np.uint8(1) << np.uint8(d & 7)
+    return out
+
+
+@_jit
+def term_codes(
+    indptr: Any,
+    docs: Any,
+    terms: Any,
+    bits: Any,
+    positions: Any,
+    out: Any,
+    bitset_row: Any,
+    bitsets: Any,
+) -> None:
     """``out[j]``: bit ``bits[i]`` set for every term ``terms[i]`` whose postings (in
-    position order) hold ``positions[j]``: each term's postings walked once, forward,
+    position order) hold ``positions[j]``. A common term (``bitset_row[term]`` not -1)
+    is read from its row of ``bitsets`` (``term_bitsets``): one byte a position. Any
+    other term's postings are walked once, forward,
     through the positions in sorted order, galloping (an exponential, then a binary
     search) from where the last one was found (the few a lookup asks for land in
     far-apart stretches of a common term's postings; a walk forward reads them in the
@@ -175,6 +199,13 @@ def term_codes(indptr: Any, docs: Any, terms: Any, bits: Any, positions: Any, ou
     for i in range(terms.shape[0]):
         lo, end = indptr[terms[i]], indptr[terms[i] + 1]
         flag = np.int64(1) << bits[i]
+        row = bitset_row[terms[i]]
+        if row >= 0:
+            for j in range(positions.shape[0]):
+                p = positions[j]
+                if (bitsets[row, p >> 3] >> (p & 7)) & 1:
+                    out[j] |= flag
+            continue
         for k in range(order.shape[0]):
             if lo >= end:
                 break
@@ -279,10 +310,13 @@ def select_touched(
     ranks: Any,
     limit: int,
     floor: float,
+    every: Any,
 ) -> tuple[Any, Any, Any]:
     """The best ``limit`` of the ``m`` touched positions that ``allowed`` admits, of
     those scoring at least ``floor`` (the caller knows ``limit`` of them reach it),
-    as ``select`` gives them.
+    as ``select`` gives them; ``every[i]`` is set to the score of ``touched[i]``, each
+    of them, so that a later selection of the same scores reads them in order
+    (``select_kept``) rather than at the scattered positions again.
 
     One pass over the scattered positions gathers them, then contiguous ones are
     ranked. Each is written and kept only when admitted (``count`` moves on by the
@@ -295,6 +329,7 @@ def select_touched(
         for i in range(m):
             d = touched[i]
             v = scores[d]
+            every[i] = v
             positions[count] = d  # count <= i: always inside
             values[count] = v
             count += allowed[d] & (v >= floor)
@@ -302,9 +337,169 @@ def select_touched(
         for i in range(m):
             d = touched[i]
             v = scores[d]
+            every[i] = v
             positions[count] = d
             values[count] = v
             count += v >= floor
+    if count == 0 or limit <= 0:
+        return positions[:0], values[:0], positions[:0]
+    return _best(values, positions, count, ranks, limit)
+
+
+@_jit
+def select_kept(
+    every: Any,
+    touched: Any,
+    m: int,
+    allowed: Any,
+    use_allowed: bool,
+    ranks: Any,
+    limit: int,
+    floor: float,
+) -> tuple[Any, Any, Any]:
+    """``select_touched``'s result, with the scores a first selection of the same
+    scores kept (``every[i]``: the score of ``touched[i]``): the same positions in the
+    same order go to ``_best``, but read in order, the mask and the position only of
+    a score reaching ``floor`` (a lookup's unfiltered retry, after its filtered
+    attempt; a trial's deep ranking, after the lookup's list). A pass in memory order
+    instead of one at scattered positions: about a third of its time at 100,000
+    chunks (``benchmarks/README.md``, kb_embedded)."""
+    positions = np.empty(m, dtype=np.int64)
+    values = np.empty(m, dtype=np.float64)
+    count = 0
+    if use_allowed:
+        for i in range(m):
+            v = every[i]
+            if v >= floor:
+                d = touched[i]
+                if allowed[d]:
+                    positions[count] = d
+                    values[count] = v
+                    count += 1
+    else:
+        for i in range(m):
+            v = every[i]
+            if v >= floor:
+                positions[count] = touched[i]
+                values[count] = v
+                count += 1
+    if count == 0 or limit <= 0:
+        return positions[:0], values[:0], positions[:0]
+    return _best(values, positions, count, ranks, limit)
+
+
+#: a selection of at most this many keeps a running bound (``select_touched_running``);
+#: a longer one (a deep ranking's) compacts every admitted score first: measured at
+#: 100,000 chunks, the bound's heap costs more than it saves from about 100 on
+RUNNING_LIMIT = 100
+
+#: how far (in score) under the ``limit``-th best seen so far a score may lie and still
+#: be kept by a running bound: three grid ticks, where ``_best`` keeps nothing more than
+#: a tick (and a float's rounding) under the ``limit``-th best of all
+RUNNING_MARGIN = 3.0 / TICKS_PER_UNIT
+
+
+@_jit
+def select_touched_running(
+    scores: Any,
+    touched: Any,
+    m: int,
+    allowed: Any,
+    use_allowed: bool,
+    ranks: Any,
+    limit: int,
+    floor: float,
+    every: Any,
+) -> tuple[Any, Any, Any]:
+    """``select_touched`` for a short selection (``limit`` at most ``RUNNING_LIMIT``):
+    the same result, keeping only the scores that can still reach it.
+
+    A min-heap holds the best ``limit`` admitted scores seen so far; a score under its
+    least less ``RUNNING_MARGIN`` is passed over (one comparison, and the mask is read
+    only for a score that passes it). The heap's least only grows, to the ``limit``-th
+    best of all, so what is kept holds the ``limit`` best and every score ``_best``
+    over all of them keeps (nothing more than a tick under that): ``_best`` of the kept
+    ones is theirs, on a few hundred scores instead of every admitted one."""
+    positions = np.empty(m, dtype=np.int64)
+    values = np.empty(m, dtype=np.float64)
+    size = max(limit, 1)
+    heap = np.full(size, -np.inf)
+    reach = floor
+    count = 0
+    if use_allowed:
+        for i in range(m):
+            d = touched[i]
+            v = scores[d]
+            every[i] = v
+            if v >= reach and allowed[d]:
+                positions[count] = d
+                values[count] = v
+                count += 1
+                if v > heap[0]:
+                    heap[0] = v
+                    _sift_down(heap, 0, size)
+                    reach = max(floor, heap[0] - RUNNING_MARGIN)
+    else:
+        for i in range(m):
+            d = touched[i]
+            v = scores[d]
+            every[i] = v
+            if v >= reach:
+                positions[count] = d
+                values[count] = v
+                count += 1
+                if v > heap[0]:
+                    heap[0] = v
+                    _sift_down(heap, 0, size)
+                    reach = max(floor, heap[0] - RUNNING_MARGIN)
+    if count == 0 or limit <= 0:
+        return positions[:0], values[:0], positions[:0]
+    return _best(values, positions, count, ranks, limit)
+
+
+@_jit
+def select_kept_running(
+    every: Any,
+    touched: Any,
+    m: int,
+    allowed: Any,
+    use_allowed: bool,
+    ranks: Any,
+    limit: int,
+    floor: float,
+) -> tuple[Any, Any, Any]:
+    """``select_kept`` for a short selection, with ``select_touched_running``'s
+    running bound: the same result."""
+    positions = np.empty(m, dtype=np.int64)
+    values = np.empty(m, dtype=np.float64)
+    size = max(limit, 1)
+    heap = np.full(size, -np.inf)
+    reach = floor
+    count = 0
+    if use_allowed:
+        for i in range(m):
+            v = every[i]
+            if v >= reach:
+                d = touched[i]
+                if allowed[d]:
+                    positions[count] = d
+                    values[count] = v
+                    count += 1
+                    if v > heap[0]:
+                        heap[0] = v
+                        _sift_down(heap, 0, size)
+                        reach = max(floor, heap[0] - RUNNING_MARGIN)
+    else:
+        for i in range(m):
+            v = every[i]
+            if v >= reach:
+                positions[count] = touched[i]
+                values[count] = v
+                count += 1
+                if v > heap[0]:
+                    heap[0] = v
+                    _sift_down(heap, 0, size)
+                    reach = max(floor, heap[0] - RUNNING_MARGIN)
     if count == 0 or limit <= 0:
         return positions[:0], values[:0], positions[:0]
     return _best(values, positions, count, ranks, limit)

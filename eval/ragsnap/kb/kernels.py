@@ -364,7 +364,11 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 finish_keys=compiled.finish_keys,
                 accumulate=compiled.accumulate,
                 term_codes=compiled.term_codes,
+                term_bitsets=compiled.term_bitsets,
                 select_touched=compiled.select_touched,
+                select_kept=compiled.select_kept,
+                select_touched_running=compiled.select_touched_running,
+                select_kept_running=compiled.select_kept_running,
                 sort_keys=compiled.sort_keys,
                 coarse_dots=compiled.coarse_dots,
                 full_dots=compiled.full_dots,
@@ -372,6 +376,19 @@ def _numba_kernels() -> dict[str, Callable[..., Any]]:
                 top=compiled.top,
             )
     return _compiled
+
+
+#: a term in at least 1 / BITSET_SHARE of the chunks gets a bit per chunk for the
+#: compiled ``term_codes``: its bitset then takes no more bytes than its postings' chunk
+#: numbers (int32: 32 bits each)
+BITSET_SHARE = 32
+
+
+def _numba_running_limit() -> int:
+    """``_numba_kernels.RUNNING_LIMIT`` (the compiled selections' switch)."""
+    from . import _numba_kernels as compiled
+
+    return int(compiled.RUNNING_LIMIT)
 
 
 # --------------------------------------------------------------------------- the kernels
@@ -382,7 +399,9 @@ class Bm25Kernel:
 
     The scores of the last query are kept: a lookup asks for the same terms under
     two filters (the hinted category, then the scope) and, in a trial, once more
-    deeper; only the selection runs again. Callers serialise calls (the store's lock).
+    deeper; only the selection runs again, and (compiled) it reads the scores the
+    first selection gathered from the scattered positions, in order
+    (``_numba_kernels.select_kept``). Callers serialise calls (the store's lock).
     Every weight is positive (BM25's are, with either idf): the compiled sum knows a
     chunk it has not met by its score of 0.0.
     """
@@ -411,11 +430,24 @@ class Bm25Kernel:
         if self.kernel == "numba":
             fns = _numba_kernels()
             self._accumulate, self._select = fns["accumulate"], fns["select_touched"]
+            self._select_kept = fns["select_kept"]
+            self._term_codes = fns["term_codes"]
+            self._running_limit = _numba_running_limit()
+            self._select_running = fns["select_touched_running"]
+            self._select_kept_running = fns["select_kept_running"]
             self._by_rank = positions_by_rank(ranks)  # a long selection's sort keys, read back
             self._no_filter = np.zeros(1, dtype=np.bool_)  # ``allowed`` when none is given
             # one spare entry: accumulate writes touched[m] before it knows m moves on
             self._buffer = np.zeros(n + 1, dtype=np.int64)
             self._count = 0
+            #: the scores of the touched positions in their order, kept by the first
+            #: selection of the last terms (``_kept`` says it ran) for the next ones
+            self._every = np.zeros(n + 1, dtype=np.float64)
+            self._kept = False
+        #: each term's row of the common terms' bitsets, and the bitsets (``term_codes``)
+        self._bitsets: tuple[NDArray[np.int32], NDArray[np.uint8]] | None = None
+        #: compiled selections that read those kept scores (no gather of their own)
+        self.kept_reads = 0
         #: a compiled selection of the last terms that held every chunk its filter (the
         #: mask object, or None) admits, sorted: any later one of them under that filter
         #: is a cut of it (a lookup's list after its deep ranking)
@@ -441,6 +473,7 @@ class Bm25Kernel:
             )
         self._last = key
         self._ordered = None
+        self._kept = False
         self.passes += 1
 
     def top(
@@ -459,7 +492,10 @@ class Bm25Kernel:
         more than); the compiled selection skips the rest. The result is the same.
 
         A compiled selection that held every admitted chunk is kept (read-only) until
-        other terms are searched; a later selection under the same filter cuts it."""
+        other terms are searched; a later selection under the same filter cuts it.
+        A compiled selection of at most ``RUNNING_LIMIT`` (a lookup's candidates) keeps
+        a running bound and ranks only what can reach it
+        (``_numba_kernels.select_touched_running``); the result is the same."""
         self._scored(terms)
         if self.kernel == "numpy":
             positions = self._touched
@@ -471,16 +507,33 @@ class Bm25Kernel:
             return ordered[1][:limit], ordered[2][:limit]
         # a value more than a tick below ``at_least`` cannot reach it on the grid
         floor = -np.inf if at_least is None else (at_least - 1) / TICKS_PER_UNIT
-        out = self._select(
-            self._scores,
-            self._buffer,
-            self._count,
-            allowed if allowed is not None else self._no_filter,
-            allowed is not None,
-            self.ranks,
-            limit,
-            floor,
-        )
+        mask = allowed if allowed is not None else self._no_filter
+        running = limit <= self._running_limit  # a lookup's list: a running bound
+        if self._kept:  # the scores in touched order: read in order, not gathered again
+            out = (self._select_kept_running if running else self._select_kept)(
+                self._every,
+                self._buffer,
+                self._count,
+                mask,
+                allowed is not None,
+                self.ranks,
+                limit,
+                floor,
+            )
+            self.kept_reads += 1
+        else:
+            out = (self._select_running if running else self._select)(
+                self._scores,
+                self._buffer,
+                self._count,
+                mask,
+                allowed is not None,
+                self.ranks,
+                limit,
+                floor,
+                self._every,
+            )
+            self._kept = True
         positions, values = finish_selection(out, self._scores, self._by_rank, limit)
         if at_least is None and len(positions) < limit:  # every one the filter admits
             positions.flags.writeable = values.flags.writeable = False  # handed out in cuts
@@ -516,6 +569,21 @@ class Bm25Kernel:
             kept = moved
         return kept
 
+    def _common_bitsets(self) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
+        """Each term's row in the bitsets (-1: none), and a bit per chunk for every term
+        in at least ``1 / BITSET_SHARE`` of them (``_numba_kernels.term_bitsets``): no more
+        bytes than those terms' postings take, made on the first compiled ``term_codes``.
+        A lookup's few candidates then cost a byte read each for a common term, where its
+        long postings cost a galloping search each (a 100,000-chunk lookup's slowest
+        kernel step after the sum and the selection)."""
+        df = np.diff(self.indptr)
+        n = len(self.ranks)
+        common = np.flatnonzero(df * BITSET_SHARE >= max(n, 1)).astype(np.int64)
+        row = np.full(len(df), -1, dtype=np.int32)
+        row[common] = np.arange(len(common), dtype=np.int32)
+        bitsets = _numba_kernels()["term_bitsets"](self.indptr, self.docs, common, n)
+        return row, bitsets
+
     def term_codes(
         self, terms: NDArray[np.int64], bits: NDArray[np.int64], positions: NDArray[np.int64]
     ) -> NDArray[np.int64]:
@@ -523,12 +591,18 @@ class Bm25Kernel:
         chunk holds, found in each term's postings (in position order: numba walks them
         forward, numpy searches them), so a lookup learns which query terms a candidate
         holds without reading it (``kept_codes`` has them for what the last search
-        found). Both paths give the same integers."""
+        found). The compiled path reads a common term (in at least ``1 / BITSET_SHARE`` of
+        the chunks) from a bit per chunk instead (``_common_bitsets``). Both paths give
+        the same integers."""
         out = np.zeros(len(positions), dtype=np.int64)
         if self.kernel == "numba":
             if not positions.flags.writeable:  # a kept selection's (``top``): numba would
                 positions = positions.copy()  # load a read-only variant, ms the first time
-            _numba_kernels()["term_codes"](self.indptr, self.docs, terms, bits, positions, out)
+            if self._bitsets is None:
+                self._bitsets = self._common_bitsets()
+            row, bitsets = self._bitsets
+            fn = self._term_codes
+            fn(self.indptr, self.docs, terms, bits, positions, out, row, bitsets)
             return out
         for term, bit in zip(terms.tolist(), bits.tolist(), strict=True):
             docs = self.docs[self.indptr[term] : self.indptr[term + 1]]

@@ -643,6 +643,107 @@ def test_a_selection_from_a_narrower_one_s_limit_gives_the_same_top(seed: int) -
 
 
 @pytest.mark.parametrize("seed", range(3))
+def test_later_selections_of_the_same_terms_read_the_kept_scores_and_select_the_same(
+    seed: int,
+) -> None:
+    """The first compiled selection of a query keeps the scores it gathered, in the
+    order the sum touched them; every later selection of the same terms (a lookup's
+    unfiltered retry, a trial's deep ranking) reads them in order instead: under a
+    narrower, a wider or no filter, at any limit, with or without ``at_least``, its
+    positions and scores are a fresh kernel's bytes and numpy's, with scores a hair
+    either side of grid ticks; new terms gather again."""
+    require_numba()
+    rng = np.random.default_rng(400 + seed)
+    lengths = rng.integers(1, 60, VOCAB)
+    lengths[:5] = N // 2
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    docs = np.concatenate([np.sort(rng.choice(N, n, replace=False)) for n in lengths])
+    jitter = rng.choice([0.0, 3e-7, -3e-7, 6e-7, -6e-7], len(docs))
+    weights = rng.integers(1, 40, len(docs)) / 8.0 + jitter
+    args = (indptr, docs.astype(np.int32), weights, chunk_id_ranks(chunk_ids(seed)))
+    kept = Bm25Kernel(*args, "numba")
+    plain = Bm25Kernel(*args, "numpy")
+    wide = rng.random(N) < 0.9
+    narrow = wide & (rng.random(N) < 0.2)
+    reads = 0
+    for trial in range(25):
+        terms = rng.choice(VOCAB, int(rng.integers(1, 7)), replace=False).astype(np.int64)
+        terms[0] = trial % 5  # a common term: thousands of candidates
+        before = kept.kept_reads
+        for i in range(6):
+            flt = (narrow, wide, None)[int(rng.integers(3))]
+            limit = int(rng.choice([1, 5, 50, 1000]))
+            at_least = None
+            if i and rng.random() < 0.5:  # a bound a narrower selection's limit-th gives
+                first = Bm25Kernel(*args, "numba").top(terms, narrow, limit)
+                if len(first[0]) == limit:
+                    at_least = int(ticks_array(first[1][-1:])[0])
+                    flt = (wide, None)[i % 2]
+            got = kept.top(terms, flt, limit, at_least)
+            fresh = Bm25Kernel(*args, "numba").top(terms, flt, limit)
+            assert got[0].tobytes() == fresh[0].tobytes(), (seed, trial, i)
+            assert got[1].tobytes() == fresh[1].tobytes(), (seed, trial, i)
+            assert plain.top(terms, flt, limit)[0].tolist() == got[0].tolist()
+        # the first selection of new terms gathers; the later ones read what it kept
+        # (but for a cut of a selection that held every chunk its filter admits)
+        assert 0 < kept.kept_reads - before <= 5
+        reads += kept.kept_reads - before
+    assert reads > 60
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_short_selection_s_running_bound_keeps_what_the_full_selection_keeps(
+    seed: int,
+) -> None:
+    """A selection of at most ``RUNNING_LIMIT`` passes over scores more than a margin
+    under the best ``limit`` seen so far; a score less than a tick under the
+    ``limit``-th best can share its grid ticks, and then its chunk id decides: the
+    running selections (gathering, or reading kept scores) give the full selection's
+    arrays exactly, with scores crowded a hair either side of a few grid ticks, in
+    ascending order (the bound rises at every score) and at random, under a mask, none
+    and a floor."""
+    require_numba()
+    from ragsnap.kb._numba_kernels import (
+        RUNNING_LIMIT,
+        select_kept,
+        select_kept_running,
+        select_touched,
+        select_touched_running,
+    )
+
+    rng = np.random.default_rng(500 + seed)
+    n = 4_000
+    ranks = rng.permutation(n).astype(np.int64)
+    ticks = rng.integers(1_000, 1_004, n)  # four grid ticks, each crowded
+    scores = ticks / 1e6 + rng.choice([0.0, 4.9e-7, -4.9e-7, 2e-7, -2e-7, 9e-7], n)
+    touched = rng.permutation(n).astype(np.int64)
+    rising = touched[np.argsort(scores[touched], kind="stable")]  # the bound rises each time
+    allowed = rng.random(n) < 0.6
+    no_filter = np.zeros(1, dtype=np.bool_)
+    checked = 0
+    for order in (touched, rising):
+        for limit in (1, 2, 7, 50, RUNNING_LIMIT):
+            for mask, use in ((allowed, True), (no_filter, False)):
+                for floor in (-np.inf, 1_002 / 1e6 - 1e-6):
+                    m = len(order)
+                    every, again = np.empty(n + 1), np.empty(n + 1)
+                    want = select_touched(scores, order, m, mask, use, ranks, limit, floor, every)
+                    got = select_touched_running(
+                        scores, order, m, mask, use, ranks, limit, floor, again
+                    )
+                    kept = select_kept(every, order, m, mask, use, ranks, limit, floor)
+                    kept_running = select_kept_running(
+                        every, order, m, mask, use, ranks, limit, floor
+                    )
+                    assert every[:m].tobytes() == again[:m].tobytes()
+                    for other in (got, kept, kept_running):
+                        for a, b in zip(want, other, strict=True):
+                            assert a.tobytes() == b.tobytes(), (seed, limit, use, floor)
+                    checked += 1
+    assert checked == 40
+
+
+@pytest.mark.parametrize("seed", range(3))
 def test_a_selection_that_held_every_admitted_chunk_gives_every_later_cut(seed: int) -> None:
     """A compiled selection that found fewer than its limit held every chunk its
     filter admits: it is kept, and the next selection of the same terms under the
