@@ -100,6 +100,9 @@ OUTPUTS: dict[tuple[str, str], list[str]] = {
     ("trial", "diff_json_report"): [],  # need a trial baseline; same check as json_report
     ("trial", "diff_markdown_report"): [],
     ("trial", "runs_dir"): ["trial", "--runs-dir"],
+    ("audit", "json_report"): ["audit", "--mutations", "none", "--json-report"],
+    ("audit", "markdown_report"): ["audit", "--mutations", "none", "--markdown-report"],
+    ("audit", "html_report"): ["audit", "--mutations", "none", "--html-report"],
 }
 #: options that name a folder the command writes inside
 FOLDER_OUTPUTS = {

@@ -81,6 +81,7 @@ INPUT_OPTIONS: dict[str, tuple[str, bool | None]] = {
     "current": ("the current report", False),
     "reports": ("a score report (or a folder of them) that trend reads", None),
     "plan": ("the pinned trial plan", False),
+    "trial": ("the trial report", False),  # audit --trial
     "aliases": ("the alias file", False),
     "gates": ("the gates file", False),
     "state": ("the state file", False),  # prepare --state and live-check --state update it
