@@ -35,7 +35,7 @@ from ..io.inputs import load_cases_document, load_report, load_trial_report
 from ..io.jsonio import check_outputs, write_outputs
 from ..io.reads import labelled, reads_of
 from ..io.schema import validate
-from . import DEFAULT_BASELINE
+from . import DEFAULT_BASELINE, one_blas_thread
 
 __all__ = ["run"]
 
@@ -94,6 +94,12 @@ def _baseline(args: argparse.Namespace, names: list[str] | None) -> dict[str, An
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command with BLAS on one thread (``one_blas_thread``)."""
+    with one_blas_thread():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     """Audit the golden set; return 1 when the mutation score is below --fail-under."""
     from ..audit.discrimination import discrimination_section
     from ..audit.power import power_section

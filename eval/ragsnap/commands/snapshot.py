@@ -58,7 +58,14 @@ from ..models import GoldenCase
 from ..snapshot.capture import LookupSource, PipelineSource, snapshot_case, without_latencies
 from ..snapshot.fixturediff import fixture_changes
 from ..snapshot.provenance import Capture, Manifest, check_provenance
-from . import DEFAULT_JSON_REPORT, DEFAULT_MARKDOWN_REPORT, run_each, select_cases, utc_now
+from . import (
+    DEFAULT_JSON_REPORT,
+    DEFAULT_MARKDOWN_REPORT,
+    one_blas_thread,
+    run_each,
+    select_cases,
+    utc_now,
+)
 from ._kb import backend_of, entry_of, options_of, with_options
 from ._provenance import captured_documents, folder_name, settings_of
 
@@ -181,6 +188,12 @@ def _old_manifest(folder: Path, check: bool) -> Manifest | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command with BLAS on one thread (``one_blas_thread``)."""
+    with one_blas_thread():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     config = with_options(args, load_config(args.config, embedder=getattr(args, "embedder", None)))
     retrieved_at = _check_retrieved_at(args.retrieved_at)
     if args.check and args.prune:

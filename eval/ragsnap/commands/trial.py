@@ -114,7 +114,7 @@ from ..trial.runner import (
     run_resource_pass,
 )
 from ..trial.significance import significance_lines
-from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused
+from . import DEFAULT_TRIAL_DIFF_JSON, DEFAULT_TRIAL_DIFF_MARKDOWN, gc_paused, one_blas_thread
 from ._kb import open_tokenizer
 from ._labels import check_labels_before_scoring
 
@@ -156,6 +156,12 @@ class _Side:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the command with BLAS on one thread (``one_blas_thread``)."""
+    with one_blas_thread():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     cpu_started = time.process_time()
     if args.plan is not None:
