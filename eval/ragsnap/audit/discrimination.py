@@ -63,9 +63,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..scoring.diff import case_value
 from ..scoring.significance import SignificanceSettings, adjust_p, paired_test
-from ..trial.significance import measures_to_test, settings_json
+from ..trial.significance import measures_to_test, method_value, settings_json
 
 __all__ = ["SPLITS", "discrimination_markdown", "discrimination_section"]
 
@@ -73,14 +72,6 @@ __all__ = ["SPLITS", "discrimination_markdown", "discrimination_section"]
 SPLITS = ("dev", "test")
 
 _SCALE = 1_000_000
-
-
-def _value(case: Mapping[str, Any], method: str, measure: str) -> float | None:
-    """A case's value of ``measure`` for ``method``, by the trial significance's rule."""
-    entry = case["methods"].get(method)
-    if entry is None:
-        return None
-    return case_value({**entry, "noAnswer": case["noAnswer"], "fixture": "present"}, measure)
 
 
 def _millionths(value: float) -> int:
@@ -116,7 +107,7 @@ def _pair(
     after: list[int] = []
     diffs: list[tuple[str, int]] = []
     for case in case_results:
-        x, y = _value(case, a, measure), _value(case, b, measure)
+        x, y = method_value(case, a, measure), method_value(case, b, measure)
         if x is None or y is None:
             continue
         before.append(_millionths(x))
@@ -236,7 +227,7 @@ def discrimination_section(
         return section
     rows = []
     for measure in testable:
-        if not any(_value(c, m, measure) is not None for c in case_results for m in methods):
+        if not any(method_value(c, m, measure) is not None for c in case_results for m in methods):
             section["skipped"].append(
                 {"measure": measure, "reason": "no case of the trial has a value of it"}
             )

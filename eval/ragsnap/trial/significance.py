@@ -60,6 +60,7 @@ __all__ = [
     "measures_to_test",
     "method_pairs",
     "method_tests",
+    "method_value",
     "p_name",
     "settings_json",
     "significance_lines",
@@ -91,7 +92,9 @@ def method_pairs(methods: Sequence[str], reference: str | None) -> list[tuple[st
     return [(reference, m) for m in methods if m != reference]
 
 
-def _value(case: Mapping[str, Any], method: str, measure: str) -> float | None:
+def method_value(case: Mapping[str, Any], method: str, measure: str) -> float | None:
+    """A trial case's value of ``measure`` for ``method`` (None: the method did not run
+    the case, or the measure has no value there), by the score diff's rule."""
     entry = case["methods"].get(method)
     if entry is None:
         return None
@@ -162,8 +165,8 @@ def method_tests(
     for ref, method in method_pairs(methods, reference):
         for measure in measures_to_test(measures):
             row = _row(
-                [_value(c, ref, measure) for c in case_results],
-                [_value(c, method, measure) for c in case_results],
+                [method_value(c, ref, measure) for c in case_results],
+                [method_value(c, method, measure) for c in case_results],
                 settings,
                 f"{ref}\0{method}\0{measure}",
             )
@@ -208,8 +211,8 @@ def trial_tests(
                 row["significance"] = None
                 continue
             paired = _row(
-                [_value(old, method, measure) for old, _ in shared],
-                [_value(new, method, measure) for _, new in shared],
+                [method_value(old, method, measure) for old, _ in shared],
+                [method_value(new, method, measure) for _, new in shared],
                 settings,
                 f"{method}\0{measure}",
             )
