@@ -105,7 +105,7 @@ from typing import Any
 from ..io.markdown import markdown_table
 from ..scoring.aggregates import HIGHER_IS_BETTER, LOWER_IS_BETTER
 from ..scoring.diff import case_value, testable
-from ..scoring.significance import SignificanceSettings
+from ..scoring.significance import SignificanceSettings, binomial_weights
 
 __all__ = [
     "MAX_CASES",
@@ -127,8 +127,6 @@ MODEL = "per-case-loss/1"
 MAX_CASES = 10_000_000
 _SCALE = 1_000_000
 _BISECTIONS = 48
-#: binomial weights below this share of the mode's are dropped
-_NEGLIGIBLE = 1e-18
 #: ``reject(k)`` this close to 1 is taken as 1 (and holds for every larger ``k``)
 _CERTAIN = 1e-15
 
@@ -193,33 +191,14 @@ def population(
 
 
 def _binomial(n: int, q: float) -> tuple[int, list[float]]:
-    """(lowest k, probabilities of k, k+1, ...) of Binomial(n, q) where not negligible:
-    built from the mode with multiplications and divisions only, then normalised."""
+    """(lowest k, probabilities of k, k+1, ...) of Binomial(n, q) where not negligible
+    (the diff's own ``binomial_weights``, normalised)."""
     if q <= 0.0 or n == 0:
         return 0, [1.0]
     if q >= 1.0:
         return n, [1.0]
-    mode = min(n, int((n + 1) * q))
-    odds = q / (1.0 - q)
-    up: list[float] = []
-    weight = 1.0
-    for j in range(mode, n):
-        weight = weight * (n - j) / (j + 1) * odds
-        if weight < _NEGLIGIBLE:
-            break
-        up.append(weight)
-    down: list[float] = []
-    weight = 1.0
-    for j in range(mode, 0, -1):
-        weight = weight * j / (n - j + 1) / odds
-        if weight < _NEGLIGIBLE:
-            break
-        down.append(weight)
-    weights = [*reversed(down), 1.0, *up]
-    total = 0.0
-    for w in weights:
-        total += w
-    return mode - len(down), [w / total for w in weights]
+    low, weights, total = binomial_weights(n, q)
+    return low, [w / total for w in weights]
 
 
 def _exp(y: float) -> float:

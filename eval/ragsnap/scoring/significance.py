@@ -50,7 +50,14 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["CORRECTIONS", "SignificanceSettings", "TestResult", "adjust_p", "paired_test"]
+__all__ = [
+    "CORRECTIONS",
+    "SignificanceSettings",
+    "TestResult",
+    "adjust_p",
+    "binomial_weights",
+    "paired_test",
+]
 
 #: report values are rounded to six decimals; differences are counted in millionths
 _SCALE = 1_000_000
@@ -180,10 +187,12 @@ def _row_sums(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     return sums
 
 
-def _binomial_cdf(n: int, q: float) -> tuple[int, list[float]]:
-    """(lowest value, cumulative probabilities) of Binomial(n, q) where it is not
-    negligible: built from the mode with multiplications and divisions only (IEEE
-    arithmetic, the same bits everywhere; no libm ``exp`` or ``lgamma``)."""
+def binomial_weights(n: int, q: float) -> tuple[int, list[float], float]:
+    """(lowest value, relative weights, their sum) of Binomial(n, q) where it is not
+    negligible (a weight below 1e-18 of the mode's): built from the mode with
+    multiplications and divisions only (IEEE arithmetic, the same bits everywhere; no
+    libm ``exp`` or ``lgamma``). ``0 < q < 1``; the probability of value ``low + i`` is
+    ``weights[i] / total``."""
     mode = min(n, int((n + 1) * q))
     odds = q / (1.0 - q)
     up, weight = [], 1.0
@@ -202,11 +211,18 @@ def _binomial_cdf(n: int, q: float) -> tuple[int, list[float]]:
     total = 0.0
     for w in weights:
         total += w
+    return mode - len(down), weights, total
+
+
+def _binomial_cdf(n: int, q: float) -> tuple[int, list[float]]:
+    """(lowest value, cumulative probabilities) of Binomial(n, q) where it is not
+    negligible (``binomial_weights``)."""
+    low, weights, total = binomial_weights(n, q)
     cdf, running = [], 0.0
     for w in weights:
         running += w
         cdf.append(running / total)
-    return mode - len(down), cdf
+    return low, cdf
 
 
 def _uniforms(words: NDArray[np.uint64]) -> NDArray[np.float64]:
