@@ -113,4 +113,8 @@ def run(args: argparse.Namespace) -> int:
         "it is not on a public package index yet (a git tag or your internal index: the "
         "comment above the setting shows both)."
     )
+    print(
+        "As the cases grow, `ragsnap audit` says which retrieval faults they would miss "
+        "and what kind of case would catch each."
+    )
     return 0
