@@ -108,13 +108,13 @@ def run(args: argparse.Namespace) -> int:
         "and fails on a regression or a stale fixture."
     )
     print(
+        "As the cases grow, `ragsnap audit` says which retrieval faults they would miss "
+        "and what kind of case would catch each."
+    )
+    print(
         "Before the first pull request, point RAGSNAP_REQUIREMENT "
         f"(default ragsnap=={__version__}) in that workflow at where your CI gets ragsnap: "
         "it is not on a public package index yet (a git tag or your internal index: the "
         "comment above the setting shows both)."
-    )
-    print(
-        "As the cases grow, `ragsnap audit` says which retrieval faults they would miss "
-        "and what kind of case would catch each."
     )
     return 0
