@@ -263,7 +263,6 @@ def _mutations_html(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
             ]
         )
     return {
-        "chart": "",
         "head": [
             "mutation",
             "stage",

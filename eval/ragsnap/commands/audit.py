@@ -109,8 +109,6 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--power {args.power}: give a probability between 0 and 1, e.g. 0.8")
     if not 0.0 < args.drop < 1.0:
         raise UsageError(f"--drop {args.drop}: give a drop between 0 and 1, e.g. 0.02 (2 points)")
-    if args.fail_under is not None and not 0.0 <= args.fail_under <= 1.0:
-        raise UsageError(f"--fail-under {args.fail_under}: give a share between 0 and 1, e.g. 0.8")
     config = load_config(args.config, embedder=getattr(args, "embedder", None))
     names = _mutation_names(args.mutations)
     case_set, _document = load_cases_document(args.cases)
